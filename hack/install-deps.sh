@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Installs what the demo and the tests need on a fresh Debian machine (as root):
+# debootstrap and systemd-nspawn for the test nodes, and Go when missing.
+# Idempotent and quick once everything is there.
+set -euo pipefail
+
+need=()
+command -v debootstrap >/dev/null || need+=(debootstrap)
+command -v systemd-nspawn >/dev/null || need+=(systemd-container)
+command -v flock >/dev/null || need+=(util-linux)
+command -v mount >/dev/null || need+=(mount)
+if [ ${#need[@]} -gt 0 ]; then
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+fi
+
+if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
+  # Debian's go is older than go.mod asks for; GOTOOLCHAIN=auto then fetches
+  # the right toolchain from the Go module proxy.
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
+fi

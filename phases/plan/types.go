@@ -1,0 +1,138 @@
+// Package plan turns rendered MachineConfigs into what the daemon applies:
+// it parses and validates their Ignition configs, diffs the current and the
+// desired one, refuses what cannot be applied in place, and chooses the post
+// action. Everything here is pure: no I/O, no clocks.
+package plan
+
+import "io/fs"
+
+// Config is the part of one rendered MachineConfig that the daemon applies,
+// normalized from Ignition 3.x.
+type Config struct {
+	// Name is the MachineConfig's name (used in errors and messages).
+	Name string
+	// Files by absolute path.
+	Files map[string]File
+	// Units by unit name (e.g. "crio.service").
+	Units map[string]Unit
+	// SSHKeys are the authorized keys of user "core", in config order.
+	SSHKeys []string
+
+	OSImageURL      string
+	KernelArguments []string
+	Extensions      []string
+	KernelType      string
+	FIPS            bool
+
+	// Unreconcilable holds, by field path (e.g. "spec.config.storage.disks"),
+	// a canonical encoding of each section that cannot be applied in place.
+	// Two configs whose entries differ cannot be updated between in place.
+	Unreconcilable map[string]string
+}
+
+// File is one file of the config, with its contents decoded.
+type File struct {
+	Path     string
+	Contents []byte
+	// Mode holds the permission bits (at most 07777); 0644 when the config
+	// gives none.
+	Mode  fs.FileMode
+	User  Owner
+	Group Owner
+}
+
+// Owner names a user or group by ID or by name; the zero value is root.
+type Owner struct {
+	ID   *int
+	Name string
+}
+
+// Unit is one systemd unit of the config.
+type Unit struct {
+	Name string
+	// Contents is nil when the config only enables, disables or masks the unit.
+	Contents *string
+	// Enabled is nil when the config leaves enablement alone.
+	Enabled *bool
+	Mask    bool
+	// Dropins by drop-in file name ("10-foo.conf").
+	Dropins map[string]string
+}
+
+// Diff is what changes between the current and the desired config.
+type Diff struct {
+	// Files written or rewritten (contents, mode or owner differ), sorted by path.
+	ChangedFiles []File
+	// Paths of files the desired config no longer has, sorted.
+	RemovedFiles []string
+	// Units written or changed (contents, drop-ins, enablement, mask), sorted by name.
+	ChangedUnits []Unit
+	// Units the desired config no longer has (with their old definition), sorted.
+	RemovedUnits []Unit
+	SSHKeysChanged bool
+	OSImageChanged bool
+	// Kernel arguments to remove and to add, in config order.
+	KernelArgsRemoved []string
+	KernelArgsAdded   []string
+	ExtensionsChanged bool
+	KernelTypeChanged bool
+}
+
+// Empty reports whether the diff changes nothing.
+func (d Diff) Empty() bool {
+	return len(d.ChangedFiles) == 0 && len(d.RemovedFiles) == 0 &&
+		len(d.ChangedUnits) == 0 && len(d.RemovedUnits) == 0 &&
+		!d.SSHKeysChanged && !d.OSImageChanged &&
+		len(d.KernelArgsRemoved) == 0 && len(d.KernelArgsAdded) == 0 &&
+		!d.ExtensionsChanged && !d.KernelTypeChanged
+}
+
+// OSChanged reports whether the diff needs an OS updater (image or kernel arguments).
+func (d Diff) OSChanged() bool {
+	return d.OSImageChanged || len(d.KernelArgsRemoved) > 0 || len(d.KernelArgsAdded) > 0
+}
+
+// ActionKind is what happens after the changes are written. Kinds are
+// ordered: a bigger kind covers the smaller ones.
+type ActionKind int
+
+const (
+	ActionNone ActionKind = iota
+	ActionDaemonReload
+	ActionReloadUnit
+	ActionRestartUnit
+	ActionReloadCRIO
+	ActionReboot
+)
+
+func (k ActionKind) String() string {
+	switch k {
+	case ActionNone:
+		return "None"
+	case ActionDaemonReload:
+		return "DaemonReload"
+	case ActionReloadUnit:
+		return "ReloadUnit"
+	case ActionRestartUnit:
+		return "RestartUnit"
+	case ActionReloadCRIO:
+		return "ReloadCRIO"
+	case ActionReboot:
+		return "Reboot"
+	}
+	return "Unknown"
+}
+
+// PostAction is the chosen post action and why.
+type PostAction struct {
+	Kind ActionKind
+	// ReloadUnits and RestartUnits name the units to reload or restart
+	// (crio.service for ActionReloadCRIO), sorted, without duplicates.
+	ReloadUnits  []string
+	RestartUnits []string
+	// Reasons says, per change, what it needs ("/etc/foo: reboot (no rule matches)").
+	Reasons []string
+}
+
+// NeedsDrain reports whether the node must be cordoned and drained first.
+func (a PostAction) NeedsDrain() bool { return a.Kind == ActionReboot }
