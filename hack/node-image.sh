@@ -39,8 +39,10 @@ mirror() {
   return 1
 }
 
+# Under the lock, any temp dir is left over from a killed build.
+rm -rf --one-file-system "$out".tmp.*
 tmp=$(mktemp -d "$out.tmp.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+trap 'rm -rf --one-file-system "$tmp"' EXIT
 
 debootstrap --variant=minbase --include="$PACKAGES" "$SUITE" "$tmp" "$(mirror)" >&2
 

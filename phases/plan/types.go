@@ -128,8 +128,13 @@ type PostAction struct {
 	Kind ActionKind
 	// ReloadUnits and RestartUnits name the units to reload or restart
 	// (crio.service for ActionReloadCRIO), sorted, without duplicates.
+	// Both are empty when Kind is ActionReboot (the reboot covers them), and
+	// a unit to restart is not also listed to reload.
 	ReloadUnits  []string
 	RestartUnits []string
+	// DaemonReload says systemd must reload its unit files before the units
+	// are reloaded or restarted (false when Kind is ActionReboot).
+	DaemonReload bool
 	// Reasons says, per change, what it needs ("/etc/foo: reboot (no rule matches)").
 	Reasons []string
 }

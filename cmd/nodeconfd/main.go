@@ -1,0 +1,206 @@
+// Command nodeconfd is the node configuration daemon: it runs on every node
+// (a DaemonSet pod) and steps its node to the rendered MachineConfig the
+// node's desiredConfig annotation names, reporting every phase in the node's
+// MachineConfigNode status.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
+	"go.uber.org/zap"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+
+	"github.com/nodeconfd/nodeconfd/daemon"
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/daemon/drift"
+	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/daemon/logging"
+	"github.com/nodeconfd/nodeconfd/daemon/metrics"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+)
+
+const usage = `nodeconfd: the node configuration daemon.
+
+Usage:
+  nodeconfd start [flags]
+
+Run "nodeconfd start -h" for the flags.
+`
+
+func main() {
+	if len(os.Args) < 2 || os.Args[1] != "start" {
+		fmt.Fprint(os.Stderr, usage)
+		os.Exit(2)
+	}
+	if err := start(os.Args[2:]); err != nil {
+		fmt.Fprintln(os.Stderr, "nodeconfd:", err)
+		os.Exit(1)
+	}
+}
+
+type options struct {
+	nodeName, rootMount, kubeconfig, busAddress, pool string
+	metricsAddr, logFormat, policyFile                string
+	drainTimeout                                      time.Duration
+	evictUnowned, debug                               bool
+	backoffInitial, backoffMax                        time.Duration
+}
+
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("start", flag.ContinueOnError)
+	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
+	fs.StringVar(&o.rootMount, "root-mount", "/rootfs", "where the node's root filesystem is mounted")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
+	fs.StringVar(&o.busAddress, "system-bus-address", "", "the node's D-Bus system bus (default: unix:path=<root-mount>/run/dbus/system_bus_socket)")
+	fs.StringVar(&o.pool, "pool", "", "the node's pool (default: its node-role.kubernetes.io/<role> label, else worker)")
+	fs.StringVar(&o.metricsAddr, "metrics-address", ":8798", "address of /metrics and /healthz (empty: off)")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.StringVar(&o.policyFile, "post-action-policy", "", "YAML file of post-action rules that extend the defaults")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", time.Hour, "how long one drain may take before it fails and is retried")
+	fs.BoolVar(&o.evictUnowned, "evict-unowned-pods", false, "also evict pods that no controller will recreate")
+	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
+	fs.DurationVar(&o.backoffInitial, "retry-initial", 5*time.Second, "first retry delay after a failed update")
+	fs.DurationVar(&o.backoffMax, "retry-max", 5*time.Minute, "longest retry delay after failed updates")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if o.nodeName == "" {
+		return o, fmt.Errorf("--node-name (or $NODE_NAME) is required")
+	}
+	if o.busAddress == "" {
+		o.busAddress = "unix:path=" + filepath.Join(o.rootMount, "run/dbus/system_bus_socket")
+	}
+	return o, nil
+}
+
+func start(args []string) error {
+	o, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	log, err := logging.New(o.logFormat, o.debug)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+
+	policy := plan.DefaultPolicy()
+	if o.policyFile != "" {
+		data, err := os.ReadFile(o.policyFile)
+		if err != nil {
+			return fmt.Errorf("reading --post-action-policy: %w", err)
+		}
+		rules, err := plan.ParsePolicy(data)
+		if err != nil {
+			return fmt.Errorf("--post-action-policy %s: %w", o.policyFile, err)
+		}
+		policy = policy.With(rules...)
+	}
+
+	m := metrics.New()
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "nodeconfd/" + o.nodeName
+	cfg.QPS, cfg.Burst = 20, 40
+	m.CountRequests(cfg)
+	kc, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the Kubernetes client: %w", err)
+	}
+	mc, err := mcfgclient.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("building the MachineConfig client: %w", err)
+	}
+
+	host, err := hostfs.Open(o.rootMount)
+	if err != nil {
+		return fmt.Errorf("opening the root mount: %w", err)
+	}
+	defer host.Close()
+	units, err := systemd.Dial(ctx, o.busAddress)
+	if err != nil {
+		return fmt.Errorf("connecting to the node's systemd at %s: %w", o.busAddress, err)
+	}
+	defer units.Close()
+
+	api := &kube.Client{Kube: kc, MCfg: mc, NodeName: o.nodeName}
+	drainer := &drain.Drainer{Client: kc, NodeName: o.nodeName, Timeout: o.drainTimeout, EvictUnowned: o.evictUnowned,
+		Log: zap.NewStdLog(log.Named("drain")).Writer()}
+	var events *kube.Events
+	d := &daemon.Daemon{
+		API:     api,
+		Objects: kube.NewWatch(api),
+		Env: phases.Env{
+			Configs: api,
+			Cluster: cluster{Client: api, Drainer: drainer},
+			Host:    daemon.Host{FS: host},
+			Units:   units,
+			Policy:  policy,
+		},
+		Pool: o.pool,
+		Events: func(uid string) phases.Recorder {
+			events = kube.NewEvents(kc, o.nodeName, k8stypes.UID(uid))
+			return events
+		},
+		Log:     log,
+		Backoff: daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
+	}
+	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Abs: host.Abs, Log: log, Changed: d.DriftChanged}
+	defer d.Drift.Stop()
+
+	if o.metricsAddr != "" {
+		go func() {
+			if err := m.Serve(ctx, o.metricsAddr); err != nil {
+				log.Error("Metrics server stopped", zap.Error(err))
+			}
+		}()
+	}
+	log.Info("Starting", zap.String("node", o.nodeName), zap.String("rootMount", o.rootMount),
+		zap.String("systemBus", o.busAddress))
+	err = d.Run(ctx)
+	if events != nil {
+		events.Shutdown()
+	}
+	log.Info("Stopped", zap.String("node", o.nodeName))
+	return err
+}
+
+// cluster joins the API adapter and the drainer into what the phases see.
+type cluster struct {
+	*kube.Client
+	*drain.Drainer
+}
+
+func restConfig(kubeconfig string) (*rest.Config, error) {
+	if kubeconfig == "" {
+		cfg, err := rest.InClusterConfig()
+		if err != nil {
+			return nil, fmt.Errorf("in-cluster config (or pass --kubeconfig): %w", err)
+		}
+		return cfg, nil
+	}
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		return nil, fmt.Errorf("reading --kubeconfig %s: %w", kubeconfig, err)
+	}
+	return cfg, nil
+}

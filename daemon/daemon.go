@@ -1,0 +1,349 @@
+// Package daemon is the node's update loop: it watches its own Node and
+// MachineConfigNode, and when the desired config differs from the current
+// one it runs the update phases (package phases) against the real adapters,
+// retrying failures with capped exponential backoff.
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// Backoff bounds the retry delay after a failed update.
+type Backoff struct {
+	Initial, Max time.Duration
+}
+
+// Daemon updates one node.
+type Daemon struct {
+	API     *kube.Client
+	Objects Watcher
+	// Drift is the config drift monitor; it reports to DriftChanged.
+	Drift   DriftMonitor
+	Env     phases.Env
+	Pool    string
+	Events  func(mcnUID string) phases.Recorder
+	Log     *zap.Logger
+	Backoff Backoff
+	Now     func() time.Time
+
+	// Ready is closed once the daemon has registered its MachineConfigNode.
+	Ready chan struct{}
+
+	node     *corev1.Node
+	mcn      *mcfgv1.MachineConfigNode
+	events   phases.Recorder
+	drift    driftState
+	failures int
+}
+
+// Watcher delivers the latest state of the daemon's Node and
+// MachineConfigNode.
+type Watcher interface {
+	// Start begins watching; Changes then fires (coalesced) on every change.
+	Start(ctx context.Context) error
+	Changes() <-chan struct{}
+	Node() (*corev1.Node, bool)
+	MCN() (*mcfgv1.MachineConfigNode, bool)
+}
+
+// DriftMonitor watches the node's files for drift from a config.
+type DriftMonitor interface {
+	Watch(ctx context.Context, cfg plan.Config) error
+	Stop()
+}
+
+type driftState struct {
+	config  string
+	changed chan error
+	err     error
+}
+
+// Run runs the daemon until ctx is cancelled. A cancel during an update lets
+// the current step finish and its progress be saved first.
+func (d *Daemon) Run(ctx context.Context) error {
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	d.drift.changed = make(chan error, 1)
+	if err := d.Objects.Start(ctx); err != nil {
+		return fmt.Errorf("watching node %s: %w", d.API.NodeName, err)
+	}
+	var retry <-chan time.Time
+	for {
+		delay, err := d.reconcile(ctx)
+		switch {
+		case errors.Is(err, phases.ErrRebooting):
+			<-ctx.Done()
+			return nil
+		case ctx.Err() != nil:
+			return nil
+		case err != nil:
+			d.Log.Error("Update failed; will retry", zap.Error(err), zap.Duration("retryIn", delay))
+		}
+		retry = nil
+		if delay > 0 {
+			retry = time.After(delay)
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-d.Objects.Changes():
+		case <-retry:
+		case derr := <-d.drift.changed:
+			d.onDrift(ctx, derr)
+		}
+	}
+}
+
+// reconcile brings the node one pass closer to its desired config. It
+// returns the delay before the next try when it failed.
+func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
+	node, ok := d.Objects.Node()
+	if !ok {
+		return 0, nil
+	}
+	d.node = node
+	desired := node.Annotations[kube.DesiredConfig]
+	current := node.Annotations[kube.CurrentConfig]
+	log := d.Log.With(zap.String("node", node.Name), zap.String("config", desired))
+	if desired == "" {
+		log.Info("Node has no desiredConfig annotation yet; waiting")
+		return 0, nil
+	}
+	if err := d.ensureMCN(ctx, desired); err != nil {
+		return d.nextDelay(), err
+	}
+	rec, err := d.loadProgress()
+	if err != nil {
+		return d.nextDelay(), err
+	}
+	if desired == current && (rec == nil || rec.Desired != desired || rec.Done("resume")) {
+		d.failures = 0
+		return 0, d.idle(ctx, current)
+	}
+	if current == "" && rec == nil {
+		adopted, err := d.adopt(ctx, desired)
+		if err != nil || adopted {
+			return d.delayFor(err), err
+		}
+	}
+	err = d.update(ctx, rec, current, desired)
+	return d.delayFor(err), err
+}
+
+func (d *Daemon) delayFor(err error) time.Duration {
+	if err == nil || errors.Is(err, phases.ErrRebooting) {
+		d.failures = 0
+		return 0
+	}
+	return d.nextDelay()
+}
+
+// nextDelay is the capped exponential backoff after a failure.
+func (d *Daemon) nextDelay() time.Duration {
+	delay := d.Backoff.Initial << d.failures
+	if delay > d.Backoff.Max || delay <= 0 {
+		delay = d.Backoff.Max
+	} else {
+		d.failures++
+	}
+	return delay
+}
+
+// ensureMCN creates the MachineConfigNode when missing (with every condition
+// at False/NotYetOccurred) and keeps its spec in step with the node. The
+// daemon's own copy of the status is authoritative once loaded: the watch
+// cache may lag behind the daemon's writes.
+func (d *Daemon) ensureMCN(ctx context.Context, desired string) error {
+	pool := kube.Pool(d.node.Labels, d.Pool)
+	mcn, ok := d.Objects.MCN()
+	created := false
+	if !ok {
+		var err error
+		if mcn, created, err = d.API.EnsureMCN(ctx, status.NewMCN(d.node.Name, pool, desired)); err != nil {
+			return err
+		}
+		d.mcn = nil
+	} else if mcn.Spec.ConfigVersion.Desired != desired || mcn.Spec.Pool.Name != pool {
+		updated, err := d.API.SyncSpec(ctx, mcn, pool, desired)
+		if err != nil {
+			return err
+		}
+		mcn = updated
+	}
+	d.API.Generation = mcn.Generation
+	if d.mcn != nil {
+		d.mcn.Spec, d.mcn.Generation = mcn.Spec, mcn.Generation
+		return nil
+	}
+	d.mcn = mcn
+	if d.Events != nil && d.events == nil {
+		d.events = d.Events(string(mcn.UID))
+	}
+	if created || len(mcn.Status.Conditions) == 0 {
+		d.mcn.Status.Conditions = status.Initial(metav1.NewTime(d.Now().Truncate(time.Second)))
+		cur, des := d.statusVersions()
+		if err := d.API.WriteStatus(ctx, d.mcn.Status.Conditions, cur, des); err != nil {
+			return fmt.Errorf("writing the initial status of MachineConfigNode %s: %w", d.node.Name, err)
+		}
+		d.Log.Info("Registered MachineConfigNode", zap.String("node", d.node.Name), zap.String("pool", pool),
+			zap.Bool("created", created))
+	}
+	if d.Ready != nil {
+		select {
+		case <-d.Ready:
+		default:
+			close(d.Ready)
+		}
+	}
+	return nil
+}
+
+func (d *Daemon) loadProgress() (*progress.Record, error) {
+	data, err := d.Env.Host.ReadState(progress.FileName)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("reading the progress record: %w", err)
+	}
+	return progress.Unmarshal(data)
+}
+
+func (d *Daemon) statusVersions() (string, string) {
+	if cv := d.mcn.Status.ConfigVersion; cv != nil {
+		return cv.Current, cv.Desired
+	}
+	return "", ""
+}
+
+func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
+	cur, des := d.statusVersions()
+	env := d.Env
+	env.Drift = d
+	return &phases.Runner{
+		Env: env, Status: d.API, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
+		Now: d.Now, Phases: phases.All(), Record: rec,
+		Conditions:     append([]metav1.Condition(nil), d.mcn.Status.Conditions...),
+		CurrentVersion: cur, DesiredVersion: des,
+	}
+}
+
+// update runs (or resumes) the update from current to desired.
+func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desired string) error {
+	d.stopDrift()
+	rec = d.recordFor(rec, current, desired)
+	r := d.runner(rec)
+	r.Start(d.node.Name)
+	log := d.Log.With(zap.String("node", d.node.Name), zap.String("config", desired))
+	// The steps themselves are not cancelled by a SIGTERM: the runner stops
+	// between steps, once the current one is done and saved.
+	stepCtx := context.WithoutCancel(ctx)
+	r.Stopping = func() bool { return ctx.Err() != nil }
+	if !rec.Done(stepDetect) {
+		log.Info("Update detected", zap.String("from", current))
+		r.Detected()
+		rec.Finish(progress.Step{Name: stepDetect, Message: "detected"})
+		if err := r.SaveProgress(); err != nil {
+			return err
+		}
+		if err := d.API.SetNodeState(stepCtx, "", phases.StateWorking, ""); err != nil {
+			return err
+		}
+	} else {
+		log.Info("Resuming update", zap.Strings("done", doneSteps(rec)))
+		r.Replay()
+		if err := r.Reload(stepCtx); err != nil {
+			return d.fail(stepCtx, r, err)
+		}
+	}
+	err := r.Run(stepCtx)
+	d.mcn.Status.Conditions = r.Conditions
+	d.setVersions(r.CurrentVersion, r.DesiredVersion)
+	switch {
+	case err == nil, errors.Is(err, phases.ErrRebooting), errors.Is(err, phases.ErrStopped):
+		return err
+	}
+	return d.fail(stepCtx, r, err)
+}
+
+// stepDetect is the progress step of an update's detection (status reset).
+const stepDetect = "detect"
+
+func doneSteps(rec *progress.Record) []string {
+	var names []string
+	for _, s := range rec.Steps {
+		names = append(names, s.Name)
+	}
+	return names
+}
+
+// recordFor returns the progress record of the update from current to
+// desired: the one on disk when it is that update's, else a new one. When
+// the desired config changed after the previous update's files were
+// written, the new update starts from those files.
+func (d *Daemon) recordFor(rec *progress.Record, current, desired string) *progress.Record {
+	if rec != nil && rec.Desired == desired && !rec.Done("resume") {
+		return rec
+	}
+	from := current
+	cordoned := false
+	if rec != nil && !rec.Done("resume") {
+		if rec.Done("write") {
+			from = rec.Desired
+		} else {
+			from = rec.Current
+		}
+		cordoned = rec.CordonedByUs
+	}
+	n := progress.New(from, desired)
+	n.CordonedByUs = cordoned
+	return n
+}
+
+func (d *Daemon) setVersions(cur, des string) {
+	if des == "" {
+		return
+	}
+	d.mcn.Status.ConfigVersion = &mcfgv1.MachineConfigNodeStatusMachineConfigVersion{Current: cur, Desired: des}
+}
+
+// fail reports a failed update: status, node annotations and an Event.
+func (d *Daemon) fail(ctx context.Context, r *phases.Runner, err error) error {
+	if ferr := r.Fail(ctx, err); ferr != nil {
+		d.Log.Error("Cannot write the failure to the MachineConfigNode", zap.Error(ferr))
+	}
+	d.mcn.Status.Conditions = r.Conditions
+	state := phases.StateDegraded
+	var ue *plan.UnreconcilableError
+	var us *phases.UnsupportedError
+	if errors.As(err, &ue) || errors.As(err, &us) {
+		state = phases.StateUnreconcilable
+	}
+	if aerr := d.API.SetNodeState(ctx, "", state, truncate(err.Error(), 1024)); aerr != nil {
+		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
+	}
+	return err
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n-3] + "..."
+}

@@ -1,0 +1,129 @@
+// Package drift is the config drift monitor: it watches (fsnotify) the
+// folders of every file and unit of the config the node runs, and reports
+// when the on-disk state stops, or starts again, matching the config.
+package drift
+
+import (
+	"context"
+	"errors"
+	"maps"
+	"path"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"go.uber.org/zap"
+
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+)
+
+// settle is how long the monitor waits after a change before checking, so a
+// burst of events (an editor's temp file and rename) is checked once.
+const settle = 200 * time.Millisecond
+
+// Monitor watches the node for drift from one config.
+type Monitor struct {
+	Host phases.Host
+	// Abs maps a node path to the host path to watch.
+	Abs func(nodePath string) string
+	Log *zap.Logger
+	// Changed receives the drift state after every check that changes it:
+	// nil when the node matches the config again, else what differs.
+	Changed func(err error)
+
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+// Watch (re)starts watching cfg's files and units.
+func (m *Monitor) Watch(ctx context.Context, cfg plan.Config) error {
+	m.Stop()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	dirs := map[string]bool{}
+	for p := range cfg.Files {
+		dirs[path.Dir(p)] = true
+	}
+	for n, u := range cfg.Units {
+		dirs["/etc/systemd/system"] = true
+		if len(u.Dropins) > 0 {
+			dirs["/etc/systemd/system/"+n+".d"] = true
+		}
+	}
+	for d := range dirs {
+		if err := w.Add(m.Abs(d)); err != nil {
+			m.Log.Warn("Cannot watch folder for drift", zap.String("dir", d), zap.Error(err))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	m.mu.Lock()
+	m.cancel, m.done = cancel, make(chan struct{})
+	done := m.done
+	m.mu.Unlock()
+	go m.loop(ctx, w, cfg, done)
+	return nil
+}
+
+// Stop stops watching; it returns once the watcher is closed.
+func (m *Monitor) Stop() {
+	m.mu.Lock()
+	cancel, done := m.cancel, m.done
+	m.cancel, m.done = nil, nil
+	m.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (m *Monitor) loop(ctx context.Context, w *fsnotify.Watcher, cfg plan.Config, done chan struct{}) {
+	defer close(done)
+	defer w.Close()
+	var timer <-chan time.Time
+	var last error
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			_ = ev
+			timer = time.After(settle)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			m.Log.Warn("Drift watcher error", zap.Error(err))
+		case <-timer:
+			timer = nil
+			err := Check(m.Host, cfg)
+			if (err == nil) != (last == nil) || (err != nil && err.Error() != last.Error()) {
+				last = err
+				m.Changed(err)
+			}
+		}
+	}
+}
+
+// Check compares the files and unit files of cfg with the node.
+func Check(host phases.Host, cfg plan.Config) error {
+	var errs []error
+	for _, p := range slices.Sorted(maps.Keys(cfg.Files)) {
+		if err := host.CheckFile(cfg.Files[p]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(cfg.Units)) {
+		if err := host.CheckUnit(cfg.Units[n]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}

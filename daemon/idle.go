@@ -1,0 +1,161 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// idle makes sure the drift monitor watches the config the node runs. It
+// costs one GET of that config when the monitor is not already on it, and no
+// request otherwise.
+func (d *Daemon) idle(ctx context.Context, current string) error {
+	if d.drift.config == current {
+		return nil
+	}
+	cfg, err := d.fetch(ctx, current)
+	if err != nil {
+		return err
+	}
+	if err := d.Watch(ctx, cfg); err != nil {
+		return err
+	}
+	d.drift.config = current
+	d.Log.Info("Node is up to date; config drift monitor running", zap.String("node", d.node.Name),
+		zap.String("config", current), zap.Int("files", len(cfg.Files)), zap.Int("units", len(cfg.Units)))
+	// A drift found while the daemon was down shows at once.
+	d.onDrift(ctx, checkDrift(d.Env.Host, cfg))
+	return nil
+}
+
+func (d *Daemon) fetch(ctx context.Context, name string) (plan.Config, error) {
+	mc, err := d.Env.Configs.MachineConfig(ctx, name)
+	if err != nil {
+		return plan.Config{}, fmt.Errorf("fetching MachineConfig %q: %w", name, err)
+	}
+	return plan.Parse(mc)
+}
+
+// Watch implements phases.Drift: it (re)starts the drift monitor on cfg.
+func (d *Daemon) Watch(ctx context.Context, cfg plan.Config) error {
+	if d.Drift == nil {
+		return nil
+	}
+	d.drift.config = cfg.Name
+	return d.Drift.Watch(ctx, cfg)
+}
+
+func (d *Daemon) stopDrift() {
+	if d.Drift != nil {
+		d.Drift.Stop()
+	}
+	d.drift.config = ""
+}
+
+// DriftChanged is the drift monitor's callback; it hands the result to the
+// daemon's loop.
+func (d *Daemon) DriftChanged(err error) {
+	select {
+	case d.drift.changed <- err:
+	default:
+		// The loop has a result it has not read; replace it with the newer one.
+		select {
+		case <-d.drift.changed:
+		default:
+		}
+		d.drift.changed <- err
+	}
+}
+
+// onDrift reports a drift (err != nil) or its end (err == nil) in the
+// NodeDegraded condition, the state annotation and an Event.
+func (d *Daemon) onDrift(ctx context.Context, err error) {
+	if d.mcn == nil || (err == nil && d.drift.err == nil) {
+		return
+	}
+	if err != nil && d.drift.err != nil && err.Error() == d.drift.err.Error() {
+		return
+	}
+	d.drift.err = err
+	conds := append([]metav1.Condition(nil), d.mcn.Status.Conditions...)
+	now := metav1.NewTime(d.Now().Truncate(time.Second))
+	state, reason := phases.StateDone, ""
+	c := metav1.Condition{Type: status.NodeDegraded, Status: metav1.ConditionFalse, Reason: status.ReasonHealthy,
+		Message: "Node is healthy", LastTransitionTime: now}
+	if err != nil {
+		msg := fmt.Sprintf("Error: config drift from %s: %v", d.drift.config, err)
+		c = metav1.Condition{Type: status.NodeDegraded, Status: metav1.ConditionTrue, Reason: "ConfigDrift",
+			Message: msg, LastTransitionTime: now}
+		state, reason = phases.StateDegraded, truncate(msg, 1024)
+		d.Log.Warn("Config drift detected", zap.String("node", d.node.Name), zap.String("config", d.drift.config),
+			zap.Error(err))
+	} else {
+		d.Log.Info("Config drift cleared", zap.String("node", d.node.Name), zap.String("config", d.drift.config))
+	}
+	if !status.Set(&conds, c) {
+		return
+	}
+	cur, des := d.statusVersions()
+	if werr := d.API.WriteStatus(ctx, conds, cur, des); werr != nil {
+		d.Log.Error("Cannot write drift status", zap.Error(werr))
+		return
+	}
+	d.mcn.Status.Conditions = conds
+	if aerr := d.API.SetNodeState(ctx, "", state, reason); aerr != nil {
+		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
+	}
+	if d.events != nil {
+		if err != nil {
+			d.events.Event(true, true, "ConfigDrift", c.Message)
+		} else {
+			d.events.Event(true, false, "ConfigDriftCleared", "Node matches config "+d.drift.config+" again")
+		}
+	}
+}
+
+func checkDrift(host phases.Host, cfg plan.Config) error {
+	return phases.CheckOnDisk(context.Background(), host, nil, cfg)
+}
+
+// adopt takes a node that has no currentConfig: when its on-disk state
+// already matches the desired config, the config is adopted without an
+// update. It reports false when an update is needed instead.
+func (d *Daemon) adopt(ctx context.Context, desired string) (bool, error) {
+	cfg, err := d.fetch(ctx, desired)
+	if err != nil {
+		r := d.runner(progress.New("", desired))
+		r.Start(d.node.Name)
+		return false, d.fail(ctx, r, err)
+	}
+	log := d.Log.With(zap.String("node", d.node.Name), zap.String("config", desired))
+	if err := phases.CheckOnDisk(ctx, d.Env.Host, d.Env.Units, cfg); err != nil {
+		log.Info("Node has no currentConfig and differs from the desired config; updating it", zap.Error(err))
+		return false, nil
+	}
+	if err := d.API.SetNodeState(ctx, desired, phases.StateDone, ""); err != nil {
+		return false, err
+	}
+	conds := append([]metav1.Condition(nil), d.mcn.Status.Conditions...)
+	now := metav1.NewTime(d.Now().Truncate(time.Second))
+	status.Set(&conds, metav1.Condition{Type: status.Updated, Status: metav1.ConditionTrue,
+		Reason: status.ReasonNodeUpgradeComplete, Message: "Node has completed update to config " + desired +
+			" (adopted: the node already matched it)", LastTransitionTime: now})
+	if err := d.API.WriteStatus(ctx, conds, desired, desired); err != nil {
+		return false, fmt.Errorf("writing MachineConfigNode status: %w", err)
+	}
+	d.mcn.Status.Conditions = conds
+	d.setVersions(desired, desired)
+	log.Info("Adopted the desired config: the node already matches it")
+	if err := d.Watch(ctx, cfg); err != nil {
+		return true, err
+	}
+	return true, nil
+}

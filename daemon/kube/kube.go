@@ -1,0 +1,164 @@
+// Package kube is the daemon's adapter to the API server: its own Node and
+// MachineConfigNode, the rendered MachineConfigs it fetches by name, and the
+// Events it records.
+package kube
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// FieldManager names the daemon in managedFields.
+const FieldManager = "nodeconfd"
+
+// Node annotations (the compatible view of the update).
+const (
+	AnnotationPrefix  = "machineconfiguration.openshift.io/"
+	CurrentConfig     = AnnotationPrefix + "currentConfig"
+	DesiredConfig     = AnnotationPrefix + "desiredConfig"
+	State             = AnnotationPrefix + "state"
+	Reason            = AnnotationPrefix + "reason"
+	roleLabelPrefix   = "node-role.kubernetes.io/"
+	defaultPool       = "worker"
+	mcnMaxMessageSize = 32768
+)
+
+// Client reaches the API objects of one node.
+type Client struct {
+	Kube     kubernetes.Interface
+	MCfg     mcfgclient.Interface
+	NodeName string
+	// Generation is the MachineConfigNode generation acted on, written as
+	// status.observedGeneration.
+	Generation int64
+}
+
+// MachineConfig GETs one rendered MachineConfig by name.
+func (c *Client) MachineConfig(ctx context.Context, name string) (*mcfgv1.MachineConfig, error) {
+	return c.MCfg.MachineconfigurationV1().MachineConfigs().Get(ctx, name, metav1.GetOptions{})
+}
+
+// Pool is the node's pool: the flag if set, else its first
+// node-role.kubernetes.io/<role> label (worker preferred), else worker.
+func Pool(labels map[string]string, flag string) string {
+	if flag != "" {
+		return flag
+	}
+	pool := ""
+	for k := range labels {
+		if len(k) > len(roleLabelPrefix) && k[:len(roleLabelPrefix)] == roleLabelPrefix {
+			role := k[len(roleLabelPrefix):]
+			if role == defaultPool {
+				return role
+			}
+			if pool == "" || role < pool {
+				pool = role
+			}
+		}
+	}
+	if pool == "" {
+		return defaultPool
+	}
+	return pool
+}
+
+// EnsureMCN creates the node's MachineConfigNode if missing (one create, or
+// one create and one GET when it exists) and keeps spec.configVersion.desired
+// and spec.pool in step. It returns the object as stored.
+func (c *Client) EnsureMCN(ctx context.Context, want *mcfgv1.MachineConfigNode) (mcn *mcfgv1.MachineConfigNode, created bool, err error) {
+	api := c.MCfg.MachineconfigurationV1().MachineConfigNodes()
+	mcn, err = api.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	if err == nil {
+		return mcn, true, nil
+	}
+	if !apierrors.IsAlreadyExists(err) {
+		return nil, false, fmt.Errorf("creating MachineConfigNode %s: %w", want.Name, err)
+	}
+	mcn, err = api.Get(ctx, want.Name, metav1.GetOptions{})
+	if err != nil {
+		return nil, false, fmt.Errorf("reading MachineConfigNode %s: %w", want.Name, err)
+	}
+	mcn, err = c.SyncSpec(ctx, mcn, want.Spec.Pool.Name, want.Spec.ConfigVersion.Desired)
+	return mcn, false, err
+}
+
+// SyncSpec patches spec.configVersion.desired and spec.pool when they differ.
+func (c *Client) SyncSpec(ctx context.Context, mcn *mcfgv1.MachineConfigNode, pool, desired string) (*mcfgv1.MachineConfigNode, error) {
+	if mcn.Spec.ConfigVersion.Desired == desired && mcn.Spec.Pool.Name == pool {
+		return mcn, nil
+	}
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{
+		"pool":          map[string]string{"name": pool},
+		"configVersion": map[string]string{"desired": desired},
+	}})
+	out, err := c.MCfg.MachineconfigurationV1().MachineConfigNodes().Patch(ctx, mcn.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return nil, fmt.Errorf("updating spec of MachineConfigNode %s: %w", mcn.Name, err)
+	}
+	return out, nil
+}
+
+// WriteStatus writes the MachineConfigNode's conditions and config versions
+// in one merge patch of the status subresource.
+func (c *Client) WriteStatus(ctx context.Context, conds []metav1.Condition, current, desired string) error {
+	st := map[string]any{"conditions": conds}
+	if c.Generation > 0 {
+		st["observedGeneration"] = c.Generation
+	}
+	if desired != "" {
+		cv := map[string]string{"desired": desired}
+		if current != "" {
+			cv["current"] = current
+		}
+		st["configVersion"] = cv
+	}
+	for i := range conds {
+		if len(conds[i].Message) > mcnMaxMessageSize {
+			conds[i].Message = conds[i].Message[:mcnMaxMessageSize-3] + "..."
+		}
+	}
+	patch, err := json.Marshal(map[string]any{"status": st})
+	if err != nil {
+		return err
+	}
+	_, err = c.MCfg.MachineconfigurationV1().MachineConfigNodes().Patch(ctx, c.NodeName, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	return err
+}
+
+// SetNodeState writes the currentConfig, state and reason annotations in one
+// merge patch; an empty currentConfig is left alone, an empty reason removed.
+func (c *Client) SetNodeState(ctx context.Context, currentConfig, state, reason string) error {
+	ann := map[string]any{State: state}
+	if currentConfig != "" {
+		ann[CurrentConfig] = currentConfig
+	}
+	if reason != "" {
+		ann[Reason] = reason
+	} else {
+		ann[Reason] = nil
+	}
+	return c.patchNode(ctx, map[string]any{"metadata": map[string]any{"annotations": ann}})
+}
+
+func (c *Client) patchNode(ctx context.Context, patch map[string]any) error {
+	data, err := json.Marshal(patch)
+	if err != nil {
+		return err
+	}
+	_, err = c.Kube.CoreV1().Nodes().Patch(ctx, c.NodeName, types.MergePatchType, data,
+		metav1.PatchOptions{FieldManager: FieldManager})
+	if err != nil {
+		return fmt.Errorf("patching node %s: %w", c.NodeName, err)
+	}
+	return nil
+}

@@ -1,0 +1,114 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/tools/cache"
+)
+
+// Watch watches the daemon's own Node and own MachineConfigNode (one
+// list+watch each, filtered by name) and signals every change.
+type Watch struct {
+	Client  *Client
+	changes chan struct{}
+	node    cache.SharedIndexInformer
+	mcn     cache.SharedIndexInformer
+}
+
+// NewWatch prepares the watches of c's node.
+func NewWatch(c *Client) *Watch {
+	byName := fields.OneTermEqualSelector("metadata.name", c.NodeName).String()
+	nodes := c.Kube.CoreV1().Nodes()
+	mcns := c.MCfg.MachineconfigurationV1().MachineConfigNodes()
+	w := &Watch{Client: c, changes: make(chan struct{}, 1)}
+	w.node = cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = byName
+			return nodes.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return nodes.Watch(ctx, o)
+		},
+	}, &corev1.Node{}, 0, cache.Indexers{})
+	w.mcn = cache.NewSharedIndexInformer(&cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = byName
+			return mcns.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = byName
+			return mcns.Watch(ctx, o)
+		},
+	}, &mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
+	return w
+}
+
+// Start starts both watches and waits for their first lists.
+func (w *Watch) Start(ctx context.Context) error {
+	notify := cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { w.signal() },
+		UpdateFunc: func(_, _ any) { w.signal() },
+		DeleteFunc: func(any) { w.signal() },
+	}
+	if _, err := w.node.AddEventHandler(notify); err != nil {
+		return err
+	}
+	if _, err := w.mcn.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		// Our own status writes change the MCN too; only a change of its
+		// spec (generation) or its deletion needs the loop.
+		UpdateFunc: func(o, n any) {
+			if o.(*mcfgv1.MachineConfigNode).Generation != n.(*mcfgv1.MachineConfigNode).Generation {
+				w.signal()
+			}
+		},
+		DeleteFunc: func(any) { w.signal() },
+	}); err != nil {
+		return err
+	}
+	go w.node.RunWithContext(ctx)
+	go w.mcn.RunWithContext(ctx)
+	syncCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	if !cache.WaitForCacheSync(syncCtx.Done(), w.node.HasSynced, w.mcn.HasSynced) {
+		return fmt.Errorf("waiting for the first list of node %s and its MachineConfigNode", w.Client.NodeName)
+	}
+	w.signal()
+	return nil
+}
+
+func (w *Watch) signal() {
+	select {
+	case w.changes <- struct{}{}:
+	default:
+	}
+}
+
+// Changes fires (coalesced) after any change.
+func (w *Watch) Changes() <-chan struct{} { return w.changes }
+
+// Node returns the node as last seen.
+func (w *Watch) Node() (*corev1.Node, bool) {
+	obj, ok, _ := w.node.GetStore().GetByKey(w.Client.NodeName)
+	if !ok {
+		return nil, false
+	}
+	return obj.(*corev1.Node), true
+}
+
+// MCN returns the MachineConfigNode as last seen.
+func (w *Watch) MCN() (*mcfgv1.MachineConfigNode, bool) {
+	obj, ok, _ := w.mcn.GetStore().GetByKey(w.Client.NodeName)
+	if !ok {
+		return nil, false
+	}
+	return obj.(*mcfgv1.MachineConfigNode).DeepCopy(), true
+}

@@ -1,0 +1,71 @@
+// Package metrics serves the daemon's /metrics and /healthz, and counts the
+// requests the daemon makes to the API server.
+package metrics
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"k8s.io/client-go/rest"
+)
+
+// Metrics is the daemon's registry and its collectors.
+type Metrics struct {
+	Registry *prometheus.Registry
+	Requests *prometheus.CounterVec
+}
+
+// New registers the daemon's collectors in a registry of its own.
+func New() *Metrics {
+	reg := prometheus.NewRegistry()
+	m := &Metrics{
+		Registry: reg,
+		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodeconfd_api_requests_total",
+			Help: "Requests the daemon made to the API server, by method.",
+		}, []string{"method"}),
+	}
+	reg.MustRegister(m.Requests, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	return m
+}
+
+// CountRequests makes every request of clients built from cfg count.
+func (m *Metrics) CountRequests(cfg *rest.Config) {
+	cfg.Wrap(func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripper(func(req *http.Request) (*http.Response, error) {
+			m.Requests.WithLabelValues(req.Method).Inc()
+			return rt.RoundTrip(req)
+		})
+	})
+}
+
+type roundTripper func(*http.Request) (*http.Response, error)
+
+func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
+
+// Serve serves /metrics and /healthz on addr until ctx is done.
+func (m *Metrics) Serve(ctx context.Context, addr string) error {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
+	lis, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(lis); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}

@@ -1,0 +1,78 @@
+package systemd
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"github.com/godbus/dbus/v5"
+)
+
+// SystemState is `systemctl is-system-running`.
+func (d *DBus) SystemState(ctx context.Context) (string, error) {
+	_, bus, err := d.conns(ctx)
+	var state string
+	if err == nil {
+		state, err = getProperty[string](ctx, bus, managerDest, managerPath, managerIface, "SystemState")
+	}
+	if err != nil {
+		return "", fmt.Errorf("is-system-running: %w", err)
+	}
+	return state, nil
+}
+
+// BootID identifies the node's current boot. It is hostnamed's BootID property (systemd 256 and
+// later) as 32 hex digits, like /proc/sys/kernel/random/boot_id without dashes. When hostnamed
+// cannot tell (older systemd, hostnamed missing) it is "t" followed by the manager's
+// UserspaceTimestamp in decimal microseconds: when the node's systemd started, which changes with
+// every boot. The two forms never compare equal, so a caller should compare IDs from one node only.
+func (d *DBus) BootID(ctx context.Context) (string, error) {
+	_, bus, err := d.conns(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading boot ID: %w", err)
+	}
+	id, err := getProperty[[]byte](ctx, bus, "org.freedesktop.hostname1",
+		"/org/freedesktop/hostname1", "org.freedesktop.hostname1", "BootID")
+	if err == nil && len(id) > 0 {
+		return hex.EncodeToString(id), nil
+	}
+	if ctx.Err() != nil {
+		return "", fmt.Errorf("reading boot ID: %w", ctx.Err())
+	}
+	ts, err := getProperty[uint64](ctx, bus, managerDest, managerPath, managerIface, "UserspaceTimestamp")
+	if err != nil {
+		return "", fmt.Errorf("reading boot ID: %w", err)
+	}
+	return "t" + strconv.FormatUint(ts, 10), nil
+}
+
+// Reboot asks logind to reboot the node (org.freedesktop.login1.Manager.Reboot, not interactive).
+// The call returns once logind has queued the reboot; the bus goes away soon after.
+func (d *DBus) Reboot(ctx context.Context) error {
+	_, bus, err := d.conns(ctx)
+	if err == nil {
+		err = bus.Object("org.freedesktop.login1", "/org/freedesktop/login1").
+			CallWithContext(ctx, "org.freedesktop.login1.Manager.Reboot", 0, false).Store()
+	}
+	if err != nil {
+		return fmt.Errorf("reboot: %w", err)
+	}
+	return nil
+}
+
+// getProperty reads one D-Bus property of type T.
+func getProperty[T any](ctx context.Context, bus *dbus.Conn, dest string, path dbus.ObjectPath, iface, name string) (T, error) {
+	var v dbus.Variant
+	var zero T
+	err := bus.Object(dest, path).
+		CallWithContext(ctx, "org.freedesktop.DBus.Properties.Get", 0, iface, name).Store(&v)
+	if err != nil {
+		return zero, fmt.Errorf("getting %s.%s: %w", iface, name, err)
+	}
+	t, ok := v.Value().(T)
+	if !ok {
+		return zero, fmt.Errorf("getting %s.%s: unexpected type %s", iface, name, v.Signature())
+	}
+	return t, nil
+}

@@ -1,0 +1,59 @@
+package main
+
+// column is one additionalPrinterColumn of the MachineConfigNode CRD.
+type column struct {
+	name        string
+	jsonPath    string
+	wide        bool // shown only with -o wide (priority 1)
+	description string
+}
+
+// condition returns a column showing the status of one MachineConfigNode condition.
+func condition(name, conditionType string, wide bool, description string) column {
+	return column{
+		name:        name,
+		jsonPath:    `.status.conditions[?(@.type=="` + conditionType + `")].status`,
+		wide:        wide,
+		description: description,
+	}
+}
+
+// machineConfigNodeColumns are the columns of `kubectl get machineconfignodes` as the status
+// contract lists them: the six primary phases by default, the secondary phases and the
+// config versions with -o wide.
+var machineConfigNodeColumns = []column{
+	condition("Updated", "Updated", false, "True once the desired config has been applied to the node."),
+	condition("UpdatePrepared", "UpdatePrepared", false, "True once the new config has been fetched, validated and diffed."),
+	condition("UpdateExecuted", "UpdateExecuted", false, "True once the node has been cordoned, drained and its files and OS updated."),
+	condition("UpdatePostActionComplete", "UpdatePostActionComplete", false, "True once the reboot or reload the update needs has finished."),
+	condition("UpdateComplete", "UpdateComplete", false, "True once the node has been uncordoned and its state recorded."),
+	condition("Resumed", "Resumed", false, "True once the config drift monitor runs again."),
+	condition("UpdateCompatible", "UpdateCompatible", true, "Whether the change can be applied to this node."),
+	condition("UpdateFilesAndOS", "AppliedFilesAndOS", true, "Whether files, units, SSH keys and the OS image have been written."),
+	condition("DrainedNode", "Drained", true, "Whether the node has been drained."),
+	condition("CordonedNode", "Cordoned", true, "Whether the node has been cordoned."),
+	condition("RebootNode", "RebootedNode", true, "Whether the node has been rebooted."),
+	condition("ReloadedCRIO", "ReloadedCRIO", true, "Whether CRI-O has been reloaded."),
+	condition("Uncordoned", "Uncordoned", true, "Whether the node has been uncordoned."),
+	{name: "PoolName", jsonPath: ".spec.pool.name", wide: true, description: "The machine config pool of the node."},
+	{name: "DesiredConfig", jsonPath: ".spec.configVersion.desired", wide: true, description: "The config the node should run."},
+	{name: "CurrentConfig", jsonPath: ".status.configVersion.current", wide: true, description: "The config the node runs."},
+}
+
+// printerColumns returns the columns in the CRD's wire form.
+func printerColumns(columns []column) []any {
+	out := make([]any, 0, len(columns))
+	for _, c := range columns {
+		col := map[string]any{
+			"name":        c.name,
+			"type":        "string",
+			"jsonPath":    c.jsonPath,
+			"description": c.description,
+		}
+		if c.wide {
+			col["priority"] = 1
+		}
+		out = append(out, col)
+	}
+	return out
+}

@@ -1,0 +1,156 @@
+package phases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// Node states written to the state annotation.
+const (
+	StateDone           = "Done"
+	StateWorking        = "Working"
+	StateDegraded       = "Degraded"
+	StateUnreconcilable = "Unreconcilable"
+)
+
+// Validate checks the on-disk state against the desired config.
+func Validate() Phase {
+	return Phase{
+		Name: "validate", Group: status.UpdateComplete,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			cfg := d.Update().Desired
+			if err := CheckOnDisk(ctx, d.Host(), d.Units(), cfg); err != nil {
+				return Outcome{}, fmt.Errorf("validating the node against %s: %w", d.Update().DesiredName, err)
+			}
+			return Outcome{Message: fmt.Sprintf("Validated %d files and %d units", len(cfg.Files), len(cfg.Units))}, nil
+		},
+	}
+}
+
+// CheckOnDisk validates every file's contents, mode and owner, every unit and
+// its enablement, and the SSH keys of the config against the node.
+func CheckOnDisk(ctx context.Context, host Host, units Units, cfg plan.Config) error {
+	var errs []error
+	for _, p := range sortedKeys(cfg.Files) {
+		if err := host.CheckFile(cfg.Files[p]); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, n := range sortedKeys(cfg.Units) {
+		u := cfg.Units[n]
+		if err := host.CheckUnit(u); err != nil {
+			errs = append(errs, err)
+		}
+		if units == nil || (u.Enabled == nil && !u.Mask) {
+			continue
+		}
+		state, err := units.IsEnabled(ctx, u.Name)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("unit %s: reading its enablement: %w", u.Name, err))
+			continue
+		}
+		want := ""
+		switch {
+		case u.Mask:
+			want = "masked"
+		case *u.Enabled:
+			want = "enabled"
+		default:
+			want = "disabled"
+		}
+		if state != want && !(want == "disabled" && state == "static") {
+			errs = append(errs, fmt.Errorf("unit %s: is %s, config wants %s", u.Name, state, want))
+		}
+	}
+	if len(cfg.SSHKeys) > 0 {
+		if err := host.CheckSSHKeys(cfg.SSHKeys); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
+
+// Uncordon makes the node schedulable again, only if this daemon cordoned it.
+func Uncordon() Phase {
+	return Phase{
+		Name: "uncordon", Group: status.UpdateComplete, Condition: status.Uncordoned,
+		Needed: func(d Data) (bool, string) {
+			if d.Progress().CordonedByUs {
+				return true, ""
+			}
+			if d.Update().Action.NeedsDrain() {
+				return false, "Node was cordoned before the update; left cordoned"
+			}
+			return false, "Node was not cordoned for this update"
+		},
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			if err := d.Cluster().Uncordon(ctx); err != nil {
+				return Outcome{}, fmt.Errorf("uncordoning node %s: %w", d.Update().Node, err)
+			}
+			d.Progress().CordonedByUs = false
+			return Outcome{Message: "Uncordoned node " + d.Update().Node}, nil
+		},
+	}
+}
+
+// Finish writes the node's currentConfig and state=Done annotations and
+// status.configVersion.current.
+func Finish() Phase {
+	return Phase{
+		Name: "finish", Group: status.UpdateComplete,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			u := d.Update()
+			if err := d.Cluster().SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
+				return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
+			}
+			d.SetCurrentVersion(u.DesiredName)
+			return Outcome{Message: "Node is running config " + u.DesiredName}, nil
+		},
+	}
+}
+
+// Resume restarts the config drift monitor and marks the node updated.
+func Resume() Phase {
+	return Phase{
+		Name: "resume", Group: status.Resumed,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			u := d.Update()
+			if d.Drift() != nil {
+				if err := d.Drift().Watch(ctx, u.Desired); err != nil {
+					return Outcome{}, fmt.Errorf("starting the config drift monitor: %w", err)
+				}
+			}
+			d.SetCondition(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, "Node is healthy")
+			d.SetCondition(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
+				"Node has completed update to config "+u.DesiredName)
+			return Outcome{Message: "Config drift monitor running; node resumed normal operation"}, nil
+		},
+	}
+}
+
+// All is every phase of an update, in order.
+func All() []Phase {
+	return []Phase{
+		Prepare(),
+		Cordon(), Drain(), Write(),
+		Reboot(), ReloadCRIO(), Services(),
+		Validate(), Uncordon(), Finish(),
+		Resume(),
+	}
+}

@@ -1,0 +1,166 @@
+// Package phases steps a node from its current rendered MachineConfig to the
+// desired one. Each phase is a value (prepare, cordon, drain, write, the post
+// actions, complete, resume) run in order by one Runner, which owns status
+// reporting, logging, progress saving and error wrapping. Phases see only the
+// narrow interfaces below, never client-go or D-Bus.
+package phases
+
+import (
+	"context"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+)
+
+// Configs fetches rendered MachineConfigs by name (a GET, never a LIST).
+type Configs interface {
+	MachineConfig(ctx context.Context, name string) (*mcfgv1.MachineConfig, error)
+}
+
+// Cluster is what the phases do to the node's API objects.
+type Cluster interface {
+	// Cordon marks the node unschedulable and reports whether it was
+	// schedulable before (that is, whether this call cordoned it).
+	Cordon(ctx context.Context) (cordoned bool, err error)
+	Uncordon(ctx context.Context) error
+	// Drain evicts the node's pods; report receives live progress messages.
+	Drain(ctx context.Context, report func(message string)) (DrainResult, error)
+	// SetNodeState writes the node's currentConfig, state and reason
+	// annotations (empty values are left alone, except reason which is cleared).
+	SetNodeState(ctx context.Context, currentConfig, state, reason string) error
+}
+
+// DrainResult sums up a finished drain.
+type DrainResult struct {
+	Evicted int
+}
+
+// Txn is one update's writes on the node, undone in reverse order by Rollback.
+type Txn interface {
+	// WriteFiles writes files in one batch (one journal sync for all).
+	WriteFiles(files []plan.File) error
+	RemoveFile(path string) error
+	WriteUnit(u plan.Unit) error
+	RemoveUnit(u plan.Unit) error
+	WriteSSHKeys(keys []string) error
+	Rollback() error
+	Commit() error
+}
+
+// Host is the node's filesystem, reached through the root mount.
+type Host interface {
+	BeginTxn(id string) (Txn, error)
+	CheckFile(f plan.File) error
+	CheckUnit(u plan.Unit) error
+	CheckSSHKeys(keys []string) error
+	WriteState(name string, data []byte) error
+	ReadState(name string) ([]byte, error)
+}
+
+// Units is the node's systemd, as `systemctl` would drive it.
+type Units interface {
+	DaemonReload(ctx context.Context) error
+	Enable(ctx context.Context, units ...string) error
+	Disable(ctx context.Context, units ...string) error
+	Mask(ctx context.Context, units ...string) error
+	Unmask(ctx context.Context, units ...string) error
+	Restart(ctx context.Context, unit string) error
+	Reload(ctx context.Context, unit string) error
+	IsEnabled(ctx context.Context, unit string) (string, error)
+	BootID(ctx context.Context) (string, error)
+	Reboot(ctx context.Context) error
+}
+
+// OSUpdater stages OS image and kernel argument changes (rpm-ostree, bootc).
+type OSUpdater interface {
+	// Name names the updater ("rpm-ostree", "bootc").
+	Name() string
+	// Stage stages the image (when changed) and the kernel argument changes,
+	// to take effect at the next boot, and says what it staged.
+	Stage(ctx context.Context, image string, kargsRemoved, kargsAdded []string) (string, error)
+}
+
+// Drift watches the node's files and units for changes against the config
+// the node runs.
+type Drift interface {
+	// Watch (re)starts watching the given config's files and units.
+	Watch(ctx context.Context, cfg plan.Config) error
+}
+
+// Data is what a phase sees of the update and of the node.
+type Data interface {
+	// Update is the update in progress: names, parsed configs, plan.
+	Update() *Update
+	Progress() *progress.Record
+	// SaveProgress writes the progress record to the node now.
+	SaveProgress() error
+	// Report sets the running phase's condition message (live progress)
+	// and writes the status at once.
+	Report(ctx context.Context, message string) error
+	// SetDesiredVersion and SetCurrentVersion stage status.configVersion.
+	SetDesiredVersion(name string)
+	SetCurrentVersion(name string)
+	// SetCondition stages a condition other than the running phase's own.
+	SetCondition(t string, s metav1.ConditionStatus, reason, msg string)
+
+	Configs() Configs
+	Cluster() Cluster
+	Host() Host
+	Units() Units
+	// OS is nil when the node has no OS updater.
+	OS() OSUpdater
+	Policy() plan.Policy
+	Drift() Drift
+}
+
+// Update is one update of the node, filled in as the phases run.
+type Update struct {
+	Node        string
+	CurrentName string
+	DesiredName string
+	Current     plan.Config
+	Desired     plan.Config
+	Diff        plan.Diff
+	Action      plan.PostAction
+}
+
+// Outcome is what a finished phase reports in its condition.
+type Outcome struct {
+	// Reason overrides the condition's default reason.
+	Reason  string
+	Message string
+}
+
+// Phase is one step of the update.
+type Phase struct {
+	// Name is the step's name in the progress record and the logs.
+	Name string
+	// Group is the primary condition this phase belongs to.
+	Group string
+	// Condition is the secondary condition the phase reports, or "" when the
+	// phase reports through its group (the group then takes its outcome).
+	Condition string
+	// Reload restores, after a restart, the in-memory state a done phase
+	// had produced (the plan, for prepare). Nil when there is none.
+	Reload func(ctx context.Context, d Data) error
+	// Needed reports whether the update needs this phase, and if not, why.
+	// Nil means always needed.
+	Needed func(d Data) (bool, string)
+	Run    func(ctx context.Context, d Data) (Outcome, error)
+}
+
+// StatusWriter writes MachineConfigNode status changes to the API server.
+type StatusWriter interface {
+	// WriteStatus writes the conditions and config versions; one request.
+	WriteStatus(ctx context.Context, conds []metav1.Condition, current, desired string) error
+}
+
+// Recorder records Kubernetes Events about the node's update.
+type Recorder interface {
+	// Event records an event on the MachineConfigNode, and on the Node too
+	// when onNode is set. warning marks failures.
+	Event(onNode, warning bool, reason, message string)
+}

@@ -1,0 +1,195 @@
+package phases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+func needsDrain(d Data) (bool, string) {
+	a := d.Update().Action
+	if a.NeedsDrain() {
+		return true, ""
+	}
+	return false, fmt.Sprintf("Post action %s needs no drain", a.Kind)
+}
+
+// Cordon marks the node unschedulable before a disruptive post action and
+// remembers whether this daemon did it, so the uncordon never undoes an
+// administrator's cordon.
+func Cordon() Phase {
+	return Phase{
+		Name: "cordon", Group: status.UpdateExecuted, Condition: status.Cordoned, Needed: needsDrain,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			cordoned, err := d.Cluster().Cordon(ctx)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("cordoning node %s: %w", d.Update().Node, err)
+			}
+			rec := d.Progress()
+			if cordoned {
+				rec.CordonedByUs = true
+			}
+			if err := d.SaveProgress(); err != nil {
+				return Outcome{}, err
+			}
+			if !rec.CordonedByUs {
+				return Outcome{Message: "Node was already cordoned; it stays cordoned after the update"}, nil
+			}
+			return Outcome{Message: "Cordoned node " + d.Update().Node}, nil
+		},
+	}
+}
+
+// Drain evicts the node's pods.
+func Drain() Phase {
+	return Phase{
+		Name: "drain", Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			res, err := d.Cluster().Drain(ctx, func(msg string) { _ = d.Report(ctx, msg) })
+			if err != nil {
+				return Outcome{}, fmt.Errorf("draining node %s: %w", d.Update().Node, err)
+			}
+			return Outcome{Message: fmt.Sprintf("Drained node: evicted %d pods", res.Evicted)}, nil
+		},
+	}
+}
+
+// Write applies files, units, SSH keys and OS changes. A failure rolls back
+// what this update already wrote, in reverse order, before it is reported.
+func Write() Phase {
+	return Phase{
+		Name: "write", Group: status.UpdateExecuted, Condition: status.AppliedFilesAndOS,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			u := d.Update()
+			txn, err := d.Host().BeginTxn(u.DesiredName)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("starting the write of %s: %w", u.DesiredName, err)
+			}
+			msg, err := write(ctx, d, txn)
+			if err != nil {
+				if rbErr := txn.Rollback(); rbErr != nil {
+					return Outcome{}, fmt.Errorf("%w; rolling back also failed: %v", err, rbErr)
+				}
+				if len(u.Diff.ChangedUnits)+len(u.Diff.RemovedUnits) > 0 {
+					_ = d.Units().DaemonReload(ctx)
+				}
+				return Outcome{}, fmt.Errorf("%w (rolled back this update's writes)", err)
+			}
+			if err := txn.Commit(); err != nil {
+				return Outcome{}, fmt.Errorf("committing the write of %s: %w", u.DesiredName, err)
+			}
+			return Outcome{Message: msg}, nil
+		},
+	}
+}
+
+func write(ctx context.Context, d Data, txn Txn) (string, error) {
+	diff := d.Update().Diff
+	if err := txn.WriteFiles(diff.ChangedFiles); err != nil {
+		return "", fmt.Errorf("writing files: %w", err)
+	}
+	for _, p := range diff.RemovedFiles {
+		if err := txn.RemoveFile(p); err != nil {
+			return "", fmt.Errorf("removing %s: %w", p, err)
+		}
+	}
+	if len(diff.RemovedUnits) > 0 {
+		var names []string
+		for _, u := range diff.RemovedUnits {
+			names = append(names, u.Name)
+		}
+		if err := d.Units().Disable(ctx, names...); err != nil {
+			return "", fmt.Errorf("disabling removed units: %w", err)
+		}
+	}
+	for _, u := range diff.RemovedUnits {
+		if err := txn.RemoveUnit(u); err != nil {
+			return "", fmt.Errorf("removing unit %s: %w", u.Name, err)
+		}
+	}
+	for _, u := range diff.ChangedUnits {
+		if err := txn.WriteUnit(u); err != nil {
+			return "", fmt.Errorf("writing unit %s: %w", u.Name, err)
+		}
+	}
+	if diff.SSHKeysChanged {
+		if err := txn.WriteSSHKeys(d.Update().Desired.SSHKeys); err != nil {
+			return "", fmt.Errorf("writing SSH keys of user core: %w", err)
+		}
+	}
+	if len(diff.ChangedUnits)+len(diff.RemovedUnits) > 0 {
+		if err := d.Units().DaemonReload(ctx); err != nil {
+			return "", fmt.Errorf("reloading systemd: %w", err)
+		}
+		if err := applyEnablement(ctx, d.Units(), diff.ChangedUnits); err != nil {
+			return "", err
+		}
+	}
+	os := "OS unchanged"
+	if diff.OSChanged() {
+		u := d.Update()
+		image := ""
+		if diff.OSImageChanged {
+			image = u.Desired.OSImageURL
+		}
+		staged, err := d.OS().Stage(ctx, image, diff.KernelArgsRemoved, diff.KernelArgsAdded)
+		if err != nil {
+			return "", fmt.Errorf("staging the OS update with %s: %w", d.OS().Name(), err)
+		}
+		os = staged
+	}
+	parts := []string{fmt.Sprintf("%d files written", len(diff.ChangedFiles))}
+	if n := len(diff.RemovedFiles); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d removed", n))
+	}
+	if n := len(diff.ChangedUnits) + len(diff.RemovedUnits); n > 0 {
+		parts = append(parts, fmt.Sprintf("%d units", n))
+	}
+	if diff.SSHKeysChanged {
+		parts = append(parts, "SSH keys")
+	}
+	parts = append(parts, os)
+	return "Applied " + strings.Join(parts, ", "), nil
+}
+
+// applyEnablement enables, disables, masks and unmasks units as the config
+// says, over D-Bus.
+func applyEnablement(ctx context.Context, units Units, changed []plan.Unit) error {
+	var enable, disable, mask, unmask []string
+	for _, u := range changed {
+		if u.Mask {
+			mask = append(mask, u.Name)
+			continue
+		}
+		unmask = append(unmask, u.Name)
+		if u.Enabled != nil && *u.Enabled {
+			enable = append(enable, u.Name)
+		} else if u.Enabled != nil {
+			disable = append(disable, u.Name)
+		}
+	}
+	steps := []struct {
+		what  string
+		units []string
+		do    func(context.Context, ...string) error
+	}{
+		{"unmasking", unmask, units.Unmask},
+		{"masking", mask, units.Mask},
+		{"enabling", enable, units.Enable},
+		{"disabling", disable, units.Disable},
+	}
+	var errs []error
+	for _, s := range steps {
+		if len(s.units) == 0 {
+			continue
+		}
+		if err := s.do(ctx, s.units...); err != nil {
+			errs = append(errs, fmt.Errorf("%s %s: %w", s.what, strings.Join(s.units, ", "), err))
+		}
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,128 @@
+package plan
+
+import (
+	"bytes"
+	"maps"
+	"slices"
+	"sort"
+)
+
+// Compare returns what changes from current to desired. When a section that
+// cannot be applied in place differs, it also returns an *UnreconcilableError
+// listing every such field; the Diff is complete either way, so a caller
+// adopting a node with no known current config (current = Config{}) can
+// decide itself what to do with that error.
+func Compare(current, desired Config) (Diff, error) {
+	var d Diff
+	for _, p := range sortedKeys(desired.Files) {
+		f := desired.Files[p]
+		if cur, ok := current.Files[p]; !ok || !sameFile(cur, f) {
+			d.ChangedFiles = append(d.ChangedFiles, f)
+		}
+	}
+	for _, p := range sortedKeys(current.Files) {
+		if _, ok := desired.Files[p]; !ok {
+			d.RemovedFiles = append(d.RemovedFiles, p)
+		}
+	}
+	for _, n := range sortedKeys(desired.Units) {
+		u := desired.Units[n]
+		if cur, ok := current.Units[n]; !ok || !sameUnit(cur, u) {
+			d.ChangedUnits = append(d.ChangedUnits, u)
+		}
+	}
+	for _, n := range sortedKeys(current.Units) {
+		if _, ok := desired.Units[n]; !ok {
+			d.RemovedUnits = append(d.RemovedUnits, current.Units[n])
+		}
+	}
+	d.SSHKeysChanged = !slices.Equal(current.SSHKeys, desired.SSHKeys)
+	d.OSImageChanged = current.OSImageURL != desired.OSImageURL
+	d.KernelArgsRemoved = multisetMinus(current.KernelArguments, desired.KernelArguments)
+	d.KernelArgsAdded = multisetMinus(desired.KernelArguments, current.KernelArguments)
+	d.ExtensionsChanged = !slices.Equal(sortedSet(current.Extensions), sortedSet(desired.Extensions))
+	d.KernelTypeChanged = canonicalKernelType(current.KernelType) != canonicalKernelType(desired.KernelType)
+
+	if fields := unreconcilableChanges(current.Unreconcilable, desired.Unreconcilable); len(fields) > 0 {
+		return d, &UnreconcilableError{Object: desired.Name, Fields: fields}
+	}
+	return d, nil
+}
+
+// unreconcilableChanges lists, sorted, the fields whose entries differ.
+func unreconcilableChanges(current, desired map[string]string) []string {
+	var fields []string
+	for k, v := range desired {
+		if cur, ok := current[k]; !ok || cur != v {
+			fields = append(fields, k)
+		}
+	}
+	for k := range current {
+		if _, ok := desired[k]; !ok {
+			fields = append(fields, k)
+		}
+	}
+	sort.Strings(fields)
+	return fields
+}
+
+func sameFile(a, b File) bool {
+	return a.Path == b.Path && bytes.Equal(a.Contents, b.Contents) && a.Mode == b.Mode &&
+		sameOwner(a.User, b.User) && sameOwner(a.Group, b.Group)
+}
+
+func sameOwner(a, b Owner) bool {
+	return a.Name == b.Name && samePtr(a.ID, b.ID)
+}
+
+func sameUnit(a, b Unit) bool {
+	return a.Name == b.Name && a.Mask == b.Mask &&
+		samePtr(a.Contents, b.Contents) && samePtr(a.Enabled, b.Enabled) &&
+		maps.Equal(a.Dropins, b.Dropins)
+}
+
+// samePtr reports whether a and b are both nil or point to equal values.
+func samePtr[T comparable](a, b *T) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// multisetMinus returns the elements of a not matched by one in b, in a's
+// order: duplicates count.
+func multisetMinus(a, b []string) []string {
+	left := map[string]int{}
+	for _, s := range b {
+		left[s]++
+	}
+	var out []string
+	for _, s := range a {
+		if left[s] > 0 {
+			left[s]--
+			continue
+		}
+		out = append(out, s)
+	}
+	return out
+}
+
+// sortedSet returns the distinct elements of s, sorted.
+func sortedSet(s []string) []string {
+	out := slices.Clone(s)
+	slices.Sort(out)
+	return slices.Compact(out)
+}
+
+// canonicalKernelType maps the empty kernel type to "default", as
+// machine-config-daemon does.
+func canonicalKernelType(t string) string {
+	if t == "" {
+		return "default"
+	}
+	return t
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	return slices.Sorted(maps.Keys(m))
+}

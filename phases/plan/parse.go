@@ -1,0 +1,406 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"path"
+	"reflect"
+	"slices"
+	"strings"
+
+	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
+	ign "github.com/coreos/ignition/v2/config/v3_5"
+	"github.com/coreos/ignition/v2/config/v3_5/types"
+	vpath "github.com/coreos/vcontext/path"
+	"github.com/coreos/vcontext/report"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+)
+
+// coreUser is the only user whose SSH keys the daemon manages.
+const coreUser = "core"
+
+// Parse parses and validates a rendered MachineConfig. It accepts every
+// Ignition 3.x spec up to 3.5.0 (older ones are translated to 3.5); an empty
+// config is an empty Config. A config that is malformed or that the daemon
+// cannot apply at all yields a *ConfigError naming the first offending field.
+func Parse(mc *mcfgv1.MachineConfig) (Config, error) {
+	if mc == nil {
+		return Config{}, &ConfigError{Msg: "no MachineConfig given"}
+	}
+	p := &parser{name: mc.Name}
+	ignCfg := p.ignition(mc.Spec.Config.Raw)
+	if len(p.problems) > 0 {
+		return Config{}, p.err()
+	}
+	cfg := Config{
+		Name:           mc.Name,
+		Files:          map[string]File{},
+		Units:          map[string]Unit{},
+		OSImageURL:     mc.Spec.OSImageURL,
+		Extensions:     append([]string(nil), mc.Spec.Extensions...),
+		KernelType:     mc.Spec.KernelType,
+		FIPS:           mc.Spec.FIPS,
+		Unreconcilable: map[string]string{},
+	}
+	p.checkIgnitionSection(ignCfg.Ignition)
+	p.files(&cfg, ignCfg.Storage.Files)
+	p.units(&cfg, ignCfg.Systemd.Units)
+	p.passwd(&cfg, ignCfg.Passwd)
+	p.unreconcilableSections(&cfg, ignCfg)
+	cfg.KernelArguments = p.kernelArguments(mc.Spec.KernelArguments)
+	if mc.Spec.FIPS {
+		cfg.Unreconcilable["spec.fips"] = "true"
+	}
+	if len(p.problems) > 0 {
+		return Config{}, p.err()
+	}
+	return cfg, nil
+}
+
+// parser collects the problems found in one MachineConfig.
+type parser struct {
+	name     string
+	problems []*ConfigError
+}
+
+func (p *parser) add(field, format string, args ...any) {
+	p.problems = append(p.problems, &ConfigError{Object: p.name, Field: field, Msg: fmt.Sprintf(format, args...)})
+}
+
+// err returns the first problem, counting the others.
+func (p *parser) err() error {
+	first := *p.problems[0]
+	first.More = len(p.problems) - 1
+	return &first
+}
+
+// ignition parses the raw Ignition config, translating older 3.x specs.
+func (p *parser) ignition(raw []byte) types.Config {
+	if len(bytes.TrimSpace(raw)) == 0 {
+		return types.Config{}
+	}
+	cfg, rpt, err := ign.ParseCompatibleVersion(raw)
+	for _, e := range rpt.Entries {
+		if e.Kind.IsFatal() {
+			p.addReportEntry(e, raw)
+		}
+	}
+	switch {
+	case err == nil || len(p.problems) > 0:
+	case errors.Is(err, ignerrors.ErrUnknownVersion) || errors.Is(err, ignerrors.ErrInvalidVersion):
+		var stub struct {
+			Ignition struct{ Version string }
+		}
+		_ = json.Unmarshal(raw, &stub) // it parsed before: only the version is wrong
+		p.add("spec.config.ignition.version", "%v %q (want 3.0.0 through %s)", err, stub.Ignition.Version, types.MaxVersion)
+	default:
+		p.add("spec.config", "%v", err)
+	}
+	return cfg
+}
+
+// addReportEntry turns one Ignition validation entry into a problem. An
+// entry without a field (a JSON syntax or type error) gets its position.
+func (p *parser) addReportEntry(e report.Entry, raw []byte) {
+	msg := e.Message
+	if e.Context.Len() == 0 && e.Marker.StartP != nil {
+		// encoding/json's offsets point just past the offending byte.
+		line, col := position(raw, e.Marker.StartP.Index-1)
+		msg = fmt.Sprintf("line %d col %d: %s", line, col, msg)
+	}
+	p.add(reportField(e.Context), "%s", msg)
+}
+
+// position returns the 1-based line and column of the byte at offset i in raw.
+func position(raw []byte, i int64) (line, col int) {
+	i = min(max(i, 0), int64(len(raw)))
+	before := raw[:i]
+	line = bytes.Count(before, []byte("\n")) + 1
+	col = len(before) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
+
+// reportField renders an Ignition context path as a MachineConfig field path.
+func reportField(c vpath.ContextPath) string {
+	var b strings.Builder
+	b.WriteString("spec.config")
+	for _, el := range c.Path {
+		if i, ok := el.(int); ok {
+			fmt.Fprintf(&b, "[%d]", i)
+		} else {
+			fmt.Fprintf(&b, ".%v", el)
+		}
+	}
+	return b.String()
+}
+
+// checkIgnitionSection refuses configs that still point at other configs:
+// the daemon applies rendered configs only and never fetches.
+func (p *parser) checkIgnitionSection(s types.Ignition) {
+	if len(s.Config.Merge) > 0 {
+		p.add("spec.config.ignition.config.merge", "merging other configs is not supported: the config must be fully rendered")
+	}
+	if s.Config.Replace.Source != nil {
+		p.add("spec.config.ignition.config.replace", "replacing the config is not supported: the config must be fully rendered")
+	}
+}
+
+func (p *parser) files(cfg *Config, files []types.File) {
+	for i, f := range files {
+		field := fmt.Sprintf("spec.config.storage.files[%d]", i)
+		if msg := checkPath(f.Path); msg != "" {
+			p.add(field+".path", "%s", msg)
+			continue
+		}
+		mode := fs.FileMode(0o644)
+		if f.Mode != nil {
+			if *f.Mode < 0 || *f.Mode > 0o7777 {
+				p.add(field+".mode", "mode %#o is outside 0..07777", *f.Mode)
+				continue
+			}
+			mode = fs.FileMode(*f.Mode)
+		}
+		contents, prob := decodeResource(f.Contents)
+		if prob != nil {
+			p.add(field+".contents."+prob.Sub, "%s", prob.Msg)
+			continue
+		}
+		for j, a := range f.Append {
+			data, prob := decodeResource(a)
+			if prob != nil {
+				p.add(fmt.Sprintf("%s.append[%d].%s", field, j, prob.Sub), "%s", prob.Msg)
+				continue
+			}
+			contents = append(contents, data...)
+		}
+		if len(f.Append) > 0 {
+			// Appending is not idempotent: only a reprovision applies it.
+			cfg.Unreconcilable[fmt.Sprintf("spec.config.storage.files[path=%s].append", f.Path)] = canonical(f.Append)
+		}
+		cfg.Files[f.Path] = File{
+			Path:     f.Path,
+			Contents: contents,
+			Mode:     mode,
+			User:     Owner{ID: copyInt(f.User.ID), Name: deref(f.User.Name)},
+			Group:    Owner{ID: copyInt(f.Group.ID), Name: deref(f.Group.Name)},
+		}
+	}
+}
+
+// checkPath says what is wrong with a file path, if anything.
+func checkPath(p string) string {
+	switch {
+	case p == "":
+		return "path is empty"
+	case !path.IsAbs(p):
+		return fmt.Sprintf("path %q is not absolute", p)
+	case path.Clean(p) != p:
+		return fmt.Sprintf("path %q is not clean (want %q)", p, path.Clean(p))
+	case p == "/":
+		return "path is the root directory"
+	}
+	for _, el := range strings.Split(p, "/") {
+		if el == ".." {
+			return fmt.Sprintf("path %q has a .. element", p)
+		}
+	}
+	return ""
+}
+
+func (p *parser) units(cfg *Config, units []types.Unit) {
+	for i, u := range units {
+		field := fmt.Sprintf("spec.config.systemd.units[%d]", i)
+		if msg := checkUnitName(u.Name); msg != "" {
+			p.add(field+".name", "%s", msg)
+			continue
+		}
+		unit := Unit{Name: u.Name, Mask: u.Mask != nil && *u.Mask}
+		if u.Contents != nil && *u.Contents != "" {
+			c := *u.Contents
+			unit.Contents = &c
+		}
+		if u.Enabled != nil {
+			e := *u.Enabled
+			unit.Enabled = &e
+		}
+		for j, d := range u.Dropins {
+			if msg := checkDropinName(d.Name); msg != "" {
+				p.add(fmt.Sprintf("%s.dropins[%d].name", field, j), "%s", msg)
+				continue
+			}
+			// Like Ignition, a drop-in without contents writes nothing.
+			if d.Contents == nil {
+				continue
+			}
+			if unit.Dropins == nil {
+				unit.Dropins = map[string]string{}
+			}
+			unit.Dropins[d.Name] = *d.Contents
+		}
+		cfg.Units[u.Name] = unit
+	}
+}
+
+// unitTypes lists the unit types Ignition accepts, for messages.
+const unitTypes = ".service, .socket, .device, .mount, .automount, .swap, .target, .path, .timer, .snapshot, .slice, .scope"
+
+// checkUnitName says what is wrong with a unit name, if anything: it must be
+// prefix[@instance].type, with systemd's characters only.
+func checkUnitName(name string) string {
+	if len(name) > 255 {
+		return "unit name is longer than 255 characters"
+	}
+	ext := path.Ext(name)
+	if ext == "" || !slices.Contains(strings.Split(unitTypes, ", "), ext) {
+		return fmt.Sprintf("unit name %q does not end in a unit type (%s)", name, unitTypes)
+	}
+	prefix, instance, _ := strings.Cut(strings.TrimSuffix(name, ext), "@")
+	if prefix == "" {
+		return fmt.Sprintf("unit name %q has an empty prefix", name)
+	}
+	if !unitChars(prefix) || !unitChars(instance) {
+		return fmt.Sprintf("unit name %q has characters other than letters, digits and :-_.\\ (and one @)", name)
+	}
+	return ""
+}
+
+// unitChars reports whether s only has characters systemd allows in unit names.
+func unitChars(s string) bool {
+	for _, r := range s {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune(":-_.\\", r)
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// checkDropinName says what is wrong with a drop-in file name, if anything.
+func checkDropinName(name string) string {
+	switch {
+	case path.Ext(name) != ".conf":
+		return fmt.Sprintf("drop-in name %q does not end in .conf", name)
+	case name == ".conf" || strings.HasPrefix(name, "."):
+		return fmt.Sprintf("drop-in name %q is hidden or empty", name)
+	case strings.ContainsAny(name, "/\x00"):
+		return fmt.Sprintf("drop-in name %q is not a plain file name", name)
+	}
+	return ""
+}
+
+// passwd takes user core's SSH keys; every other passwd setting cannot be
+// applied in place.
+func (p *parser) passwd(cfg *Config, pw types.Passwd) {
+	for _, u := range pw.Users {
+		key := fmt.Sprintf("spec.config.passwd.users[name=%s]", u.Name)
+		if u.Name != coreUser {
+			cfg.Unreconcilable[key] = canonical(u)
+			continue
+		}
+		for _, k := range u.SSHAuthorizedKeys {
+			cfg.SSHKeys = append(cfg.SSHKeys, string(k))
+		}
+		rest := u
+		rest.SSHAuthorizedKeys = nil
+		if !reflect.DeepEqual(rest, types.PasswdUser{Name: coreUser}) {
+			cfg.Unreconcilable[key] = canonical(rest)
+		}
+	}
+	if len(pw.Groups) > 0 {
+		cfg.Unreconcilable["spec.config.passwd.groups"] = canonical(pw.Groups)
+	}
+}
+
+// unreconcilableSections records the Ignition sections only a reprovision
+// applies, as machine-config-daemon does: disks, RAID, filesystems, LUKS,
+// directories, links and Ignition's own kernel arguments.
+func (p *parser) unreconcilableSections(cfg *Config, c types.Config) {
+	sections := []struct {
+		field string
+		n     int
+		value any
+	}{
+		{"spec.config.storage.disks", len(c.Storage.Disks), c.Storage.Disks},
+		{"spec.config.storage.raid", len(c.Storage.Raid), c.Storage.Raid},
+		{"spec.config.storage.filesystems", len(c.Storage.Filesystems), c.Storage.Filesystems},
+		{"spec.config.storage.luks", len(c.Storage.Luks), c.Storage.Luks},
+		{"spec.config.storage.directories", len(c.Storage.Directories), c.Storage.Directories},
+		{"spec.config.storage.links", len(c.Storage.Links), c.Storage.Links},
+		{"spec.config.kernelArguments", len(c.KernelArguments.ShouldExist) + len(c.KernelArguments.ShouldNotExist), c.KernelArguments},
+	}
+	for _, s := range sections {
+		if s.n > 0 {
+			cfg.Unreconcilable[s.field] = canonical(s.value)
+		}
+	}
+}
+
+// kernelArguments splits each entry of spec.kernelArguments into single
+// arguments: an entry may hold several, separated by spaces outside quotes.
+func (p *parser) kernelArguments(entries []string) []string {
+	var args []string
+	for i, e := range entries {
+		split, ok := splitKernelArgs(e)
+		if !ok {
+			p.add(fmt.Sprintf("spec.kernelArguments[%d]", i), "unbalanced double quote in %q", e)
+			continue
+		}
+		args = append(args, split...)
+	}
+	return args
+}
+
+// splitKernelArgs splits s at whitespace outside double quotes; ok is false
+// when a quote is left open.
+func splitKernelArgs(s string) (args []string, ok bool) {
+	var cur strings.Builder
+	quoted, started := false, false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+			started = true
+			cur.WriteRune(r)
+		case !quoted && (r == ' ' || r == '\t' || r == '\n'):
+			if started {
+				args = append(args, cur.String())
+				cur.Reset()
+				started = false
+			}
+		default:
+			cur.WriteRune(r)
+			started = true
+		}
+	}
+	if started {
+		args = append(args, cur.String())
+	}
+	return args, !quoted
+}
+
+// canonical encodes v as JSON; Ignition's types always encode.
+func canonical(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("unencodable: %v", err)
+	}
+	return string(b)
+}
+
+func copyInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -1,0 +1,88 @@
+package plan
+
+import (
+	"fmt"
+	"strings"
+)
+
+// maxSummaryReasons is how many reasons Summary lists before "and N more".
+const maxSummaryReasons = 3
+
+// Summary describes a diff and its post action in one line, for the
+// UpdateCompatible condition, e.g. "Post action: Reboot; drain required;
+// 3 files, 1 unit, SSH keys changed, OS image unchanged; reasons: ...".
+func Summary(d Diff, a PostAction) string {
+	parts := []string{"Post action: " + actionSummary(a)}
+	if a.NeedsDrain() {
+		parts = append(parts, "drain required")
+	} else {
+		parts = append(parts, "no drain")
+	}
+	if d.Empty() {
+		return strings.Join(append(parts, "no changes"), "; ")
+	}
+	parts = append(parts, strings.Join(changeCounts(d), ", "))
+	if n := len(a.Reasons); n > 0 {
+		shown := a.Reasons[:min(n, maxSummaryReasons)]
+		reasons := "reasons: " + strings.Join(shown, ", ")
+		if n > len(shown) {
+			reasons += fmt.Sprintf(" and %d more", n-len(shown))
+		}
+		parts = append(parts, reasons)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// actionSummary names the action and, below a reboot, what it touches.
+func actionSummary(a PostAction) string {
+	var what []string
+	if a.DaemonReload {
+		what = append(what, "daemon-reload")
+	}
+	for _, u := range a.RestartUnits {
+		what = append(what, "restart "+u)
+	}
+	for _, u := range a.ReloadUnits {
+		what = append(what, "reload "+u)
+	}
+	if len(what) == 0 {
+		return a.Kind.String()
+	}
+	return fmt.Sprintf("%s (%s)", a.Kind, strings.Join(what, ", "))
+}
+
+// changeCounts lists the counts of changed things.
+func changeCounts(d Diff) []string {
+	counts := []string{
+		count(len(d.ChangedFiles), len(d.RemovedFiles), "file", "files"),
+		count(len(d.ChangedUnits), len(d.RemovedUnits), "unit", "units"),
+	}
+	if d.SSHKeysChanged {
+		counts = append(counts, "SSH keys changed")
+	}
+	if d.OSImageChanged {
+		counts = append(counts, "OS image changed")
+	} else {
+		counts = append(counts, "OS image unchanged")
+	}
+	if len(d.KernelArgsAdded) > 0 || len(d.KernelArgsRemoved) > 0 {
+		counts = append(counts, fmt.Sprintf("kernel arguments +%d -%d", len(d.KernelArgsAdded), len(d.KernelArgsRemoved)))
+	}
+	if d.ExtensionsChanged {
+		counts = append(counts, "extensions changed")
+	}
+	if d.KernelTypeChanged {
+		counts = append(counts, "kernel type changed")
+	}
+	return counts
+}
+
+// count renders "3 files" or "3 files (1 removed)".
+func count(changed, removed int, one, many string) string {
+	n := changed + removed
+	s := fmt.Sprintf("%d %s", n, plural(n, one, many))
+	if removed > 0 {
+		s += fmt.Sprintf(" (%d removed)", removed)
+	}
+	return s
+}

@@ -1,0 +1,110 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+func actionIs(k plan.ActionKind) func(Data) (bool, string) {
+	return func(d Data) (bool, string) {
+		a := d.Update().Action.Kind
+		if a == k {
+			return true, ""
+		}
+		return false, fmt.Sprintf("Post action is %s", a)
+	}
+}
+
+// Reboot reboots the node through logind after the progress record is on
+// disk, and after the boot checks that the boot identity changed.
+func Reboot() Phase {
+	return Phase{
+		Name: "reboot", Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
+		Needed: actionIs(plan.ActionReboot),
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			rec := d.Progress()
+			boot, err := d.Units().BootID(ctx)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("reading the boot ID: %w", err)
+			}
+			if rec.RebootFromBootID != "" && rec.RebootFromBootID != boot {
+				return Outcome{Message: fmt.Sprintf("Rebooted; boot ID changed from %s to %s", rec.RebootFromBootID, boot)}, nil
+			}
+			rec.RebootFromBootID = boot
+			if err := d.SaveProgress(); err != nil {
+				return Outcome{}, err
+			}
+			if err := d.Report(ctx, "Rebooting into "+d.Update().DesiredName); err != nil {
+				return Outcome{}, err
+			}
+			if err := d.Units().Reboot(ctx); err != nil {
+				return Outcome{}, fmt.Errorf("asking logind to reboot: %w", err)
+			}
+			return Outcome{}, ErrRebooting
+		},
+	}
+}
+
+// ReloadCRIO reloads crio.service and waits for the job's result.
+func ReloadCRIO() Phase {
+	return Phase{
+		Name: "reload-crio", Group: status.UpdatePostActionComplete, Condition: status.ReloadedCRIO,
+		Needed: actionIs(plan.ActionReloadCRIO),
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			if err := d.Units().Reload(ctx, "crio.service"); err != nil {
+				return Outcome{}, fmt.Errorf("reloading crio.service: %w", err)
+			}
+			return Outcome{Message: "Reloaded crio.service"}, nil
+		},
+	}
+}
+
+// Services reloads or restarts the units the policy named, runs a
+// daemon-reload when that is all the change needs, and closes the post
+// action with a message saying what was done.
+func Services() Phase {
+	return Phase{
+		Name: "post-action", Group: status.UpdatePostActionComplete,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			a := d.Update().Action
+			var done []string
+			if a.Kind == plan.ActionDaemonReload {
+				if err := d.Units().DaemonReload(ctx); err != nil {
+					return Outcome{}, fmt.Errorf("reloading systemd: %w", err)
+				}
+				done = append(done, "reloaded systemd")
+			}
+			for _, u := range a.ReloadUnits {
+				if u == "crio.service" && a.Kind == plan.ActionReloadCRIO {
+					continue // done by the ReloadCRIO phase
+				}
+				if err := d.Units().Reload(ctx, u); err != nil {
+					return Outcome{}, fmt.Errorf("reloading %s: %w", u, err)
+				}
+				done = append(done, "reloaded "+u)
+			}
+			for _, u := range a.RestartUnits {
+				if err := d.Units().Restart(ctx, u); err != nil {
+					return Outcome{}, fmt.Errorf("restarting %s: %w", u, err)
+				}
+				done = append(done, "restarted "+u)
+			}
+			switch {
+			case a.Kind == plan.ActionReboot:
+				return Outcome{Message: "Rebooted into " + d.Update().DesiredName}, nil
+			case a.Kind == plan.ActionReloadCRIO && len(done) == 0:
+				return Outcome{Message: "Reloaded crio.service"}, nil
+			case a.Kind == plan.ActionReloadCRIO:
+				return Outcome{Message: "Reloaded crio.service; " + strings.Join(done, "; ")}, nil
+			case len(done) == 0:
+				return Outcome{Reason: status.ReasonNone, Message: "Changes need no reboot or reload"}, nil
+			}
+			msg := strings.Join(done, "; ")
+			return Outcome{Message: strings.ToUpper(msg[:1]) + msg[1:]}, nil
+		},
+	}
+}

@@ -1,0 +1,365 @@
+package phases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// ErrRebooting is returned once the node has been asked to reboot: the
+// update goes on after the boot, in a new daemon process.
+var ErrRebooting = errors.New("node is rebooting")
+
+// ErrStopped is returned when the runner stopped between two steps because
+// the daemon is shutting down; the update resumes at the next start.
+var ErrStopped = errors.New("stopped between steps for shutdown")
+
+// Env is what the phases act on; the daemon builds it from real adapters.
+type Env struct {
+	Configs Configs
+	Cluster Cluster
+	Host    Host
+	Units   Units
+	OS      OSUpdater
+	Policy  plan.Policy
+	Drift   Drift
+}
+
+// Runner runs the phases of one update in order. It owns the status: it
+// stages condition changes and writes them at phase boundaries (one write
+// per boundary), logs one line per decision, saves progress after every
+// step, wraps errors with the phase, and records Events.
+type Runner struct {
+	Env    Env
+	Status StatusWriter
+	Events Recorder
+	Log    *zap.Logger
+	Now    func() time.Time
+	Phases []Phase
+	Record *progress.Record
+	// Stopping, when set and true, stops the run before the next step.
+	Stopping func() bool
+	// Conditions is the MachineConfigNode's status as last written; the
+	// runner updates it in place.
+	Conditions []metav1.Condition
+	// CurrentVersion and DesiredVersion are status.configVersion.
+	CurrentVersion, DesiredVersion string
+
+	update  Update
+	current *Phase
+	dirty   bool
+}
+
+// StepError is an update failure in one phase.
+type StepError struct {
+	Phase     string
+	Condition string
+	Err       error
+}
+
+func (e *StepError) Error() string { return fmt.Sprintf("phase %s: %v", e.Phase, e.Err) }
+func (e *StepError) Unwrap() error { return e.Err }
+
+// Update returns the update being run.
+func (r *Runner) Update() *Update { return &r.update }
+
+// Start prepares the runner for the update from current to desired.
+func (r *Runner) Start(node string) {
+	r.update = Update{Node: node, CurrentName: r.Record.Current, DesiredName: r.Record.Desired}
+}
+
+// set stages a condition change.
+func (r *Runner) set(t string, s metav1.ConditionStatus, reason, msg string) {
+	c := metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
+		LastTransitionTime: metav1.NewTime(r.Now().Truncate(time.Second))}
+	if status.Set(&r.Conditions, c) {
+		r.dirty = true
+	}
+}
+
+// Flush writes staged status changes, if any, in one request.
+func (r *Runner) Flush(ctx context.Context) error {
+	if !r.dirty {
+		return nil
+	}
+	if err := r.Status.WriteStatus(ctx, r.Conditions, r.CurrentVersion, r.DesiredVersion); err != nil {
+		return fmt.Errorf("writing MachineConfigNode status: %w", err)
+	}
+	r.dirty = false
+	return nil
+}
+
+// Detected stages step 1 of the contract: Updated=False, every other phase
+// condition reset.
+func (r *Runner) Detected() {
+	now := metav1.NewTime(r.Now().Truncate(time.Second))
+	if status.ResetForUpdate(&r.Conditions, now) {
+		r.dirty = true
+	}
+	from := r.update.CurrentName
+	if from == "" {
+		from = "no config"
+	}
+	r.set(status.Updated, metav1.ConditionFalse, status.Updated,
+		fmt.Sprintf("Node needs update from %s to %s", from, r.update.DesiredName))
+}
+
+// Replay re-stages the conditions of the steps the progress record says are
+// done, so a restarted daemon shows the same status it had written.
+func (r *Runner) Replay() {
+	for i := range r.Phases {
+		p := &r.Phases[i]
+		st := r.Record.Step(p.Name)
+		if st == nil {
+			continue
+		}
+		r.finish(p, st)
+	}
+}
+
+// Reload restores the in-memory state of the done phases after a restart.
+func (r *Runner) Reload(ctx context.Context) error {
+	for i := range r.Phases {
+		p := &r.Phases[i]
+		if p.Reload == nil || !r.Record.Done(p.Name) {
+			continue
+		}
+		if err := p.Reload(ctx, r); err != nil {
+			return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
+		}
+	}
+	return nil
+}
+
+// Run runs every phase not yet done. It returns ErrRebooting when the node
+// is going down for the post-action reboot, or a *StepError.
+func (r *Runner) Run(ctx context.Context) error {
+	for i := range r.Phases {
+		p := &r.Phases[i]
+		if r.Record.Done(p.Name) {
+			continue
+		}
+		if r.Stopping != nil && r.Stopping() {
+			if err := r.Flush(ctx); err != nil {
+				return err
+			}
+			return ErrStopped
+		}
+		if err := r.runPhase(ctx, p); err != nil {
+			return err
+		}
+	}
+	return r.Flush(ctx)
+}
+
+func (r *Runner) log() *zap.Logger {
+	return r.Log.With(zap.String("config", r.update.DesiredName))
+}
+
+func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
+	log := r.log().With(zap.String("phase", p.Name))
+	if g := status.Find(r.Conditions, p.Group); g == nil || g.Status == metav1.ConditionFalse {
+		r.set(p.Group, metav1.ConditionUnknown, p.Group, groupStartMessage(p.Group, r.update.DesiredName))
+	}
+	if p.Needed != nil {
+		if ok, why := p.Needed(r); !ok {
+			log.Info("Phase not required", zap.String("why", why))
+			return r.done(ctx, p, progress.Step{Name: p.Name, Skipped: true, Reason: status.ReasonNotRequired, Message: why})
+		}
+	}
+	r.current = p
+	defer func() { r.current = nil }()
+	if p.Condition != "" {
+		r.set(p.Condition, metav1.ConditionUnknown, status.Reason(p.Condition), phaseStartMessage(p.Condition))
+	}
+	if err := r.Flush(ctx); err != nil {
+		return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
+	}
+	log.Info("Phase started")
+	start := r.Now()
+	out, err := p.Run(ctx, r)
+	if errors.Is(err, ErrRebooting) {
+		log.Info("Node is rebooting; the update goes on after boot")
+		return err
+	}
+	if err != nil {
+		return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
+	}
+	took := r.Now().Sub(start).Round(100 * time.Millisecond)
+	log.Info("Phase done", zap.Duration("took", took), zap.String("result", out.Message))
+	if out.Reason == "" {
+		out.Reason = status.Reason(r.cond(p))
+	}
+	if err := r.done(ctx, p, progress.Step{Name: p.Name, Reason: out.Reason, Message: out.Message}); err != nil {
+		return err
+	}
+	if r.Events != nil {
+		r.Events.Event(eventOnNode(r.cond(p)), false, r.cond(p), fmt.Sprintf("%s (%s)", out.Message, took))
+	}
+	return nil
+}
+
+// done records a finished (or skipped) step on disk, then stages its status.
+// The record is saved first: a crash between the two replays the status.
+func (r *Runner) done(ctx context.Context, p *Phase, st progress.Step) error {
+	r.Record.Finish(st)
+	if err := r.SaveProgress(); err != nil {
+		return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
+	}
+	r.finish(p, &st)
+	return nil
+}
+
+// finish stages the conditions of a finished step: its own condition, and
+// its group once the group's last phase is done.
+func (r *Runner) finish(p *Phase, st *progress.Step) {
+	switch {
+	case st.Skipped && p.Condition != "":
+		r.set(p.Condition, metav1.ConditionFalse, status.ReasonNotRequired, st.Message)
+	case p.Condition != "":
+		r.set(p.Condition, metav1.ConditionTrue, st.Reason, st.Message)
+	}
+	if !r.lastOfGroup(p) {
+		return
+	}
+	if p.Condition == "" && !st.Skipped {
+		r.set(p.Group, metav1.ConditionTrue, st.Reason, st.Message)
+		return
+	}
+	r.set(p.Group, metav1.ConditionTrue, p.Group, groupDoneMessage(p.Group, r.update.DesiredName))
+}
+
+func (r *Runner) lastOfGroup(p *Phase) bool {
+	last := ""
+	for i := range r.Phases {
+		if r.Phases[i].Group == p.Group {
+			last = r.Phases[i].Name
+		}
+	}
+	return last == p.Name
+}
+
+func (r *Runner) cond(p *Phase) string {
+	if p.Condition != "" {
+		return p.Condition
+	}
+	return p.Group
+}
+
+// Fail stages and writes the status of a failed update: the failing phase's
+// condition Unknown with an Error: message, NodeDegraded=True with the same
+// text. compatible=false marks a config that cannot be applied at all.
+func (r *Runner) Fail(ctx context.Context, err error) error {
+	var se *StepError
+	cond := status.UpdatePrepared
+	if errors.As(err, &se) {
+		cond = se.Condition
+	}
+	msg := "Error: " + rootMessage(err)
+	var ue *plan.UnreconcilableError
+	var ce *plan.ConfigError
+	if errors.As(err, &ue) || errors.As(err, &ce) {
+		r.set(status.UpdateCompatible, metav1.ConditionFalse, status.Reason(status.UpdateCompatible), msg)
+		r.set(status.UpdatePrepared, metav1.ConditionUnknown, status.UpdatePrepared, msg)
+	} else {
+		r.set(cond, metav1.ConditionUnknown, status.Reason(cond), msg)
+		if parent := groupOf(r.Phases, cond); parent != "" && parent != cond {
+			r.set(parent, metav1.ConditionUnknown, parent, msg)
+		}
+	}
+	r.set(status.NodeDegraded, metav1.ConditionTrue, status.ReasonUpdateFailed, msg)
+	if r.Events != nil {
+		r.Events.Event(true, true, status.ReasonUpdateFailed, msg)
+	}
+	return r.Flush(ctx)
+}
+
+// rootMessage is the error text without the runner's own "phase x:" prefix.
+func rootMessage(err error) string {
+	var se *StepError
+	if errors.As(err, &se) {
+		return se.Err.Error()
+	}
+	return err.Error()
+}
+
+func groupOf(ps []Phase, cond string) string {
+	for _, p := range ps {
+		if p.Condition == cond || p.Group == cond {
+			return p.Group
+		}
+	}
+	return ""
+}
+
+// Data implementation: the runner is what phases see.
+
+// Progress returns the update's progress record.
+func (r *Runner) Progress() *progress.Record { return r.Record }
+
+// SetCondition stages a condition other than the running phase's.
+func (r *Runner) SetCondition(t string, s metav1.ConditionStatus, reason, msg string) {
+	r.set(t, s, reason, msg)
+}
+
+// SaveProgress writes the progress record to the node.
+func (r *Runner) SaveProgress() error {
+	data, err := r.Record.Marshal()
+	if err != nil {
+		return err
+	}
+	if err := r.Env.Host.WriteState(progress.FileName, data); err != nil {
+		return fmt.Errorf("saving progress: %w", err)
+	}
+	return nil
+}
+
+// Report sets the running phase's condition message and writes it.
+func (r *Runner) Report(ctx context.Context, message string) error {
+	if r.current == nil {
+		return nil
+	}
+	c := r.cond(r.current)
+	r.set(c, metav1.ConditionUnknown, status.Reason(c), message)
+	return r.Flush(ctx)
+}
+
+// SetDesiredVersion stages status.configVersion.desired.
+func (r *Runner) SetDesiredVersion(name string) {
+	if r.DesiredVersion != name {
+		r.DesiredVersion = name
+		r.dirty = true
+	}
+}
+
+// SetCurrentVersion stages status.configVersion.current.
+func (r *Runner) SetCurrentVersion(name string) {
+	if r.CurrentVersion != name {
+		r.CurrentVersion = name
+		r.dirty = true
+	}
+}
+
+func (r *Runner) Configs() Configs    { return r.Env.Configs }
+func (r *Runner) Cluster() Cluster    { return r.Env.Cluster }
+func (r *Runner) Host() Host          { return r.Env.Host }
+func (r *Runner) Units() Units        { return r.Env.Units }
+func (r *Runner) OS() OSUpdater       { return r.Env.OS }
+func (r *Runner) Policy() plan.Policy { return r.Env.Policy }
+func (r *Runner) Drift() Drift        { return r.Env.Drift }
+
+func eventOnNode(cond string) bool {
+	switch cond {
+	case status.Cordoned, status.Drained, status.RebootedNode:
+		return true
+	}
+	return false
+}

@@ -1,0 +1,177 @@
+// Package status holds the MachineConfigNode status contract
+// (shared/design/status-contract.md): condition types, reasons, the order in
+// which they are shown, and pure helpers that stage condition changes.
+package status
+
+import (
+	"fmt"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Condition types. Primary ones get a row each in `oc get machineconfignodes`.
+const (
+	Updated                  = "Updated"
+	UpdatePrepared           = "UpdatePrepared"
+	UpdateExecuted           = "UpdateExecuted"
+	UpdatePostActionComplete = "UpdatePostActionComplete"
+	UpdateComplete           = "UpdateComplete"
+	Resumed                  = "Resumed"
+
+	UpdateCompatible  = "UpdateCompatible"
+	Cordoned          = "Cordoned"
+	Drained           = "Drained"
+	AppliedFilesAndOS = "AppliedFilesAndOS"
+	RebootedNode      = "RebootedNode"
+	ReloadedCRIO      = "ReloadedCRIO"
+	Uncordoned        = "Uncordoned"
+
+	NodeDegraded = "NodeDegraded"
+)
+
+// Reasons that are not derived from the condition type.
+const (
+	ReasonNotYetOccurred      = "NotYetOccurred"
+	ReasonNotRequired         = "NotRequired"
+	ReasonNodeUpgradeComplete = "NodeUpgradeComplete"
+	ReasonNone                = "None"
+	ReasonUpdateFailed        = "UpdateFailed"
+	ReasonHealthy             = "Healthy"
+)
+
+// Order lists every condition type in the order the contract shows them.
+var Order = []string{
+	Updated,
+	UpdatePrepared, UpdateCompatible,
+	UpdateExecuted, Cordoned, Drained, AppliedFilesAndOS,
+	UpdatePostActionComplete, RebootedNode, ReloadedCRIO,
+	UpdateComplete, Uncordoned,
+	Resumed,
+	NodeDegraded,
+}
+
+// parent maps each secondary condition to its primary one.
+var parent = map[string]string{
+	UpdateCompatible:  UpdatePrepared,
+	Cordoned:          UpdateExecuted,
+	Drained:           UpdateExecuted,
+	AppliedFilesAndOS: UpdateExecuted,
+	RebootedNode:      UpdatePostActionComplete,
+	ReloadedCRIO:      UpdatePostActionComplete,
+	Uncordoned:        UpdateComplete,
+}
+
+// Reason is the stable reason of a condition in progress or done: a
+// secondary's is its parent's type plus its own (UpdateExecutedDrained), a
+// primary's is its own type.
+func Reason(condType string) string {
+	if p, ok := parent[condType]; ok {
+		return p + condType
+	}
+	return condType
+}
+
+// NotYetOccurredMessage is the message of a phase not reached yet.
+func NotYetOccurredMessage(condType string) string {
+	return fmt.Sprintf("This node has not yet entered the %s phase", condType)
+}
+
+// Initial returns every condition of the contract at False/NotYetOccurred,
+// with NodeDegraded False (healthy).
+func Initial(now metav1.Time) []metav1.Condition {
+	conds := make([]metav1.Condition, 0, len(Order))
+	for _, t := range Order {
+		conds = append(conds, reset(t, now))
+	}
+	return conds
+}
+
+func reset(t string, now metav1.Time) metav1.Condition {
+	if t == NodeDegraded {
+		return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonHealthy,
+			Message: "Node is healthy", LastTransitionTime: now}
+	}
+	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonNotYetOccurred,
+		Message: NotYetOccurredMessage(t), LastTransitionTime: now}
+}
+
+// Set puts c into conds by type, keeping the order of the contract. The
+// transition time moves only when the status value changes. It reports
+// whether anything changed.
+func Set(conds *[]metav1.Condition, c metav1.Condition) bool {
+	for i := range *conds {
+		old := &(*conds)[i]
+		if old.Type != c.Type {
+			continue
+		}
+		if old.Status == c.Status && old.Reason == c.Reason && old.Message == c.Message &&
+			old.ObservedGeneration == c.ObservedGeneration {
+			return false
+		}
+		if old.Status == c.Status {
+			c.LastTransitionTime = old.LastTransitionTime
+		}
+		*old = c
+		return true
+	}
+	*conds = append(*conds, c)
+	sortByOrder(*conds)
+	return true
+}
+
+// Find returns the condition of the given type, or nil.
+func Find(conds []metav1.Condition, t string) *metav1.Condition {
+	for i := range conds {
+		if conds[i].Type == t {
+			return &conds[i]
+		}
+	}
+	return nil
+}
+
+// ResetForUpdate puts every condition but Updated and NodeDegraded back to
+// False/NotYetOccurred (step 1 of an update).
+func ResetForUpdate(conds *[]metav1.Condition, now metav1.Time) bool {
+	changed := false
+	for _, t := range Order {
+		if t == Updated || t == NodeDegraded {
+			continue
+		}
+		if Set(conds, reset(t, now)) {
+			changed = true
+		}
+	}
+	return changed
+}
+
+func sortByOrder(conds []metav1.Condition) {
+	rank := make(map[string]int, len(Order))
+	for i, t := range Order {
+		rank[t] = i
+	}
+	r := func(t string) int {
+		if v, ok := rank[t]; ok {
+			return v
+		}
+		return len(Order)
+	}
+	for i := 1; i < len(conds); i++ {
+		for j := i; j > 0 && r(conds[j-1].Type) > r(conds[j].Type); j-- {
+			conds[j-1], conds[j] = conds[j], conds[j-1]
+		}
+	}
+}
+
+// NewMCN returns a MachineConfigNode for a node with every condition at
+// False/NotYetOccurred.
+func NewMCN(node, pool, desired string) *mcfgv1.MachineConfigNode {
+	return &mcfgv1.MachineConfigNode{
+		ObjectMeta: metav1.ObjectMeta{Name: node},
+		Spec: mcfgv1.MachineConfigNodeSpec{
+			Node:          mcfgv1.MCOObjectReference{Name: node},
+			Pool:          mcfgv1.MCOObjectReference{Name: pool},
+			ConfigVersion: mcfgv1.MachineConfigNodeSpecMachineConfigVersion{Desired: desired},
+		},
+	}
+}

@@ -1,0 +1,67 @@
+package controlplane
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+)
+
+// resolveBinDir returns binDir if set, else builds (or finds cached) binaries with
+// hack/build-controlplane.sh and returns the folder it prints.
+func resolveBinDir(ctx context.Context, binDir string, log io.Writer) (string, error) {
+	if binDir == "" {
+		root, err := repoRoot()
+		if err != nil {
+			return "", err
+		}
+		script := filepath.Join(root, "hack", "build-controlplane.sh")
+		var stdout, stderr bytes.Buffer
+		cmd := exec.CommandContext(ctx, "bash", script)
+		cmd.Dir = root
+		cmd.Stdout = &stdout
+		cmd.Stderr = io.MultiWriter(&stderr, log)
+		if err := cmd.Run(); err != nil {
+			return "", fmt.Errorf("running %s: %w\n%s", script, err, lastBytes(stderr.String(), 3000))
+		}
+		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+		binDir = strings.TrimSpace(lines[len(lines)-1])
+	}
+	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
+		path := filepath.Join(binDir, name)
+		if _, err := os.Stat(path); err != nil {
+			return "", fmt.Errorf("checking control plane binaries: %w", err)
+		}
+	}
+	return binDir, nil
+}
+
+// repoRoot walks up from the working directory to the folder holding go.mod.
+func repoRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", fmt.Errorf("finding repository root: %w", err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return "", errors.New("finding repository root: no go.mod above the working directory")
+		}
+		dir = parent
+	}
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
