@@ -18,6 +18,9 @@ import (
 // costs one GET of that config when the monitor is not already on it, and no
 // request otherwise.
 func (d *Daemon) idle(ctx context.Context, current string) error {
+	if err := d.markUpdated(ctx, current); err != nil {
+		return err
+	}
 	if d.drift.config == current {
 		return nil
 	}
@@ -33,6 +36,25 @@ func (d *Daemon) idle(ctx context.Context, current string) error {
 		zap.String("config", current), zap.Int("files", len(cfg.Files)), zap.Int("units", len(cfg.Units)))
 	// A drift found while the daemon was down shows at once.
 	d.onDrift(ctx, checkDrift(d.Env.Host, cfg))
+	return nil
+}
+
+// markUpdated reports a node that runs its desired config as Updated, once:
+// a node registered at its current config, or one whose status was lost.
+func (d *Daemon) markUpdated(ctx context.Context, current string) error {
+	cur, _ := d.statusVersions()
+	if c := status.Find(d.mcn.Status.Conditions, status.Updated); c != nil && c.Status == metav1.ConditionTrue && cur == current {
+		return nil
+	}
+	conds := append([]metav1.Condition(nil), d.mcn.Status.Conditions...)
+	status.Set(&conds, metav1.Condition{Type: status.Updated, Status: metav1.ConditionTrue,
+		Reason: status.ReasonNodeUpgradeComplete, Message: "Node has completed update to config " + current,
+		LastTransitionTime: metav1.NewTime(d.Now().Truncate(time.Second))})
+	if err := d.API.WriteStatus(ctx, conds, current, current); err != nil {
+		return fmt.Errorf("writing MachineConfigNode status: %w", err)
+	}
+	d.mcn.Status.Conditions = conds
+	d.setVersions(current, current)
 	return nil
 }
 

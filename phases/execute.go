@@ -142,18 +142,25 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 		}
 		os = staged
 	}
-	parts := []string{fmt.Sprintf("%d files written", len(diff.ChangedFiles))}
+	parts := []string{plural(len(diff.ChangedFiles), "file")}
 	if n := len(diff.RemovedFiles); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d removed", n))
+		parts = append(parts, plural(n, "file")+" removed")
 	}
 	if n := len(diff.ChangedUnits) + len(diff.RemovedUnits); n > 0 {
-		parts = append(parts, fmt.Sprintf("%d units", n))
+		parts = append(parts, plural(n, "unit"))
 	}
 	if diff.SSHKeysChanged {
 		parts = append(parts, "SSH keys")
 	}
 	parts = append(parts, os)
 	return "Applied " + strings.Join(parts, ", "), nil
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
 }
 
 // applyEnablement enables, disables, masks and unmasks units as the config

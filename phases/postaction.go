@@ -72,7 +72,7 @@ func Services() Phase {
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			a := d.Update().Action
 			var done []string
-			if a.Kind == plan.ActionDaemonReload {
+			if a.Kind == plan.ActionDaemonReload || a.DaemonReload {
 				if err := d.Units().DaemonReload(ctx); err != nil {
 					return Outcome{}, fmt.Errorf("reloading systemd: %w", err)
 				}

@@ -22,7 +22,7 @@ const (
 // snapshot is the full state of one path: a regular file (contents, mode,
 // owner), a symlink (target, owner) or nothing.
 type snapshot struct {
-	Kind kind `json:"kind"`
+	Kind kind   `json:"kind"`
 	Data []byte `json:"data,omitempty"`
 	// Mode holds the raw permission bits, setuid/setgid/sticky included (07777).
 	Mode   uint32 `json:"mode,omitempty"`

@@ -64,7 +64,7 @@ func (b *batch) targets(files []plan.File) ([]target, error) {
 		}
 		uid, gid, err := b.owner(file.User, file.Group)
 		if err != nil {
-			return nil, fmt.Errorf("writing %s: %w", file.Path, err)
+			return nil, fmt.Errorf("owner of %s: %w", file.Path, err)
 		}
 		want := snapshot{Kind: kindFile, Data: file.Contents, Mode: rawMode(file.Mode), UID: uid, GID: gid}
 		ts = append(ts, target{path: file.Path, rel: r, want: want})

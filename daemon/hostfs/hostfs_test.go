@@ -137,6 +137,9 @@ func TestEscapesRejected(t *testing.T) {
 	if entries, _ := os.ReadDir(outside); len(entries) != 1 {
 		t.Errorf("outside dir holds %v", entries)
 	}
+	if got := stateOf(t, filepath.Join(node, "var/lib/nodeconfd/orig/etc/abs-link")); got.Kind != "absent" {
+		t.Errorf("rejected write left a backup: %+v", got)
+	}
 	// The in-root link was replaced by a file, its target left alone.
 	if got := stateOf(t, filepath.Join(node, "etc/ok-target")); got.Kind != "file" {
 		t.Errorf("ok-target is %+v, want a file", got)
@@ -323,5 +326,27 @@ func TestPendingTxnsEmpty(t *testing.T) {
 	ids, err := f.PendingTxns()
 	if err != nil || !slices.Equal(ids, nil) {
 		t.Fatalf("got %v, %v", ids, err)
+	}
+}
+
+// A removal interrupted after the restore (backup still there) converges.
+func TestRemoveFileConvergesAfterCrash(t *testing.T) {
+	node, f := newNode(t)
+	put(t, node, "etc/v.conf", "vendor", 0o640)
+	orig := stateOf(t, filepath.Join(node, "etc/v.conf"))
+	if err := f.WriteFile(plan.File{Path: "/etc/v.conf", Contents: []byte("ours"), Mode: 0o644}); err != nil {
+		t.Fatal(err)
+	}
+	put(t, node, "etc/v.conf", "vendor", 0o640) // the restore happened, then the crash
+	if err := f.RemoveFile("/etc/v.conf"); err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, filepath.Join(node, "etc/v.conf")); got != orig {
+		t.Fatalf("got %+v, want %+v", got, orig)
+	}
+	for p, kind := range map[string]string{"orig/etc/v.conf": "absent", "restored/etc/v.conf": "file"} {
+		if got := stateOf(t, filepath.Join(node, "var/lib/nodeconfd", p)); got.Kind != kind {
+			t.Errorf("%s: %+v, want %s", p, got, kind)
+		}
 	}
 }

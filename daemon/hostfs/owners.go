@@ -25,7 +25,9 @@ type userEntry struct {
 // used as given, names are resolved against the node's own account files,
 // and the zero Owner is root.
 func (f *FS) LookupOwner(user, group plan.Owner) (uid, gid int, err error) {
-	return f.newBatch().owner(user, group)
+	b := f.newBatch()
+	defer b.close()
+	return b.owner(user, group)
 }
 
 // owner resolves like LookupOwner, reading the account files at most once

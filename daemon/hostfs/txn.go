@@ -20,16 +20,21 @@ import (
 //
 // What crash safety needs, and no more:
 //   - A journal entry must be durable before the change it protects can
-//     reach the disk, i.e. before the rename. Entries of one call are
+//     reach the disk, i.e. before the rename. The entries of one call are
 //     appended with one write and made durable with one fsync, before any
-//     of that call's writes: use WriteFiles for many files.
-//   - A written file must be complete before its name can point to it, so
-//     each temp file is fsynced before its rename.
-//   - The renames themselves need not be durable until Commit: until then
-//     a crash leaves the journal, and re-running or rolling back the update
+//     of that call's writes. So a call costs one journal fsync whatever its
+//     size: write many files with one WriteFiles call, not a WriteFile loop
+//     (measured: 1,000 files of 4 KiB take as long as a bare temp, fsync,
+//     rename loop with WriteFiles, and twice that with a WriteFile loop).
+//   - Each temp file is fsynced before its rename. The journal alone would
+//     let a re-run or a rollback repair a file left empty by a crash, but
+//     only once the daemon runs again; the node boots and reads its config
+//     before that, so every file must always be whole, old or new.
+//   - The renames need not be durable until Commit: until then a crash
+//     leaves the journal, and re-running or rolling back the update
 //     converges whether or not a rename survived. So directory fsyncs are
 //     deferred to Commit, which syncs the parent of every recorded path
-//     (from the journal, so this also holds after a restart).
+//     (taken from the journal, so this also holds after a restart).
 //   - New directories and backup bookkeeping are synced when made (see the
 //     package rules).
 //

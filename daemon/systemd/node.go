@@ -3,6 +3,7 @@ package systemd
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -54,6 +55,12 @@ func (d *DBus) Reboot(ctx context.Context) error {
 	if err == nil {
 		err = bus.Object("org.freedesktop.login1", "/org/freedesktop/login1").
 			CallWithContext(ctx, "org.freedesktop.login1.Manager.Reboot", 0, false).Store()
+	}
+	// The node's bus may go down before logind's reply gets out: a lost
+	// reply is not a refusal. Only an error reply from logind is.
+	var refused dbus.Error
+	if err != nil && !errors.As(err, &refused) && !errors.Is(err, context.Canceled) && bus != nil {
+		return nil
 	}
 	if err != nil {
 		return fmt.Errorf("reboot: %w", err)

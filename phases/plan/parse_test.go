@@ -204,7 +204,7 @@ func TestParseErrors(t *testing.T) {
 			"spec.config.storage.files[0].contents.compression", "compression"},
 		{"not gzip", files(`{"path":"/etc/a","contents":{"compression":"gzip","source":"data:,x"}}`), nil,
 			"spec.config.storage.files[0].contents.compression", "gzip"},
-		{"hash mismatch", files(`{"path":"/etc/a","contents":{"source":"data:,x","verification":{"hash":"sha256-`+strings.Repeat("0", 64)+`"}}}`), nil,
+		{"hash mismatch", files(`{"path":"/etc/a","contents":{"source":"data:,x","verification":{"hash":"sha256-` + strings.Repeat("0", 64) + `"}}}`), nil,
 			"spec.config.storage.files[0].contents.verification.hash", "do not match"},
 		{"hash size", files(`{"path":"/etc/a","contents":{"source":"data:,x","verification":{"hash":"sha256-00"}}}`), nil,
 			"spec.config.storage.files[0].contents.verification.hash", "size"},

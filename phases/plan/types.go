@@ -68,7 +68,7 @@ type Diff struct {
 	// Units written or changed (contents, drop-ins, enablement, mask), sorted by name.
 	ChangedUnits []Unit
 	// Units the desired config no longer has (with their old definition), sorted.
-	RemovedUnits []Unit
+	RemovedUnits   []Unit
 	SSHKeysChanged bool
 	OSImageChanged bool
 	// Kernel arguments to remove and to add, in config order.

@@ -1,9 +1,11 @@
 // Package controlplane runs a real etcd and kube-apiserver on loopback for tests.
 //
 // There is no controller manager, scheduler or kubelet: objects are stored, validated, admitted
-// and authorized exactly as in a cluster, but nothing reconciles them (a DaemonSet creates no
-// pods, a PodDisruptionBudget gets no status). The ServiceAccount admission plugin is off, so
-// pods need no "default" ServiceAccount. Pair it with the kubelet package for nodes and pods.
+// and authorized exactly as in a cluster, but mostly nothing reconciles them (a DaemonSet creates
+// no pods, a namespace is never finalized). The one exception is an in-process stand-in for the
+// disruption controller, which keeps PodDisruptionBudget status current so that evictions behave
+// as in a cluster. The ServiceAccount admission plugin is off, so pods need no "default"
+// ServiceAccount. Pair it with the kubelet package for nodes and pods.
 //
 // The binaries come from hack/build-controlplane.sh (built once into ~/.cache/nodeconfd).
 package controlplane
@@ -20,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 )
 
@@ -56,6 +59,9 @@ type ControlPlane struct {
 	etcd      *process
 	apiserver *process
 	stopped   bool
+
+	stopControllers context.CancelFunc
+	controllersDone chan struct{}
 }
 
 // Start launches etcd and kube-apiserver on free loopback ports, waits until the API server is
@@ -79,6 +85,9 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 		return nil, errors.Join(err, c.Stop())
 	}
 	ready := time.Since(begin)
+	if err := c.startControllers(); err != nil {
+		return nil, errors.Join(err, c.Stop())
+	}
 
 	if !opts.NoCRDs {
 		crdDir := opts.CRDDir
@@ -195,6 +204,22 @@ func (c *ControlPlane) startAPIServerLocked(ctx context.Context) error {
 	return waitHealthy(ctx, c.apiserver, client, c.cfg.Host+"/readyz")
 }
 
+// startControllers runs the in-process controllers until Stop.
+func (c *ControlPlane) startControllers() error {
+	client, err := kubernetes.NewForConfig(c.cfg)
+	if err != nil {
+		return fmt.Errorf("creating client: %w", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	c.stopControllers = cancel
+	c.controllersDone = make(chan struct{})
+	go func() {
+		defer close(c.controllersDone)
+		runDisruptionController(ctx, client)
+	}()
+	return nil
+}
+
 // waitHealthy polls url until it answers 200, the process exits, or readyTimeout passes.
 func waitHealthy(ctx context.Context, p *process, client *http.Client, url string) error {
 	ctx, cancel := context.WithTimeout(ctx, readyTimeout)
@@ -272,6 +297,10 @@ func (c *ControlPlane) Stop() error {
 	}
 	c.stopped = true
 	begin := time.Now()
+	if c.stopControllers != nil {
+		c.stopControllers()
+		<-c.controllersDone
+	}
 	err := errors.Join(c.apiserver.stop(), c.etcd.stop())
 	fmt.Fprintf(c.opts.Log, "controlplane: stopped in %s\n", round(time.Since(begin)))
 	return err

@@ -106,11 +106,44 @@ func TestKubelet(t *testing.T) {
 		}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
 		}
+		waitBudget(ctx, t, client, ns, "guarded", 0)
 		err := client.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: p.Name, Namespace: ns}})
 		if !apierrors.IsTooManyRequests(err) {
 			t.Fatalf("evicting a pod guarded by maxUnavailable 0: got %v, want 429", err)
 		}
 		t.Logf("eviction refused: %v", err)
+	})
+
+	t.Run("PDBAllowsOneDisruption", func(t *testing.T) {
+		a := createPod(ctx, t, client, ns, "replica-a", nil)
+		b := createPod(ctx, t, client, ns, "replica-b", nil)
+		for _, p := range []*corev1.Pod{a, b} {
+			p.Labels["app"] = "replicas"
+			if _, err := client.CoreV1().Pods(ns).Update(ctx, p, metav1.UpdateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		one := intstr.FromInt32(1)
+		if _, err := client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
+			ObjectMeta: metav1.ObjectMeta{Name: "replicas"},
+			Spec: policyv1.PodDisruptionBudgetSpec{
+				MaxUnavailable: &one,
+				Selector:       &metav1.LabelSelector{MatchLabels: map[string]string{"app": "replicas"}},
+			},
+		}, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		evict := func(name string) error {
+			return client.PolicyV1().Evictions(ns).Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: ns}})
+		}
+		waitBudget(ctx, t, client, ns, "replicas", 1)
+		if err := evict(a.Name); err != nil {
+			t.Fatalf("first eviction: %v", err)
+		}
+		if err := evict(b.Name); !apierrors.IsTooManyRequests(err) {
+			t.Fatalf("second eviction while the first pod is terminating: %v, want 429", err)
+		}
+		waitGone(ctx, t, client, ns, a.Name)
 	})
 }
 
@@ -150,6 +183,19 @@ func waitGone(ctx context.Context, t *testing.T, client kubernetes.Interface, ns
 	})
 	if err != nil {
 		t.Fatalf("waiting for pod %s to go away: %v", name, err)
+	}
+}
+
+// waitBudget waits until the disruption controller has processed a budget and allows
+// `allowed` disruptions. Until it has, evictions are refused with a Retry-After.
+func waitBudget(ctx context.Context, t *testing.T, client kubernetes.Interface, ns, name string, allowed int32) {
+	t.Helper()
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		pdb, err := client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, name, metav1.GetOptions{})
+		return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.DisruptionsAllowed == allowed, err
+	})
+	if err != nil {
+		t.Fatalf("waiting for budget %s to allow %d disruptions: %v", name, allowed, err)
 	}
 }
 

@@ -9,6 +9,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 )
@@ -18,6 +19,9 @@ type podWorker struct {
 	k        *Kubelet
 	informer cache.SharedIndexInformer
 	queue    workqueue.TypedRateLimitingInterface[string]
+	// terminating records when each terminating pod was first seen with a deletionTimestamp
+	// (which has only second precision). Used by the single worker goroutine only.
+	terminating map[types.UID]time.Time
 }
 
 func (k *Kubelet) startPodWorker(ctx context.Context) (*podWorker, error) {
@@ -28,6 +32,8 @@ func (k *Kubelet) startPodWorker(ctx context.Context) (*podWorker, error) {
 		k:        k,
 		informer: cache.NewSharedIndexInformer(lw, &corev1.Pod{}, 0, cache.Indexers{}),
 		queue:    workqueue.NewTypedRateLimitingQueue(workqueue.DefaultTypedControllerRateLimiter[string]()),
+
+		terminating: map[types.UID]time.Time{},
 	}
 	enqueue := func(obj any) {
 		if key, err := cache.MetaNamespaceKeyFunc(obj); err == nil {
@@ -100,9 +106,12 @@ func (w *podWorker) remove(ctx context.Context, key string, pod *corev1.Pod) err
 	if pod.DeletionGracePeriodSeconds != nil {
 		grace = time.Duration(*pod.DeletionGracePeriodSeconds) * time.Second
 	}
-	// The API server sets deletionTimestamp to the time of the request plus the grace period.
-	requested := pod.DeletionTimestamp.Add(-grace)
-	removeAt := requested.Add(time.Duration(float64(grace) * w.k.opts.GracePeriodScale))
+	seen, ok := w.terminating[pod.UID]
+	if !ok {
+		seen = time.Now()
+		w.terminating[pod.UID] = seen
+	}
+	removeAt := seen.Add(time.Duration(float64(grace) * w.k.opts.GracePeriodScale))
 	if wait := time.Until(removeAt); wait > 0 {
 		w.queue.AddAfter(key, wait)
 		return nil
@@ -113,11 +122,12 @@ func (w *podWorker) remove(ctx context.Context, key string, pod *corev1.Pod) err
 		Preconditions:      metav1.NewUIDPreconditions(string(pod.UID)),
 	})
 	if apierrors.IsNotFound(err) || apierrors.IsConflict(err) {
-		return nil // gone, or replaced by a pod of the same name
+		err = nil // gone, or replaced by a pod of the same name
 	}
 	if err != nil {
 		return fmt.Errorf("removing pod %s: %w", key, err)
 	}
+	delete(w.terminating, pod.UID)
 	return nil
 }
 

@@ -1,0 +1,124 @@
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+
+	"github.com/coreos/ignition/v2/config/v3_5/types"
+)
+
+// passwd takes user core's SSH keys; every other passwd setting cannot be
+// applied in place.
+func (p *parser) passwd(cfg *Config, pw types.Passwd) {
+	for _, u := range pw.Users {
+		key := fmt.Sprintf("spec.config.passwd.users[name=%s]", u.Name)
+		if u.Name != coreUser {
+			cfg.Unreconcilable[key] = canonical(u)
+			continue
+		}
+		for _, k := range u.SSHAuthorizedKeys {
+			cfg.SSHKeys = append(cfg.SSHKeys, string(k))
+		}
+		rest := u
+		rest.SSHAuthorizedKeys = nil
+		if !reflect.DeepEqual(rest, types.PasswdUser{Name: coreUser}) {
+			cfg.Unreconcilable[key] = canonical(rest)
+		}
+	}
+	if len(pw.Groups) > 0 {
+		cfg.Unreconcilable["spec.config.passwd.groups"] = canonical(pw.Groups)
+	}
+}
+
+// unreconcilableSections records the Ignition sections only a reprovision
+// applies, as machine-config-daemon does: disks, RAID, filesystems, LUKS,
+// directories, links and Ignition's own kernel arguments.
+func (p *parser) unreconcilableSections(cfg *Config, c types.Config) {
+	sections := []struct {
+		field string
+		n     int
+		value any
+	}{
+		{"spec.config.storage.disks", len(c.Storage.Disks), c.Storage.Disks},
+		{"spec.config.storage.raid", len(c.Storage.Raid), c.Storage.Raid},
+		{"spec.config.storage.filesystems", len(c.Storage.Filesystems), c.Storage.Filesystems},
+		{"spec.config.storage.luks", len(c.Storage.Luks), c.Storage.Luks},
+		{"spec.config.storage.directories", len(c.Storage.Directories), c.Storage.Directories},
+		{"spec.config.storage.links", len(c.Storage.Links), c.Storage.Links},
+		{"spec.config.kernelArguments", len(c.KernelArguments.ShouldExist) + len(c.KernelArguments.ShouldNotExist), c.KernelArguments},
+	}
+	for _, s := range sections {
+		if s.n > 0 {
+			cfg.Unreconcilable[s.field] = canonical(s.value)
+		}
+	}
+}
+
+// kernelArguments splits each entry of spec.kernelArguments into single
+// arguments: an entry may hold several, separated by spaces outside quotes.
+func (p *parser) kernelArguments(entries []string) []string {
+	var args []string
+	for i, e := range entries {
+		split, ok := splitKernelArgs(e)
+		if !ok {
+			p.add(fmt.Sprintf("spec.kernelArguments[%d]", i), "unbalanced double quote in %q", e)
+			continue
+		}
+		args = append(args, split...)
+	}
+	return args
+}
+
+// splitKernelArgs splits s at whitespace outside double quotes; ok is false
+// when a quote is left open.
+func splitKernelArgs(s string) (args []string, ok bool) {
+	var cur strings.Builder
+	quoted, started := false, false
+	for _, r := range s {
+		switch {
+		case r == '"':
+			quoted = !quoted
+			started = true
+			cur.WriteRune(r)
+		case !quoted && (r == ' ' || r == '\t' || r == '\n'):
+			if started {
+				args = append(args, cur.String())
+				cur.Reset()
+				started = false
+			}
+		default:
+			cur.WriteRune(r)
+			started = true
+		}
+	}
+	if started {
+		args = append(args, cur.String())
+	}
+	return args, !quoted
+}
+
+// canonical encodes v as JSON; Ignition's types always encode.
+func canonical(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprintf("unencodable: %v", err)
+	}
+	return string(b)
+}
+
+func copyInt(p *int) *int {
+	if p == nil {
+		return nil
+	}
+	v := *p
+	return &v
+}
+
+func deref(p *string) string {
+	if p == nil {
+		return ""
+	}
+	return *p
+}

@@ -1,0 +1,99 @@
+package e2e
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed"
+)
+
+// ign builds an Ignition 3.4 config from files (path → contents) and extra
+// top-level JSON members.
+func ign(files map[string]string, extra ...string) string {
+	var fs []string
+	for p, c := range files {
+		fs = append(fs, fmt.Sprintf(`{"path":%q,"mode":420,"overwrite":true,"contents":{"source":"data:;base64,%s"}}`,
+			p, base64.StdEncoding.EncodeToString([]byte(c))))
+	}
+	parts := []string{`"ignition":{"version":"3.4.0"}`, `"storage":{"files":[` + strings.Join(fs, ",") + `]}`}
+	parts = append(parts, extra...)
+	return "{" + strings.Join(parts, ",") + "}"
+}
+
+// node starts a node that runs config base (adopted: base has nothing the
+// node lacks) and waits for the daemon to report it up to date.
+func node(t *testing.T, name, base string) (*testbed.Node, *testbed.StatusLog) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, err := bed.AddNode(ctx, name, testbed.NodeOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon log of %s:\n%s", name, n.DaemonLog())
+		}
+		sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
+		defer scancel()
+		n.Stop(sctx)
+	})
+	if err := n.Annotate(ctx, map[string]string{
+		"machineconfiguration.openshift.io/desiredConfig": base,
+		"machineconfiguration.openshift.io/currentConfig": base,
+	}); err != nil {
+		t.Fatal(err)
+	}
+	wctx, wcancel := context.WithCancel(context.Background())
+	t.Cleanup(wcancel)
+	log, err := bed.RecordStatus(wctx, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := log.WaitFor(ctx, "Updated", "True", ""); err != nil {
+		t.Fatal(err)
+	}
+	return n, log
+}
+
+func config(t *testing.T, name, ignition string) {
+	t.Helper()
+	if err := bed.CreateConfig(context.Background(), testbed.MachineConfig(name, ignition)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func readNodeFile(t *testing.T, n *testbed.Node, path string) string {
+	t.Helper()
+	data, err := os.ReadFile(filepath.Join(n.Sys.Root, path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(data)
+}
+
+func getNode(t *testing.T, name string) *corev1.Node {
+	t.Helper()
+	n, err := bed.Kube.CoreV1().Nodes().Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// wantSeq checks that got holds want as a subsequence... no: exactly.
+func wantSeq(t *testing.T, got, want []string) {
+	t.Helper()
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("condition transitions:\n got: %s\nwant: %s", strings.Join(got, " "), strings.Join(want, " "))
+	}
+}

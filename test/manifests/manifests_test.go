@@ -1,0 +1,90 @@
+// Package manifests tests the files in manifests/ against a real kube-apiserver: that kubectl
+// accepts all of them, that the generated CRDs are up to date and behave as the daemon
+// expects, and that the daemon's RBAC grants what it needs and no more.
+package manifests
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
+)
+
+// repoRoot is the repository root, relative to this package.
+const repoRoot = "../.."
+
+// start runs a control plane with the CRDs of manifests/ installed.
+func start(ctx context.Context, t *testing.T) *controlplane.ControlPlane {
+	t.Helper()
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	return cp
+}
+
+func TestGeneratedCRDsUpToDate(t *testing.T) {
+	cmd := exec.Command("go", "run", "./hack/gencrds", "-check")
+	cmd.Dir = repoRoot
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go run ./hack/gencrds -check: %v\n%s", err, out)
+	}
+}
+
+func TestKubectlApply(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp := start(ctx, t)
+	dir := filepath.Join(repoRoot, "manifests")
+
+	kubectl(t, cp, "apply", "--server-side", "-f", dir)
+	// Every object is readable back, under the name the file gives it.
+	got := strings.Fields(kubectl(t, cp, "get", "-f", dir, "-o", "name"))
+	want := []string{
+		"customresourcedefinition.apiextensions.k8s.io/machineconfignodes.machineconfiguration.openshift.io",
+		"customresourcedefinition.apiextensions.k8s.io/machineconfigs.machineconfiguration.openshift.io",
+		"namespace/nodeconfd",
+		"serviceaccount/nodeconfd",
+		"clusterrole.rbac.authorization.k8s.io/nodeconfd",
+		"clusterrolebinding.rbac.authorization.k8s.io/nodeconfd",
+		"role.rbac.authorization.k8s.io/nodeconfd",
+		"rolebinding.rbac.authorization.k8s.io/nodeconfd",
+		"daemonset.apps/nodeconfd",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("kubectl get -f manifests/ -o name:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// What is stored is what the files say (kubectl diff exits 1 on a difference).
+	kubectl(t, cp, "diff", "--server-side", "-f", dir)
+}
+
+// kubectl runs the control plane's kubectl as admin and returns its stdout.
+func kubectl(t *testing.T, cp *controlplane.ControlPlane, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(cp.KubectlPath(), append([]string{"--kubeconfig", cp.Kubeconfig()}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir())
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}

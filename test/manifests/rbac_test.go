@@ -1,0 +1,71 @@
+package manifests
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"testing"
+	"time"
+
+	authorizationv1 "k8s.io/api/authorization/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// TestDaemonRBAC checks, as the daemon's ServiceAccount, every right the daemon needs and a
+// few it must not have.
+func TestDaemonRBAC(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	cp := start(ctx, t)
+	kubectl(t, cp, "apply", "--server-side", "-f", filepath.Join(repoRoot, "manifests"))
+	cfg, err := cp.RestConfigFor(ctx, "nodeconfd", "nodeconfd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	daemon := kubernetes.NewForConfigOrDie(cfg)
+
+	const mcfg = "machineconfiguration.openshift.io"
+	tests := []struct {
+		verb, group, resource, subresource, namespace string
+		allowed                                       bool
+	}{
+		{"get", "", "nodes", "", "", true},
+		{"watch", "", "nodes", "", "", true},
+		{"patch", "", "nodes", "", "", true},
+		{"list", "", "pods", "", "", true},
+		{"create", "", "pods", "eviction", "apps", true},
+		{"get", "apps", "daemonsets", "", "apps", true},
+		{"get", mcfg, "machineconfigs", "", "", true},
+		{"create", mcfg, "machineconfignodes", "", "", true},
+		{"watch", mcfg, "machineconfignodes", "", "", true},
+		{"patch", mcfg, "machineconfignodes", "status", "", true},
+		{"update", mcfg, "machineconfignodes", "status", "", true},
+		{"create", "", "events", "", "default", true},
+		{"create", "events.k8s.io", "events", "", "default", true},
+		{"update", "coordination.k8s.io", "leases", "", "nodeconfd", true},
+
+		{"list", mcfg, "machineconfigs", "", "", false},
+		{"update", mcfg, "machineconfigs", "", "", false},
+		{"delete", mcfg, "machineconfignodes", "", "", false},
+		{"delete", "", "pods", "", "apps", false},
+		{"delete", "", "nodes", "", "", false},
+		{"update", "", "nodes", "status", "", false},
+		{"get", "", "secrets", "", "nodeconfd", false},
+		{"update", "coordination.k8s.io", "leases", "", "kube-system", false},
+	}
+	for _, tt := range tests {
+		name := fmt.Sprintf("%s %s/%s/%s in %q", tt.verb, tt.group, tt.resource, tt.subresource, tt.namespace)
+		review, err := daemon.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, &authorizationv1.SelfSubjectAccessReview{
+			Spec: authorizationv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &authorizationv1.ResourceAttributes{
+				Verb: tt.verb, Group: tt.group, Resource: tt.resource, Subresource: tt.subresource, Namespace: tt.namespace,
+			}},
+		}, metav1.CreateOptions{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		if review.Status.Allowed != tt.allowed {
+			t.Errorf("%s: allowed=%v, want %v", name, review.Status.Allowed, tt.allowed)
+		}
+	}
+}

@@ -1,0 +1,129 @@
+package testbed
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// StatusLog records every MachineConfigNode status the API server stores
+// for one node, as a watch sees it.
+type StatusLog struct {
+	mu    sync.Mutex
+	snaps []mcfgv1.MachineConfigNodeStatus
+	seen  chan struct{}
+}
+
+// RecordStatus watches node's MachineConfigNode until ctx is done.
+func (b *Bed) RecordStatus(ctx context.Context, node string) (*StatusLog, error) {
+	w, err := b.MCfg.MachineconfigurationV1().MachineConfigNodes().Watch(ctx, metav1.ListOptions{
+		FieldSelector: fields.OneTermEqualSelector("metadata.name", node).String(),
+	})
+	if err != nil {
+		return nil, err
+	}
+	l := &StatusLog{seen: make(chan struct{}, 1)}
+	go func() {
+		defer w.Stop()
+		for ev := range w.ResultChan() {
+			if ev.Type != watch.Added && ev.Type != watch.Modified {
+				continue
+			}
+			mcn := ev.Object.(*mcfgv1.MachineConfigNode)
+			l.mu.Lock()
+			l.snaps = append(l.snaps, *mcn.Status.DeepCopy())
+			l.mu.Unlock()
+			select {
+			case l.seen <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return l, nil
+}
+
+// Latest returns the last status seen.
+func (l *StatusLog) Latest() mcfgv1.MachineConfigNodeStatus {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.snaps) == 0 {
+		return mcfgv1.MachineConfigNodeStatus{}
+	}
+	return l.snaps[len(l.snaps)-1]
+}
+
+// Condition returns the latest condition of a type, or nil.
+func (l *StatusLog) Condition(t string) *metav1.Condition {
+	st := l.Latest()
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
+// Transitions lists, in the order the watch saw them, every change of a
+// condition's status as "Type=Status" (a condition's first appearance
+// counts), from snapshot index from on.
+func (l *StatusLog) Transitions(from int) []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []string
+	prev := map[string]metav1.ConditionStatus{}
+	for i, st := range l.snaps {
+		for _, c := range st.Conditions {
+			old, ok := prev[c.Type]
+			if (!ok || old != c.Status) && i >= from {
+				out = append(out, c.Type+"="+string(c.Status))
+			}
+			prev[c.Type] = c.Status
+		}
+	}
+	return out
+}
+
+// Len is the number of statuses seen so far.
+func (l *StatusLog) Len() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return len(l.snaps)
+}
+
+// WaitFor waits until the latest status has condition t at status s (and,
+// if reason is set, that reason).
+func (l *StatusLog) WaitFor(ctx context.Context, t, s, reason string) error {
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		if c := l.Condition(t); c != nil && string(c.Status) == s && (reason == "" || c.Reason == reason) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("waiting for %s=%s: %w; latest:\n%s", t, s, ctx.Err(), l.Describe())
+		case <-l.seen:
+		case <-tick.C:
+		}
+	}
+}
+
+// Describe prints the latest conditions, one per line.
+func (l *StatusLog) Describe() string {
+	st := l.Latest()
+	var b strings.Builder
+	for _, c := range st.Conditions {
+		fmt.Fprintf(&b, "  %-26s %-7s %-40s %s\n", c.Type, c.Status, c.Reason, c.Message)
+	}
+	if st.ConfigVersion != nil {
+		fmt.Fprintf(&b, "  configVersion current=%s desired=%s\n", st.ConfigVersion.Current, st.ConfigVersion.Desired)
+	}
+	return b.String()
+}
