@@ -132,7 +132,10 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return d.nextDelay(), err
 	}
-	if desired == current && (rec == nil || rec.Desired != desired || rec.Done("resume")) {
+	// Idle when the node runs its desired config and no update is left
+	// half done (an abandoned update, e.g. one whose desired config was
+	// rolled back, still has to be undone and its cordon lifted).
+	if desired == current && (rec == nil || rec.Done("resume")) {
 		d.failures = 0
 		return 0, d.idle(ctx, current)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,9 +34,14 @@ func ign(files map[string]string, extra ...string) string {
 // node lacks) and waits for the daemon to report it up to date.
 func node(t *testing.T, name, base string) (*testbed.Node, *testbed.StatusLog) {
 	t.Helper()
+	return nodeOpts(t, name, base, testbed.NodeOptions{})
+}
+
+func nodeOpts(t *testing.T, name, base string, opts testbed.NodeOptions) (*testbed.Node, *testbed.StatusLog) {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := bed.AddNode(ctx, name, testbed.NodeOptions{})
+	n, err := bed.AddNode(ctx, name, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,4 +102,19 @@ func wantSeq(t *testing.T, got, want []string) {
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("condition transitions:\n got: %s\nwant: %s", strings.Join(got, " "), strings.Join(want, " "))
 	}
+}
+
+func jsonString(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b)
+}
+
+// nodeWithPolicy is node() with an admin post-action policy file.
+func nodeWithPolicy(t *testing.T, name, base, policy string) (*testbed.Node, *testbed.StatusLog) {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(p, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return nodeOpts(t, name, base, testbed.NodeOptions{ExtraArgs: []string{"--post-action-policy", p}})
 }

@@ -18,7 +18,7 @@ func TestRebootlessCRIOReload(t *testing.T) {
 	if err := n.SetDesired(ctx, "rendered-u1-b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := log.WaitFor(ctx, "Updated", "True", "NodeUpgradeComplete"); err != nil {
+	if err := waitCurrent(ctx, log, "rendered-u1-b"); err != nil {
 		t.Fatal(err)
 	}
 	t.Logf("final status:\n%s", log.Describe())

@@ -266,8 +266,9 @@ func (c *ControlPlane) KubectlPath() string { return filepath.Join(c.binDir, "ku
 // Dir returns the scratch folder, which holds etcd.log and kube-apiserver.log.
 func (c *ControlPlane) Dir() string { return c.opts.Dir }
 
-// RestartAPIServer stops kube-apiserver and starts it again on the same port with the same
-// certificates; etcd and its data are untouched. Existing clients reconnect by themselves
+// RestartAPIServer stops kube-apiserver (SIGTERM; SIGKILL after 2s, as open watches hold up a
+// graceful shutdown) and starts it again on the same port with the same certificates; etcd and
+// its data are untouched. Existing clients reconnect by themselves
 // (watches end and informers relist).
 func (c *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	c.mu.Lock()
@@ -276,9 +277,7 @@ func (c *ControlPlane) RestartAPIServer(ctx context.Context) error {
 		return errors.New("restarting kube-apiserver: control plane stopped")
 	}
 	begin := time.Now()
-	if err := c.apiserver.stop(); err != nil {
-		return fmt.Errorf("restarting kube-apiserver: %w", err)
-	}
+	c.apiserver.stop(apiserverStopGrace)
 	stopped := time.Since(begin)
 	if err := c.startAPIServerLocked(ctx); err != nil {
 		return fmt.Errorf("restarting kube-apiserver: %w", err)
@@ -287,8 +286,9 @@ func (c *ControlPlane) RestartAPIServer(ctx context.Context) error {
 	return nil
 }
 
-// Stop ends kube-apiserver and etcd (SIGTERM, then SIGKILL after a timeout). It is safe to
-// call more than once; the scratch folder is left for the caller.
+// Stop ends the in-process controllers, kube-apiserver and etcd (SIGTERM, then SIGKILL after a
+// timeout; an error only if etcd had to be killed). It is safe to call more than once; the
+// scratch folder is left for the caller.
 func (c *ControlPlane) Stop() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -301,7 +301,11 @@ func (c *ControlPlane) Stop() error {
 		c.stopControllers()
 		<-c.controllersDone
 	}
-	err := errors.Join(c.apiserver.stop(), c.etcd.stop())
+	c.apiserver.stop(apiserverStopGrace)
+	var err error
+	if c.etcd.stop(etcdStopGrace) {
+		err = fmt.Errorf("stopping control plane: etcd did not exit within %s of SIGTERM; killed", etcdStopGrace)
+	}
 	fmt.Fprintf(c.opts.Log, "controlplane: stopped in %s\n", round(time.Since(begin)))
 	return err
 }
