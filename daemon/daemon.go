@@ -328,19 +328,21 @@ func (d *Daemon) setVersions(cur, des string) {
 
 // fail reports a failed update: status, node annotations and an Event.
 func (d *Daemon) fail(ctx context.Context, r *phases.Runner, err error) error {
-	if ferr := r.Fail(ctx, err); ferr != nil {
-		d.Log.Error("Cannot write the failure to the MachineConfigNode", zap.Error(ferr))
-	}
-	d.mcn.Status.Conditions = r.Conditions
 	state := phases.StateDegraded
 	var ue *plan.UnreconcilableError
 	var us *phases.UnsupportedError
 	if errors.As(err, &ue) || errors.As(err, &us) {
 		state = phases.StateUnreconcilable
 	}
+	// The annotation first: once the status shows the failure, the
+	// compatible view already does too.
 	if aerr := d.API.SetNodeState(ctx, "", state, truncate(err.Error(), 1024)); aerr != nil {
 		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
 	}
+	if ferr := r.Fail(ctx, err); ferr != nil {
+		d.Log.Error("Cannot write the failure to the MachineConfigNode", zap.Error(ferr))
+	}
+	d.mcn.Status.Conditions = r.Conditions
 	return err
 }
 

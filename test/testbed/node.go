@@ -198,4 +198,3 @@ func (n *Node) SetDesired(ctx context.Context, name string) error {
 func (n *Node) Metric(name string) (float64, error) {
 	return scrape("http://"+n.MetricsAddr+"/metrics", name)
 }
-
