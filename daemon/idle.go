@@ -125,15 +125,15 @@ func (d *Daemon) onDrift(ctx context.Context, err error) {
 	if !status.Set(&conds, c) {
 		return
 	}
+	if aerr := d.API.SetNodeState(ctx, "", state, reason); aerr != nil {
+		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
+	}
 	cur, des := d.statusVersions()
 	if werr := d.API.WriteStatus(ctx, conds, cur, des); werr != nil {
 		d.Log.Error("Cannot write drift status", zap.Error(werr))
 		return
 	}
 	d.mcn.Status.Conditions = conds
-	if aerr := d.API.SetNodeState(ctx, "", state, reason); aerr != nil {
-		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
-	}
 	if d.events != nil {
 		if err != nil {
 			d.events.Event(true, true, "ConfigDrift", c.Message)

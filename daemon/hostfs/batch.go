@@ -225,13 +225,13 @@ func (b *batch) put(rel string, s snapshot) error {
 		return err
 	}
 	tmp := "." + name + ".nodeconfd-tmp"
-	if err := d.Remove(tmp); err != nil && !isNotExist(err) {
-		return err // a leftover from a crash
-	}
 	switch s.Kind {
 	case kindFile:
 		err = writeTemp(d, tmp, s)
 	case kindSymlink:
+		if err = d.Remove(tmp); err != nil && !isNotExist(err) {
+			return err
+		}
 		if err = d.Symlink(s.Target, tmp); err == nil {
 			err = d.Lchown(tmp, s.UID, s.GID)
 		}
@@ -251,6 +251,11 @@ func (b *batch) put(rel string, s snapshot) error {
 
 func writeTemp(d *os.Root, tmp string, s snapshot) error {
 	fh, err := d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if errors.Is(err, fs.ErrExist) { // a leftover from a crash
+		if err = d.Remove(tmp); err == nil {
+			fh, err = d.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+		}
+	}
 	if err != nil {
 		return err
 	}

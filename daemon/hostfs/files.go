@@ -1,7 +1,6 @@
 package hostfs
 
 import (
-	"time"
 	"fmt"
 	"os"
 	"path"
@@ -91,8 +90,6 @@ func (b *batch) writeTargets(ts []target) error {
 		}
 	}
 	var kept []string
-	tk := time.Now()
-	defer func() { fmt.Println("writes", time.Since(tk)) }()
 	for _, t := range ts {
 		saved, err := b.keepOriginal(t.rel)
 		if err != nil {
@@ -102,11 +99,9 @@ func (b *batch) writeTargets(ts []target) error {
 			kept = append(kept, t.rel)
 		}
 	}
-	fmt.Println("keep", time.Since(tk))
 	if err := b.sync(); err != nil {
 		return fmt.Errorf("saving originals: %w", err)
 	}
-	tk = time.Now()
 	for _, r := range kept {
 		// The file is managed again: a restored marker no longer applies.
 		if err := b.remove(restRel + "/" + r); err != nil {

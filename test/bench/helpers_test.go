@@ -40,9 +40,11 @@ func registriesConfig(name, line string) *mcfgv1.MachineConfig {
 }
 
 // benchNode starts node name running config base (created here), annotated
-// current=desired=base, and waits until its daemon reports Updated=True. It
-// stops the node when the benchmark ends.
-func benchNode(b *testing.B, name string) (*testbed.Node, string) {
+// current=desired=base, then starts its daemon (so its first start is at
+// that config) and waits until it reports Updated=True. It stops the node
+// when the benchmark ends. A reboot does not restart this daemon. The tracer is nil unless
+// NODECONFD_BENCH_TRACE is set.
+func benchNode(b *testing.B, name string) (*testbed.Node, string, *tracer) {
 	b.Helper()
 	if bed == nil {
 		b.Skip("no test bed")
@@ -53,7 +55,8 @@ func benchNode(b *testing.B, name string) (*testbed.Node, string) {
 	if err := bed.CreateConfig(ctx, registriesConfig(base, "base.example.com")); err != nil {
 		b.Fatal(err)
 	}
-	n, err := bed.AddNode(ctx, name, testbed.NodeOptions{ExtraArgs: traceArgs(b, name)})
+	args, trace := traceArgs(b, name)
+	n, err := bed.AddNode(ctx, name, testbed.NodeOptions{ExtraArgs: args, NoDaemon: true})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -71,10 +74,14 @@ func benchNode(b *testing.B, name string) (*testbed.Node, string) {
 	}); err != nil {
 		b.Fatal(err)
 	}
-	if _, err := waitUpdated(ctx, watchMCN(ctx, b, name), base); err != nil {
+	w := watchMCN(ctx, b, name)
+	if err := n.StartDaemon(); err != nil {
 		b.Fatal(err)
 	}
-	return n, base
+	if _, err := waitUpdated(ctx, w, base); err != nil {
+		b.Fatal(err)
+	}
+	return n, base, trace
 }
 
 // watchMCN watches node's MachineConfigNode until ctx ends. The first event
@@ -150,8 +157,8 @@ func requests(b *testing.B, n *testbed.Node) float64 {
 }
 
 // settle waits until the daemon's request counter has not changed for
-// quiet, and returns its value.
-func settle(ctx context.Context, b *testing.B, n *testbed.Node, quiet time.Duration) float64 {
+// quiet, and returns its value and when it last changed.
+func settle(ctx context.Context, b *testing.B, n *testbed.Node, quiet time.Duration) (float64, time.Time) {
 	b.Helper()
 	last, since := requests(b, n), time.Now()
 	for time.Since(since) < quiet {
@@ -164,7 +171,7 @@ func settle(ctx context.Context, b *testing.B, n *testbed.Node, quiet time.Durat
 			last, since = v, time.Now()
 		}
 	}
-	return last
+	return last, since
 }
 
 // waitHealthy waits until the daemon's /healthz answers.

@@ -1,0 +1,162 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+)
+
+// quiet is how long the request counter must stand still for the daemon to
+// count as done with what it was doing.
+const quiet = time.Second
+
+// BenchmarkUpdate1 times update 1 of the issue: the desired config differs
+// from the current one in one file under /etc/containers/registries.d/, so
+// the daemon writes it and reloads CRI-O (no drain, no reboot). Each
+// iteration rolls out a new config (a unique name, a different line in
+// that file) from the one the node runs, and measures from setting
+// desiredConfig to the watch event that shows Updated=True at it.
+// requests/update counts the daemon's API requests until it is quiet again
+// (Events are sent in the background); requests/until-updated only those
+// made until Updated=True.
+func BenchmarkUpdate1(b *testing.B) {
+	n, _, trace := benchNode(b, "bench-u1")
+	ctx := context.Background()
+	settle(ctx, b, n, quiet)
+	var took time.Duration
+	var reqs, reqsUntil float64
+	iters := 0
+	for b.Loop() {
+		b.StopTimer()
+		iters++
+		name := fmt.Sprintf("rendered-bench-u1-%d", iters)
+		if err := bed.CreateConfig(ctx, registriesConfig(name, fmt.Sprintf("mirror-%d.example.com", iters))); err != nil {
+			b.Fatal(err)
+		}
+		ictx, cancel := context.WithTimeout(ctx, time.Minute)
+		w := watchMCN(ictx, b, n.Name)
+		before, mark := requests(b, n), trace.mark()
+		b.StartTimer()
+
+		start := time.Now()
+		if err := n.SetDesired(ictx, name); err != nil {
+			b.Fatal(err)
+		}
+		at, err := waitUpdated(ictx, w, name)
+		b.StopTimer()
+		if err != nil {
+			b.Fatal(err)
+		}
+		took += at.Sub(start)
+		reqsUntil += requests(b, n) - before
+		after, _ := settle(ictx, b, n, quiet)
+		reqs += after - before
+		trace.log(b, fmt.Sprintf("update %d (%v)", iters, at.Sub(start).Round(time.Millisecond)), mark)
+		cancel()
+		b.StartTimer()
+	}
+	b.ReportMetric(float64(took.Microseconds())/1000/float64(iters), "ms/update")
+	b.ReportMetric(reqs/float64(iters), "requests/update")
+	b.ReportMetric(reqsUntil/float64(iters), "requests/until-updated")
+}
+
+// BenchmarkStartup restarts the daemon of an idle node that already runs
+// its desired config and already reports Updated=True (as after a pod
+// restart), and counts the API requests it makes until /healthz answers and
+// its request counter has stood still for a second. requests/first-start
+// is the daemon's very first start on the node (no MachineConfigNode yet),
+// measured once.
+func BenchmarkStartup(b *testing.B) {
+	n, _, trace := benchNode(b, "bench-start")
+	ctx := context.Background()
+	first, _ := settle(ctx, b, n, quiet)
+	trace.log(b, "first start", 0)
+	var reqs float64
+	var took time.Duration
+	iters := 0
+	for b.Loop() {
+		b.StopTimer()
+		iters++
+		if err := n.StopDaemon(); err != nil {
+			b.Fatal(err)
+		}
+		mark := trace.mark()
+		ictx, cancel := context.WithTimeout(ctx, time.Minute)
+		b.StartTimer()
+
+		start := time.Now()
+		if err := n.StartDaemon(); err != nil {
+			b.Fatal(err)
+		}
+		waitHealthy(ictx, b, n)
+		count, last := settle(ictx, b, n, quiet)
+		b.StopTimer()
+		took += last.Sub(start)
+		reqs += count // a new process counts from 0
+		trace.log(b, fmt.Sprintf("restart %d", iters), mark)
+		cancel()
+		b.StartTimer()
+	}
+	b.ReportMetric(reqs/float64(iters), "requests/startup")
+	b.ReportMetric(float64(took.Microseconds())/1000/float64(iters), "ms/startup")
+	b.ReportMetric(first, "requests/first-start")
+}
+
+// idleWindow is one iteration of BenchmarkIdle: -benchtime 5x watches the
+// daemon for the issue's minute.
+const idleWindow = 12 * time.Second
+
+// BenchmarkIdle watches the daemon of a node that runs its desired config
+// and counts its API requests (scaled to a minute) and its resident memory
+// (the largest VmRSS seen at the end of each window).
+func BenchmarkIdle(b *testing.B) {
+	n, _, trace := benchNode(b, "bench-idle")
+	ctx := context.Background()
+	settle(ctx, b, n, quiet)
+	pid, err := daemonPID(n.Name)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var reqs, maxRSS float64
+	var watched time.Duration
+	for b.Loop() {
+		before, mark := requests(b, n), trace.mark()
+		start := time.Now()
+		time.Sleep(idleWindow)
+		watched += time.Since(start)
+		reqs += requests(b, n) - before
+		rss, err := rssMiB(pid)
+		if err != nil {
+			b.Fatal(err)
+		}
+		maxRSS = max(maxRSS, rss)
+		if trace.mark() > mark {
+			trace.log(b, "idle window", mark)
+		}
+	}
+	logMemStats(b, n, maxRSS)
+	b.ReportMetric(reqs*float64(time.Minute)/float64(watched), "requests/idle-minute")
+	b.ReportMetric(maxRSS, "MiB-idle-RSS")
+}
+
+// logMemStats logs the Go runtime's view of the daemon's memory next to its
+// RSS, to tell heap from runtime and binary overhead.
+func logMemStats(b *testing.B, n interface{ Metric(string) (float64, error) }, rss float64) {
+	b.Helper()
+	line := fmt.Sprintf("RSS %.1f MiB;", rss)
+	for _, m := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
+		"go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes",
+		"go_memstats_mspan_inuse_bytes", "go_memstats_other_sys_bytes", "go_goroutines"} {
+		v, err := n.Metric(m)
+		if err != nil {
+			continue
+		}
+		if m == "go_goroutines" {
+			line += fmt.Sprintf(" %s %.0f", m, v)
+			continue
+		}
+		line += fmt.Sprintf(" %s %.1f MiB;", m, v/(1<<20))
+	}
+	b.Log(line)
+}

@@ -1,0 +1,131 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/test/testbed"
+)
+
+// Update 6: the daemon is killed with SIGKILL right after each step of a
+// reboot update; restarted, it converges to the same end with exactly one
+// reboot per update.
+func TestKilledAfterEachStep(t *testing.T) {
+	n, log := node(t, "u6", "rendered-u6-0")
+	config(t, "rendered-u6-0", ign(nil))
+	podsOn(t, "u6", 2)
+	steps := []string{"detect", "prepare", "cordon", "drain", "write", "reboot", "post-action", "validate", "uncordon", "finish"}
+	for i, step := range steps {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		name := fmt.Sprintf("rendered-u6-%d", i+1)
+		contents := fmt.Sprintf("round %d\n", i+1)
+		config(t, name, ign(map[string]string{"/etc/nodeconfd-crash.conf": contents}))
+		boots := n.Sys.Boots()
+		if err := n.SetDesired(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if err := killAfter(ctx, n, name, step); err != nil {
+			t.Fatalf("step %s: %v", step, err)
+		}
+		if err := n.StartDaemon(); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitCurrent(ctx, log, name); err != nil {
+			t.Fatalf("after a kill after %s: %v", step, err)
+		}
+		if got := n.Sys.Boots() - boots; got != 1 {
+			t.Errorf("killed after %s: %d reboots, want 1", step, got)
+		}
+		if got := readNodeFile(t, n, "/etc/nodeconfd-crash.conf"); got != contents {
+			t.Errorf("killed after %s: file = %q, want %q", step, got, contents)
+		}
+		if getNode(t, "u6").Spec.Unschedulable {
+			t.Errorf("killed after %s: node left cordoned", step)
+		}
+		cancel()
+	}
+}
+
+// killAfter SIGKILLs the daemon as soon as the node's progress record for
+// config lists step as done.
+func killAfter(ctx context.Context, n *testbed.Node, config, step string) error {
+	path := filepath.Join(n.Sys.Root, "/var/lib/nodeconfd", progress.FileName)
+	for {
+		if data, err := os.ReadFile(path); err == nil {
+			if rec, err := progress.Unmarshal(data); err == nil && rec.Desired == config && rec.Done(step) {
+				return n.KillDaemon()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("step %s of %s never done: %w", step, config, ctx.Err())
+		case <-time.After(2 * time.Millisecond):
+		}
+	}
+}
+
+// A daemon killed in the middle of writing many files: restarted, it
+// converges with every file whole and no temporary file left.
+func TestKilledWhileWriting(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	dir := "/etc/nodeconfd-many"
+	n, log := nodeWithPolicy(t, "u6w", "rendered-u6w-a", "rules:\n- path: "+dir+"/\n  action: None\n")
+	config(t, "rendered-u6w-a", ign(nil))
+	files := map[string]string{}
+	for i := 0; i < 400; i++ {
+		files[fmt.Sprintf("%s/f%03d.conf", dir, i)] = strings.Repeat(fmt.Sprintf("line %d\n", i), 300)
+	}
+	config(t, "rendered-u6w-b", ign(files))
+	if err := n.SetDesired(ctx, "rendered-u6w-b"); err != nil {
+		t.Fatal(err)
+	}
+	// Kill once the first file of the update is on disk.
+	first := filepath.Join(n.Sys.Root, dir, "f000.conf")
+	for {
+		if _, err := os.Stat(first); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no file written")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := n.KillDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	written := 0
+	entries, _ := os.ReadDir(filepath.Join(n.Sys.Root, dir))
+	written = len(entries)
+	t.Logf("killed with %d of %d entries in the folder", written, len(files))
+	if err := n.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, log, "rendered-u6w-b"); err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(filepath.Join(n.Sys.Root, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != len(files) {
+		var names []string
+		for _, e := range entries {
+			if _, ok := files[dir+"/"+e.Name()]; !ok {
+				names = append(names, e.Name())
+			}
+		}
+		t.Errorf("%d entries in %s, want %d; unexpected: %v", len(entries), dir, len(files), names)
+	}
+	for p, want := range files {
+		if got := readNodeFile(t, n, p); got != want {
+			t.Errorf("%s: partial or wrong contents (%d bytes, want %d)", p, len(got), len(want))
+		}
+	}
+}
