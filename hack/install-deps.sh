@@ -8,6 +8,7 @@ need=()
 command -v debootstrap >/dev/null || need+=(debootstrap)
 command -v systemd-nspawn >/dev/null || need+=(systemd-container)
 command -v flock >/dev/null || need+=(util-linux)
+command -v dbus-daemon >/dev/null || need+=(dbus)
 command -v mount >/dev/null || need+=(mount)
 if [ ${#need[@]} -gt 0 ]; then
   apt-get update -qq
