@@ -56,6 +56,9 @@ type Runner struct {
 	update  Update
 	current *Phase
 	dirty   bool
+	// startPending is set while a phase start (a condition going Unknown)
+	// is staged but not yet written.
+	startPending bool
 }
 
 // StepError is an update failure in one phase.
@@ -76,13 +79,15 @@ func (r *Runner) Start(node string) {
 	r.update = Update{Node: node, CurrentName: r.Record.Current, DesiredName: r.Record.Desired}
 }
 
-// set stages a condition change.
-func (r *Runner) set(t string, s metav1.ConditionStatus, reason, msg string) {
+// set stages a condition change and reports whether it changed anything.
+func (r *Runner) set(t string, s metav1.ConditionStatus, reason, msg string) bool {
 	c := metav1.Condition{Type: t, Status: s, Reason: reason, Message: msg,
 		LastTransitionTime: metav1.NewTime(r.Now().Truncate(time.Second))}
 	if status.Set(&r.Conditions, c) {
 		r.dirty = true
+		return true
 	}
+	return false
 }
 
 // Flush writes staged status changes, if any, in one request.
@@ -93,7 +98,7 @@ func (r *Runner) Flush(ctx context.Context) error {
 	if err := r.Status.WriteStatus(ctx, r.Conditions, r.CurrentVersion, r.DesiredVersion); err != nil {
 		return fmt.Errorf("writing MachineConfigNode status: %w", err)
 	}
-	r.dirty = false
+	r.dirty, r.startPending = false, false
 	return nil
 }
 
@@ -166,8 +171,13 @@ func (r *Runner) log() *zap.Logger {
 
 func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	log := r.log().With(zap.String("phase", p.Name))
+	// A phase's start is written at once when it shows something new (its
+	// group or its own condition going Unknown); other staged changes wait
+	// for the next write, so one update costs few requests.
+	started := false
 	if g := status.Find(r.Conditions, p.Group); g == nil || g.Status == metav1.ConditionFalse {
-		r.set(p.Group, metav1.ConditionUnknown, p.Group, groupStartMessage(p.Group, r.update.DesiredName))
+		started = r.set(p.Group, metav1.ConditionUnknown, p.Group, groupStartMessage(p.Group, r.update.DesiredName))
+		r.startPending = r.startPending || started
 	}
 	if p.Needed != nil {
 		if ok, why := p.Needed(r); !ok {
@@ -178,10 +188,12 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	r.current = p
 	defer func() { r.current = nil }()
 	if p.Condition != "" {
-		r.set(p.Condition, metav1.ConditionUnknown, status.Reason(p.Condition), phaseStartMessage(p.Condition))
+		started = r.set(p.Condition, metav1.ConditionUnknown, status.Reason(p.Condition), phaseStartMessage(p.Condition)) || started
 	}
-	if err := r.Flush(ctx); err != nil {
-		return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
+	if started || r.startPending {
+		if err := r.Flush(ctx); err != nil {
+			return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
+		}
 	}
 	log.Info("Phase started")
 	start := r.Now()

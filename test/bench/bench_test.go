@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"testing"
 	"time"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
 // quiet is how long the request counter must stand still for the daemon to
@@ -119,6 +121,7 @@ func BenchmarkIdle(b *testing.B) {
 		b.Fatal(err)
 	}
 	var reqs, maxRSS float64
+	var mem map[string]float64
 	var watched time.Duration
 	for b.Loop() {
 		before, mark := requests(b, n), trace.mark()
@@ -126,25 +129,25 @@ func BenchmarkIdle(b *testing.B) {
 		time.Sleep(idleWindow)
 		watched += time.Since(start)
 		reqs += requests(b, n) - before
-		rss, err := rssMiB(pid)
-		if err != nil {
+		if mem, err = memoryMiB(pid); err != nil {
 			b.Fatal(err)
 		}
-		maxRSS = max(maxRSS, rss)
+		maxRSS = max(maxRSS, mem["VmRSS"])
 		if trace.mark() > mark {
 			trace.log(b, "idle window", mark)
 		}
 	}
-	logMemStats(b, n, maxRSS)
+	logMemStats(b, n, mem)
 	b.ReportMetric(reqs*float64(time.Minute)/float64(watched), "requests/idle-minute")
 	b.ReportMetric(maxRSS, "MiB-idle-RSS")
 }
 
-// logMemStats logs the Go runtime's view of the daemon's memory next to its
-// RSS, to tell heap from runtime and binary overhead.
-func logMemStats(b *testing.B, n interface{ Metric(string) (float64, error) }, rss float64) {
+// logMemStats logs the Go runtime's view of the daemon's memory next to the
+// kernel's (mem, from memoryMiB), to tell heap from binary pages.
+func logMemStats(b *testing.B, n *testbed.Node, mem map[string]float64) {
 	b.Helper()
-	line := fmt.Sprintf("RSS %.1f MiB;", rss)
+	line := fmt.Sprintf("VmRSS %.1f MiB (RssAnon %.1f, RssFile %.1f); Go runtime:",
+		mem["VmRSS"], mem["RssAnon"], mem["RssFile"])
 	for _, m := range []string{"go_memstats_heap_inuse_bytes", "go_memstats_heap_idle_bytes",
 		"go_memstats_heap_released_bytes", "go_memstats_stack_inuse_bytes", "go_memstats_sys_bytes",
 		"go_memstats_mspan_inuse_bytes", "go_memstats_other_sys_bytes", "go_goroutines"} {

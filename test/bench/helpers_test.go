@@ -217,21 +217,28 @@ func daemonPID(node string) (int, error) {
 	return 0, fmt.Errorf("no daemon process for node %s", node)
 }
 
-// rssMiB reads a process's resident set size (VmRSS) in MiB.
-func rssMiB(pid int) (float64, error) {
+// memoryMiB reads a process's memory figures (VmRSS, RssAnon, RssFile, ...)
+// from /proc/<pid>/status, in MiB by field name.
+func memoryMiB(pid int) (map[string]float64, error) {
 	path := fmt.Sprintf("/proc/%d/status", pid)
 	data, err := os.ReadFile(path)
 	if err != nil {
-		return 0, fmt.Errorf("reading %s: %w", path, err)
+		return nil, fmt.Errorf("reading %s: %w", path, err)
 	}
+	out := map[string]float64{}
 	for line := range strings.SplitSeq(string(data), "\n") {
-		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
-			var kb float64
-			if _, err := fmt.Sscan(rest, &kb); err != nil {
-				return 0, fmt.Errorf("parsing %q of %s: %w", line, path, err)
-			}
-			return kb / 1024, nil
+		name, rest, ok := strings.Cut(line, ":")
+		if !ok || !strings.HasSuffix(rest, " kB") || !(strings.HasPrefix(name, "Vm") || strings.HasPrefix(name, "Rss")) {
+			continue
 		}
+		var kb float64
+		if _, err := fmt.Sscan(rest, &kb); err != nil {
+			return nil, fmt.Errorf("parsing %q of %s: %w", line, path, err)
+		}
+		out[name] = kb / 1024
 	}
-	return 0, fmt.Errorf("no VmRSS in %s", path)
+	if _, ok := out["VmRSS"]; !ok {
+		return nil, fmt.Errorf("no VmRSS in %s", path)
+	}
+	return out, nil
 }

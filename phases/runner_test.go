@@ -1,0 +1,231 @@
+package phases_test
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+
+	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// Fakes for the runner's unit tests; the real parts are tested in test/e2e.
+
+type configs map[string]string
+
+func (c configs) MachineConfig(_ context.Context, name string) (*mcfgv1.MachineConfig, error) {
+	ign, ok := c[name]
+	if !ok {
+		return nil, errors.New("not found")
+	}
+	mc := &mcfgv1.MachineConfig{}
+	mc.Name = name
+	mc.Spec.Config = runtime.RawExtension{Raw: []byte(ign)}
+	return mc, nil
+}
+
+type cluster struct{ calls []string }
+
+func (c *cluster) Cordon(context.Context) (bool, error) {
+	c.calls = append(c.calls, "cordon")
+	return true, nil
+}
+func (c *cluster) Uncordon(context.Context) error { c.calls = append(c.calls, "uncordon"); return nil }
+func (c *cluster) Drain(_ context.Context, report func(string)) (phases.DrainResult, error) {
+	c.calls = append(c.calls, "drain")
+	report("Evicted 1/1 pods")
+	return phases.DrainResult{Evicted: 1}, nil
+}
+func (c *cluster) SetNodeState(_ context.Context, cur, state, _ string) error {
+	c.calls = append(c.calls, "state "+cur+" "+state)
+	return nil
+}
+
+// host is an in-memory node filesystem.
+type host struct {
+	files   map[string]string
+	state   map[string][]byte
+	failOn  string
+	rolled  bool
+	written []string
+}
+
+type txn struct{ h *host }
+
+func (t txn) WriteFiles(fs []plan.File) error {
+	for _, f := range fs {
+		if f.Path == t.h.failOn {
+			return errors.New("disk full")
+		}
+		t.h.files[f.Path] = string(f.Contents)
+		t.h.written = append(t.h.written, f.Path)
+	}
+	return nil
+}
+func (t txn) RemoveFile(p string) error    { delete(t.h.files, p); return nil }
+func (t txn) WriteUnit(u plan.Unit) error  { t.h.files["unit:"+u.Name] = *u.Contents; return nil }
+func (t txn) RemoveUnit(u plan.Unit) error { delete(t.h.files, "unit:"+u.Name); return nil }
+func (t txn) WriteSSHKeys(keys []string) error {
+	t.h.files["ssh"] = strings.Join(keys, "\n")
+	return nil
+}
+func (t txn) Rollback() error                       { t.h.rolled = true; t.h.files = map[string]string{}; return nil }
+func (t txn) Commit() error                         { return nil }
+func (h *host) BeginTxn(string) (phases.Txn, error) { return txn{h}, nil }
+func (h *host) CheckFile(f plan.File) error {
+	if h.files[f.Path] != string(f.Contents) {
+		return errors.New(f.Path + ": contents differ")
+	}
+	return nil
+}
+func (h *host) CheckUnit(plan.Unit) error           { return nil }
+func (h *host) CheckSSHKeys([]string) error         { return nil }
+func (h *host) WriteState(n string, d []byte) error { h.state[n] = d; return nil }
+func (h *host) ReadState(n string) ([]byte, error) {
+	if d, ok := h.state[n]; ok {
+		return d, nil
+	}
+	return nil, fs.ErrNotExist
+}
+
+type writes struct {
+	n    int
+	last []metav1.Condition
+}
+
+func (w *writes) WriteStatus(_ context.Context, c []metav1.Condition, _, _ string) error {
+	w.n++
+	w.last = append([]metav1.Condition(nil), c...)
+	return nil
+}
+
+const empty = `{"ignition":{"version":"3.4.0"}}`
+
+func file(path, contents string) string {
+	return `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + path + `","contents":{"source":"data:,` + contents + `"}}]}}`
+}
+
+func newRunner(cfgs configs, h *host, cl *cluster, units *systemd.Fake, w *writes) *phases.Runner {
+	r := &phases.Runner{
+		Env:    phases.Env{Configs: cfgs, Cluster: cl, Host: h, Units: units, Policy: plan.DefaultPolicy()},
+		Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(),
+		Record:     progress.New("a", "b"),
+		Conditions: status.Initial(metav1.Now()),
+	}
+	r.Start("n1")
+	r.Detected()
+	return r
+}
+
+func TestRunnerPostActions(t *testing.T) {
+	for _, tc := range []struct {
+		name, desired string
+		wantCalls     []string // systemd calls
+		wantCluster   []string
+		wantReason    string // UpdatePostActionComplete's reason
+		err           error
+	}{
+		{"crio", file("/etc/containers/registries.d/a.yaml", "x"), []string{"reload crio.service"},
+			[]string{"state b Done"}, "UpdatePostActionComplete", nil},
+		{"none", file("/var/lib/kubelet/config.json", "x"), nil, []string{"state b Done"}, "None", nil},
+		{"reboot", file("/etc/motd", "x"), []string{"boot-id", "reboot"}, []string{"cordon", "drain"}, "", phases.ErrRebooting},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &host{files: map[string]string{}, state: map[string][]byte{}}
+			cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+			r := newRunner(configs{"a": empty, "b": tc.desired}, h, cl, units, w)
+			err := r.Run(context.Background())
+			if !errors.Is(err, tc.err) {
+				t.Fatalf("Run: %v, want %v", err, tc.err)
+			}
+			if strings.Join(units.CallLog(), ",") != strings.Join(tc.wantCalls, ",") {
+				t.Errorf("systemd calls %v, want %v", units.CallLog(), tc.wantCalls)
+			}
+			if strings.Join(cl.calls, ",") != strings.Join(tc.wantCluster, ",") {
+				t.Errorf("cluster calls %v, want %v", cl.calls, tc.wantCluster)
+			}
+			if tc.err != nil {
+				return
+			}
+			if c := status.Find(w.last, status.UpdatePostActionComplete); c.Reason != tc.wantReason {
+				t.Errorf("UpdatePostActionComplete reason %q, want %q", c.Reason, tc.wantReason)
+			}
+			if c := status.Find(w.last, status.Updated); c.Status != metav1.ConditionTrue {
+				t.Errorf("Updated = %s", c.Status)
+			}
+			if w.n > 6 {
+				t.Errorf("%d status writes for a rebootless update, want at most 6", w.n)
+			}
+		})
+	}
+}
+
+// A failed write rolls back and reports: the condition Unknown with Error:,
+// NodeDegraded True.
+func TestRunnerWriteFailureRollsBack(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}, failOn: "/etc/b"}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	two := `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,1"}},{"path":"/etc/b","contents":{"source":"data:,2"}}]}}`
+	r := newRunner(configs{"a": empty, "b": two}, h, cl, units, w)
+	err := r.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "rolled back") {
+		t.Fatalf("Run: %v, want a rolled-back write error", err)
+	}
+	if err := r.Fail(context.Background(), err); err != nil {
+		t.Fatal(err)
+	}
+	if !h.rolled || len(h.files) != 0 {
+		t.Errorf("not rolled back: %v", h.files)
+	}
+	c := status.Find(w.last, status.AppliedFilesAndOS)
+	if c.Status != metav1.ConditionUnknown || !strings.HasPrefix(c.Message, "Error: ") {
+		t.Errorf("AppliedFilesAndOS = %s %q", c.Status, c.Message)
+	}
+	if d := status.Find(w.last, status.NodeDegraded); d.Status != metav1.ConditionTrue {
+		t.Errorf("NodeDegraded = %s", d.Status)
+	}
+}
+
+// After a reboot the runner resumes at the reboot step and checks the boot ID.
+func TestRunnerResumesAfterReboot(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cfgs := configs{"a": empty, "b": file("/etc/motd", "x")}
+	r := newRunner(cfgs, h, cl, units, w)
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v", err)
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A new daemon after the boot: same record, same host.
+	r2 := &phases.Runner{Env: r.Env, Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec,
+		Conditions: w.last}
+	r2.Start("n1")
+	r2.Replay()
+	if err := r2.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := status.Find(w.last, status.RebootedNode); c.Status != metav1.ConditionTrue ||
+		!strings.Contains(c.Message, "boot ID changed") {
+		t.Errorf("RebootedNode = %s %q", c.Status, c.Message)
+	}
+	if n := strings.Count(strings.Join(units.CallLog(), ","), "reboot"); n != 1 {
+		t.Errorf("%d reboots, want 1", n)
+	}
+}
