@@ -54,7 +54,7 @@ func BenchmarkUpdate1(b *testing.B) {
 		reqsUntil += requests(b, n) - before
 		after, _ := settle(ictx, b, n, quiet)
 		reqs += after - before
-		trace.log(b, fmt.Sprintf("update %d (%v)", iters, at.Sub(start).Round(time.Millisecond)), mark)
+		trace.log(fmt.Sprintf("update %d (%v)", iters, at.Sub(start).Round(time.Millisecond)), mark)
 		cancel()
 		b.StartTimer()
 	}
@@ -73,7 +73,7 @@ func BenchmarkStartup(b *testing.B) {
 	n, _, trace := benchNode(b, "bench-start")
 	ctx := context.Background()
 	first, _ := settle(ctx, b, n, quiet)
-	trace.log(b, "first start", 0)
+	trace.log("first start", 0)
 	var reqs float64
 	var took time.Duration
 	iters := 0
@@ -96,7 +96,7 @@ func BenchmarkStartup(b *testing.B) {
 		b.StopTimer()
 		took += last.Sub(start)
 		reqs += count // a new process counts from 0
-		trace.log(b, fmt.Sprintf("restart %d", iters), mark)
+		trace.log(fmt.Sprintf("restart %d", iters), mark)
 		cancel()
 		b.StartTimer()
 	}
@@ -134,7 +134,7 @@ func BenchmarkIdle(b *testing.B) {
 		}
 		maxRSS = max(maxRSS, mem["VmRSS"])
 		if trace.mark() > mark {
-			trace.log(b, "idle window", mark)
+			trace.log("idle window", mark)
 		}
 	}
 	logMemStats(b, n, mem)

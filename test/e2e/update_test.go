@@ -21,8 +21,18 @@ func TestRebootlessCRIOReload(t *testing.T) {
 	if err := waitCurrent(ctx, log, "rendered-u1-b"); err != nil {
 		t.Fatal(err)
 	}
-	t.Logf("final status:\n%s", log.Describe())
-	t.Logf("transitions: %v", log.Transitions(from))
+	wantSeq(t, log.Transitions(from), []string{
+		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
+		"UpdateExecuted=Unknown", "AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
+		"UpdatePostActionComplete=Unknown", "ReloadedCRIO=Unknown", "ReloadedCRIO=True", "UpdatePostActionComplete=True",
+		"UpdateComplete=Unknown", "UpdateComplete=True", "Resumed=Unknown", "Resumed=True", "Updated=True",
+	})
+	for cond, reason := range map[string]string{"Cordoned": "NotRequired", "Drained": "NotRequired",
+		"RebootedNode": "NotRequired", "Uncordoned": "NotRequired", "ReloadedCRIO": "UpdatePostActionCompleteReloadedCRIO"} {
+		if c := log.Condition(cond); c.Reason != reason {
+			t.Errorf("%s reason %q, want %q", cond, c.Reason, reason)
+		}
+	}
 	if got := readNodeFile(t, n, "/etc/containers/registries.d/mirror.yaml"); got != "docker:\n  example.com: {}\n" {
 		t.Errorf("file contents %q", got)
 	}

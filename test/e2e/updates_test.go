@@ -33,10 +33,10 @@ func TestSSHKeysOnly(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSeq(t, log.Transitions(from), []string{
-		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdatePrepared=True", "UpdateCompatible=True",
-		"UpdateExecuted=Unknown", "AppliedFilesAndOS=Unknown", "UpdateExecuted=True", "AppliedFilesAndOS=True",
+		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
+		"UpdateExecuted=Unknown", "AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
 		"UpdatePostActionComplete=Unknown", "UpdatePostActionComplete=True",
-		"UpdateComplete=Unknown", "UpdateComplete=True", "Resumed=Unknown", "Updated=True", "Resumed=True",
+		"UpdateComplete=Unknown", "UpdateComplete=True", "Resumed=Unknown", "Resumed=True", "Updated=True",
 	})
 	if c := log.Condition("UpdatePostActionComplete"); c.Reason != "None" {
 		t.Errorf("UpdatePostActionComplete reason %q, want None", c.Reason)
@@ -116,13 +116,13 @@ func TestRebootUpdate(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantSeq(t, log.Transitions(from), []string{
-		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdatePrepared=True", "UpdateCompatible=True",
+		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
 		"UpdateExecuted=Unknown", "Cordoned=Unknown", "Cordoned=True", "Drained=Unknown", "Drained=True",
-		"AppliedFilesAndOS=Unknown", "UpdateExecuted=True", "AppliedFilesAndOS=True",
+		"AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
 		"UpdatePostActionComplete=Unknown", "RebootedNode=Unknown", "RebootedNode=True",
 		"UpdatePostActionComplete=True",
 		"UpdateComplete=Unknown", "Uncordoned=Unknown", "Uncordoned=True", "UpdateComplete=True",
-		"Resumed=Unknown", "Updated=True", "Resumed=True",
+		"Resumed=Unknown", "Resumed=True", "Updated=True",
 	})
 	if b := n.Sys.Boots(); b != 2 {
 		t.Errorf("boots = %d, want 2 (one reboot)", b)

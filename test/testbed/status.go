@@ -79,16 +79,38 @@ func (l *StatusLog) Transitions(from int) []string {
 	var out []string
 	prev := map[string]metav1.ConditionStatus{}
 	for i, st := range l.snaps {
+		// One write can carry several transitions. Within one write they
+		// are listed in the contract's order: a phase's secondary
+		// conditions before its primary one turns True, Updated last.
+		var held, last []string
 		for _, c := range st.Conditions {
-			old, ok := prev[c.Type]
-			if (!ok || old != c.Status) && i >= from {
-				out = append(out, c.Type+"="+string(c.Status))
+			if primary[c.Type] {
+				out = append(out, held...)
+				held = nil
 			}
+			old, ok := prev[c.Type]
 			prev[c.Type] = c.Status
+			if (ok && old == c.Status) || i < from {
+				continue
+			}
+			t := c.Type + "=" + string(c.Status)
+			switch {
+			case c.Type == "Updated" && c.Status == metav1.ConditionTrue:
+				last = append(last, t)
+			case primary[c.Type] && c.Status == metav1.ConditionTrue:
+				held = append(held, t)
+			default:
+				out = append(out, t)
+			}
 		}
+		out = append(append(out, held...), last...)
 	}
 	return out
 }
+
+// primary are the contract's primary condition types.
+var primary = map[string]bool{"Updated": true, "UpdatePrepared": true, "UpdateExecuted": true,
+	"UpdatePostActionComplete": true, "UpdateComplete": true, "Resumed": true}
 
 // Len is the number of statuses seen so far.
 func (l *StatusLog) Len() int {
