@@ -150,7 +150,7 @@ func start(args []string) error {
 		API:     api,
 		Objects: kube.NewWatch(api),
 		Env: phases.Env{
-			Configs: api,
+			Configs: &daemon.ConfigCache{Source: api, Size: 2},
 			Cluster: cluster{Client: api, Drainer: drainer},
 			Host:    daemon.Host{FS: host},
 			Units:   units,
