@@ -129,3 +129,59 @@ func TestKilledWhileWriting(t *testing.T) {
 		}
 	}
 }
+
+// SIGTERM during an update finishes the current step, saves progress and
+// exits cleanly; restarted, the daemon goes on from the next step.
+func TestSIGTERMMidUpdate(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	n, log := node(t, "u6t", "rendered-u6t-a")
+	config(t, "rendered-u6t-a", ign(nil))
+	config(t, "rendered-u6t-b", ign(map[string]string{"/etc/nodeconfd-term.conf": "b\n"}))
+	podsOn(t, "u6t", 3)
+	if err := n.SetDesired(ctx, "rendered-u6t-b"); err != nil {
+		t.Fatal(err)
+	}
+	// Stop while the drain runs (the cordon is done).
+	path := filepath.Join(n.Sys.Root, "/var/lib/nodeconfd", progress.FileName)
+	for {
+		data, _ := os.ReadFile(path)
+		if rec, err := progress.Unmarshal(data); err == nil && rec.Desired == "rendered-u6t-b" && rec.Done("cordon") {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("cordon never done")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	start := time.Now()
+	if err := n.StopDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("SIGTERM took %s to stop the daemon", took)
+	}
+	if !strings.Contains(n.DaemonLog(), "Stopped") {
+		t.Error("the daemon did not exit cleanly")
+	}
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := progress.Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Done("drain") || rec.Done("reboot") {
+		t.Errorf("after SIGTERM during the drain, steps done %v; want drain done and no reboot", rec.Steps)
+	}
+	if err := n.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, log, "rendered-u6t-b"); err != nil {
+		t.Fatal(err)
+	}
+	if b := n.Sys.Boots(); b != 2 {
+		t.Errorf("boots = %d, want 2", b)
+	}
+}
