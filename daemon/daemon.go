@@ -125,7 +125,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		log.Info("Node has no desiredConfig annotation yet; waiting")
 		return 0, nil
 	}
-	if err := d.ensureMCN(ctx, desired); err != nil {
+	if err := d.ensureMCN(ctx, current, desired); err != nil {
 		return d.nextDelay(), err
 	}
 	rec, err := d.loadProgress()
@@ -172,7 +172,7 @@ func (d *Daemon) nextDelay() time.Duration {
 // at False/NotYetOccurred) and keeps its spec in step with the node. The
 // daemon's own copy of the status is authoritative once loaded: the watch
 // cache may lag behind the daemon's writes.
-func (d *Daemon) ensureMCN(ctx context.Context, desired string) error {
+func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 	pool := kube.Pool(d.node.Labels, d.Pool)
 	mcn, ok := d.Objects.MCN()
 	created := false
@@ -199,7 +199,13 @@ func (d *Daemon) ensureMCN(ctx context.Context, desired string) error {
 		d.events = d.Events(string(mcn.UID))
 	}
 	if created || len(mcn.Status.Conditions) == 0 {
-		d.mcn.Status.Conditions = status.Initial(metav1.NewTime(d.Now().Truncate(time.Second)))
+		now := metav1.NewTime(d.Now().Truncate(time.Second))
+		d.mcn.Status.Conditions = status.Initial(now)
+		if current != "" && current == desired {
+			// A node registered at its config: say so in the same write.
+			status.Set(&d.mcn.Status.Conditions, updatedCondition(current, now))
+			d.setVersions(current, current)
+		}
 		cur, des := d.statusVersions()
 		if err := d.API.WriteStatus(ctx, d.mcn.Status.Conditions, cur, des); err != nil {
 			return fmt.Errorf("writing the initial status of MachineConfigNode %s: %w", d.node.Name, err)

@@ -47,15 +47,19 @@ func (d *Daemon) markUpdated(ctx context.Context, current string) error {
 		return nil
 	}
 	conds := append([]metav1.Condition(nil), d.mcn.Status.Conditions...)
-	status.Set(&conds, metav1.Condition{Type: status.Updated, Status: metav1.ConditionTrue,
-		Reason: status.ReasonNodeUpgradeComplete, Message: "Node has completed update to config " + current,
-		LastTransitionTime: metav1.NewTime(d.Now().Truncate(time.Second))})
+	status.Set(&conds, updatedCondition(current, metav1.NewTime(d.Now().Truncate(time.Second))))
 	if err := d.API.WriteStatus(ctx, conds, current, current); err != nil {
 		return fmt.Errorf("writing MachineConfigNode status: %w", err)
 	}
 	d.mcn.Status.Conditions = conds
 	d.setVersions(current, current)
 	return nil
+}
+
+func updatedCondition(config string, now metav1.Time) metav1.Condition {
+	return metav1.Condition{Type: status.Updated, Status: metav1.ConditionTrue,
+		Reason: status.ReasonNodeUpgradeComplete, Message: "Node has completed update to config " + config,
+		LastTransitionTime: now}
 }
 
 func (d *Daemon) fetch(ctx context.Context, name string) (plan.Config, error) {

@@ -29,7 +29,7 @@ func Validate() Phase {
 			if err := CheckOnDisk(ctx, d.Host(), d.Units(), cfg); err != nil {
 				return Outcome{}, fmt.Errorf("validating the node against %s: %w", d.Update().DesiredName, err)
 			}
-			return Outcome{Message: fmt.Sprintf("Validated %d files and %d units", len(cfg.Files), len(cfg.Units))}, nil
+			return Outcome{Message: fmt.Sprintf("Validated %s and %s", plural(len(cfg.Files), "file"), plural(len(cfg.Units), "unit"))}, nil
 		},
 	}
 }
@@ -120,7 +120,11 @@ func Finish() Phase {
 				return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
 			}
 			d.SetCurrentVersion(u.DesiredName)
-			return Outcome{Message: "Node is running config " + u.DesiredName}, nil
+			msg := "Node is running config " + u.DesiredName
+			if v := d.Progress().Step("validate"); v != nil {
+				msg += " (" + v.Message + ")"
+			}
+			return Outcome{Message: msg}, nil
 		},
 	}
 }
@@ -128,7 +132,7 @@ func Finish() Phase {
 // Resume restarts the config drift monitor and marks the node updated.
 func Resume() Phase {
 	return Phase{
-		Name: "resume", Group: status.Resumed,
+		Name: "resume", Group: status.Resumed, Quick: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			if d.Drift() != nil {

@@ -150,6 +150,9 @@ type Phase struct {
 	// Nil means always needed.
 	Needed func(d Data) (bool, string)
 	Run    func(ctx context.Context, d Data) (Outcome, error)
+	// Quick marks a phase whose start is not worth a write of its own: its
+	// start is written together with its end.
+	Quick bool
 }
 
 // StatusWriter writes MachineConfigNode status changes to the API server.

@@ -59,6 +59,8 @@ type Runner struct {
 	// startPending is set while a phase start (a condition going Unknown)
 	// is staged but not yet written.
 	startPending bool
+	// evented holds the groups an Event was recorded for in this run.
+	evented map[string]bool
 }
 
 // StepError is an update failure in one phase.
@@ -190,7 +192,7 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	if p.Condition != "" {
 		started = r.set(p.Condition, metav1.ConditionUnknown, status.Reason(p.Condition), phaseStartMessage(p.Condition)) || started
 	}
-	if started || r.startPending {
+	if (started || r.startPending) && !p.Quick {
 		if err := r.Flush(ctx); err != nil {
 			return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 		}
@@ -213,10 +215,27 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	if err := r.done(ctx, p, progress.Step{Name: p.Name, Reason: out.Reason, Message: out.Message}); err != nil {
 		return err
 	}
-	if r.Events != nil {
-		r.Events.Event(eventOnNode(r.cond(p)), false, r.cond(p), fmt.Sprintf("%s (%s)", out.Message, took))
-	}
+	r.event(p, out.Message, took)
 	return nil
+}
+
+// event records one Event per finished phase that reports a condition of
+// its own, and one for a group whose phases reported none (a post action
+// of None, the completion, the resume).
+func (r *Runner) event(p *Phase, msg string, took time.Duration) {
+	if r.Events == nil {
+		return
+	}
+	if p.Condition == "" {
+		if !r.lastOfGroup(p) || r.evented[p.Group] {
+			return
+		}
+	}
+	if r.evented == nil {
+		r.evented = map[string]bool{}
+	}
+	r.evented[p.Group] = true
+	r.Events.Event(eventOnNode(r.cond(p)), false, r.cond(p), fmt.Sprintf("%s (%s)", msg, took))
 }
 
 // done records a finished (or skipped) step on disk, then stages its status.

@@ -25,7 +25,7 @@ func TestRebootlessCRIOReload(t *testing.T) {
 		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
 		"UpdateExecuted=Unknown", "AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
 		"UpdatePostActionComplete=Unknown", "ReloadedCRIO=Unknown", "ReloadedCRIO=True", "UpdatePostActionComplete=True",
-		"UpdateComplete=Unknown", "UpdateComplete=True", "Resumed=Unknown", "Resumed=True", "Updated=True",
+		"UpdateComplete=Unknown", "UpdateComplete=True", "Resumed=True", "Updated=True",
 	})
 	for cond, reason := range map[string]string{"Cordoned": "NotRequired", "Drained": "NotRequired",
 		"RebootedNode": "NotRequired", "Uncordoned": "NotRequired", "ReloadedCRIO": "UpdatePostActionCompleteReloadedCRIO"} {

@@ -36,7 +36,7 @@ func TestSSHKeysOnly(t *testing.T) {
 		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
 		"UpdateExecuted=Unknown", "AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
 		"UpdatePostActionComplete=Unknown", "UpdatePostActionComplete=True",
-		"UpdateComplete=Unknown", "UpdateComplete=True", "Resumed=Unknown", "Resumed=True", "Updated=True",
+		"UpdateComplete=Unknown", "UpdateComplete=True", "Resumed=True", "Updated=True",
 	})
 	if c := log.Condition("UpdatePostActionComplete"); c.Reason != "None" {
 		t.Errorf("UpdatePostActionComplete reason %q, want None", c.Reason)
@@ -122,7 +122,7 @@ func TestRebootUpdate(t *testing.T) {
 		"UpdatePostActionComplete=Unknown", "RebootedNode=Unknown", "RebootedNode=True",
 		"UpdatePostActionComplete=True",
 		"UpdateComplete=Unknown", "Uncordoned=Unknown", "Uncordoned=True", "UpdateComplete=True",
-		"Resumed=Unknown", "Resumed=True", "Updated=True",
+		"Resumed=True", "Updated=True",
 	})
 	if b := n.Sys.Boots(); b != 2 {
 		t.Errorf("boots = %d, want 2 (one reboot)", b)
