@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/base64"
 	"fmt"
 	"net/http"
 	"os"
@@ -23,15 +22,8 @@ const (
 	registriesFile = "/etc/containers/registries.d/bench.yaml"
 )
 
-// ignition builds an Ignition 3.4 config from files (path → contents).
-func ignition(files map[string]string) string {
-	var fs []string
-	for p, c := range files {
-		fs = append(fs, fmt.Sprintf(`{"path":%q,"mode":420,"overwrite":true,"contents":{"source":"data:;base64,%s"}}`,
-			p, base64.StdEncoding.EncodeToString([]byte(c))))
-	}
-	return `{"ignition":{"version":"3.4.0"},"storage":{"files":[` + strings.Join(fs, ",") + `]}}`
-}
+// ignition builds an Ignition 3.4 config (see testbed.Ignition).
+func ignition(files map[string]string) string { return testbed.Ignition(files) }
 
 // registriesConfig is a rendered config whose only file is registriesFile,
 // with a line that tells configs apart.

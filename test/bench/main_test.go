@@ -9,12 +9,8 @@
 package bench
 
 import (
-	"context"
 	"flag"
-	"fmt"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
@@ -24,24 +20,9 @@ import (
 var bed *testbed.Bed
 
 func TestMain(m *testing.M) {
-	flag.Parse()
-	if f := flag.Lookup("test.bench"); f == nil || f.Value.String() == "" {
-		os.Exit(m.Run()) // no benchmark selected: no bed needed
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	dir, err := os.MkdirTemp("", "nodeconfd-bench-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bed, err = testbed.Start(ctx, dir, os.Stderr)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the test bed:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	bed.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbed.Main(m, "nodeconfd-bench-", func() bool {
+		flag.Parse()
+		f := flag.Lookup("test.bench")
+		return f != nil && f.Value.String() != "" // no benchmark selected: no bed needed
+	}, func(b *testbed.Bed) { bed = b })
 }

@@ -2,9 +2,7 @@ package e2e
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
-	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -17,18 +15,8 @@ import (
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
-// ign builds an Ignition 3.4 config from files (path → contents) and extra
-// top-level JSON members.
-func ign(files map[string]string, extra ...string) string {
-	var fs []string
-	for p, c := range files {
-		fs = append(fs, fmt.Sprintf(`{"path":%q,"mode":420,"overwrite":true,"contents":{"source":"data:;base64,%s"}}`,
-			p, base64.StdEncoding.EncodeToString([]byte(c))))
-	}
-	parts := []string{`"ignition":{"version":"3.4.0"}`, `"storage":{"files":[` + strings.Join(fs, ",") + `]}`}
-	parts = append(parts, extra...)
-	return "{" + strings.Join(parts, ",") + "}"
-}
+// ign builds an Ignition 3.4 config (see testbed.Ignition).
+func ign(files map[string]string, extra ...string) string { return testbed.Ignition(files, extra...) }
 
 // node starts a node that runs config base (adopted: base has nothing the
 // node lacks) and waits for the daemon to report it up to date.

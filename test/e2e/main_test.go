@@ -3,11 +3,7 @@
 package e2e
 
 import (
-	"context"
-	"fmt"
-	"os"
 	"testing"
-	"time"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
@@ -16,20 +12,5 @@ import (
 var bed *testbed.Bed
 
 func TestMain(m *testing.M) {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	dir, err := os.MkdirTemp("", "nodeconfd-e2e-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	bed, err = testbed.Start(ctx, dir, os.Stderr)
-	cancel()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "starting the test bed:", err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	bed.Stop()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	testbed.Main(m, "nodeconfd-e2e-", nil, func(b *testbed.Bed) { bed = b })
 }
