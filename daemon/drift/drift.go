@@ -90,11 +90,10 @@ func (m *Monitor) loop(ctx context.Context, w *fsnotify.Watcher, cfg plan.Config
 		select {
 		case <-ctx.Done():
 			return
-		case ev, ok := <-w.Events:
+		case _, ok := <-w.Events:
 			if !ok {
 				return
 			}
-			_ = ev
 			timer = time.After(settle)
 		case err, ok := <-w.Errors:
 			if !ok {

@@ -25,31 +25,31 @@ type Watch struct {
 
 // NewWatch prepares the watches of c's node.
 func NewWatch(c *Client) *Watch {
-	byName := fields.OneTermEqualSelector("metadata.name", c.NodeName).String()
 	nodes := c.Kube.CoreV1().Nodes()
 	mcns := c.MCfg.MachineconfigurationV1().MachineConfigNodes()
 	w := &Watch{Client: c, changes: make(chan struct{}, 1)}
-	w.node = cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			return nodes.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return nodes.Watch(ctx, o)
-		},
-	}, &corev1.Node{}, 0, cache.Indexers{})
-	w.mcn = cache.NewSharedIndexInformer(&cache.ListWatch{
-		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.FieldSelector = byName
-			return mcns.List(ctx, o)
-		},
-		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.FieldSelector = byName
-			return mcns.Watch(ctx, o)
-		},
-	}, &mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
+	w.node = cache.NewSharedIndexInformer(byName(c.NodeName, nodes.List, nodes.Watch), &corev1.Node{}, 0, cache.Indexers{})
+	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, mcns.List, mcns.Watch), &mcfgv1.MachineConfigNode{}, 0,
+		cache.Indexers{})
 	return w
+}
+
+// byName is a list+watch of the one object with the given name.
+func byName[L runtime.Object](name string,
+	list func(context.Context, metav1.ListOptions) (L, error),
+	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
+) *cache.ListWatch {
+	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	return &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = selector
+			return list(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = selector
+			return watchFn(ctx, o)
+		},
+	}
 }
 
 // Start starts both watches and waits for their first lists.
