@@ -48,6 +48,19 @@ func (d *DBus) Close() {
 	d.drop()
 }
 
+// lost drops the connections after a call failed in transport (anything but
+// a D-Bus error reply or the caller's context ending), so that the next call
+// dials again instead of writing to a dead socket. It returns err.
+func (d *DBus) lost(err error) error {
+	if err == nil || isReply(err) || errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return err
+	}
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.drop()
+	return err
+}
+
 // drop closes the current connections; d.mu must be held.
 func (d *DBus) drop() {
 	if d.sd != nil {

@@ -16,6 +16,7 @@ func (d *DBus) SystemState(ctx context.Context) (string, error) {
 	var state string
 	if err == nil {
 		state, err = getProperty[string](ctx, bus, managerDest, managerPath, managerIface, "SystemState")
+		err = d.lost(err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("is-system-running: %w", err)
@@ -38,11 +39,12 @@ func (d *DBus) BootID(ctx context.Context) (string, error) {
 	if err == nil && len(id) > 0 {
 		return hex.EncodeToString(id), nil
 	}
-	if ctx.Err() != nil {
-		return "", fmt.Errorf("reading boot ID: %w", ctx.Err())
+	// Only hostnamed's refusal (an error reply, or no ID) means falling back.
+	if err = d.lost(err); err != nil && !isReply(err) {
+		return "", fmt.Errorf("reading boot ID: %w", err)
 	}
 	ts, err := getProperty[uint64](ctx, bus, managerDest, managerPath, managerIface, "UserspaceTimestamp")
-	if err != nil {
+	if err = d.lost(err); err != nil {
 		return "", fmt.Errorf("reading boot ID: %w", err)
 	}
 	return "t" + strconv.FormatUint(ts, 10), nil
@@ -82,4 +84,11 @@ func getProperty[T any](ctx context.Context, bus *dbus.Conn, dest string, path d
 		return zero, fmt.Errorf("getting %s.%s: unexpected type %s", iface, name, v.Signature())
 	}
 	return t, nil
+}
+
+// isReply reports whether err is an error reply from the bus or a service,
+// as opposed to a transport failure.
+func isReply(err error) bool {
+	var reply dbus.Error
+	return errors.As(err, &reply)
 }

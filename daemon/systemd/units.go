@@ -21,7 +21,7 @@ const (
 func (d *DBus) DaemonReload(ctx context.Context) error {
 	sd, _, err := d.conns(ctx)
 	if err == nil {
-		err = sd.ReloadContext(ctx)
+		err = d.lost(sd.ReloadContext(ctx))
 	}
 	if err != nil {
 		return fmt.Errorf("daemon-reload: %w", err)
@@ -67,7 +67,7 @@ func (d *DBus) unitFiles(ctx context.Context, op string, units []string, call fu
 	}
 	sd, _, err := d.conns(ctx)
 	if err == nil {
-		err = call(sd)
+		err = d.lost(call(sd))
 	}
 	if err != nil {
 		return fmt.Errorf("%s %s: %w", op, strings.Join(units, " "), err)
@@ -110,7 +110,7 @@ func (d *DBus) job(ctx context.Context, op, unit string, enqueue jobFunc) error 
 	// Buffered: go-systemd delivers the result under a lock shared by all jobs, and nobody may be
 	// reading any more once ctx is done.
 	result := make(chan string, 1)
-	if _, err := enqueue(sd, ctx, unit, "replace", result); err != nil {
+	if _, err := enqueue(sd, ctx, unit, "replace", result); d.lost(err) != nil {
 		return fmt.Errorf("%s %s: %w", op, unit, err)
 	}
 	tick := time.NewTicker(jobPoll)
@@ -140,6 +140,7 @@ func (d *DBus) IsEnabled(ctx context.Context, unit string) (string, error) {
 	if err == nil {
 		err = bus.Object(managerDest, managerPath).
 			CallWithContext(ctx, managerIface+".GetUnitFileState", 0, unit).Store(&state)
+		err = d.lost(err)
 	}
 	var dbusErr dbus.Error
 	if errors.As(err, &dbusErr) && dbusErr.Name == "org.freedesktop.DBus.Error.FileNotFound" {
@@ -158,6 +159,7 @@ func (d *DBus) IsActive(ctx context.Context, unit string) (string, error) {
 	var prop *sdbus.Property
 	if err == nil {
 		prop, err = sd.GetUnitPropertyContext(ctx, unit, "ActiveState")
+		err = d.lost(err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("is-active %s: %w", unit, err)
