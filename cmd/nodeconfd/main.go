@@ -14,7 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
 	"go.uber.org/zap"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -126,9 +125,9 @@ func start(args []string) error {
 	if err != nil {
 		return fmt.Errorf("building the Kubernetes client: %w", err)
 	}
-	mc, err := mcfgclient.NewForConfig(cfg)
+	kapi, err := kube.NewAPI(cfg)
 	if err != nil {
-		return fmt.Errorf("building the MachineConfig client: %w", err)
+		return fmt.Errorf("building the API client: %w", err)
 	}
 
 	host, err := hostfs.Open(o.rootMount)
@@ -142,7 +141,7 @@ func start(args []string) error {
 	}
 	defer units.Close()
 
-	api := &kube.Client{Kube: kc, MCfg: mc, NodeName: o.nodeName}
+	api := &kube.Client{API: kapi, NodeName: o.nodeName}
 	drainer := &drain.Drainer{Client: kc, NodeName: o.nodeName, Timeout: o.drainTimeout, EvictUnowned: o.evictUnowned,
 		Log: zap.NewStdLog(log.Named("drain")).Writer()}
 	var events *kube.Events
@@ -158,7 +157,7 @@ func start(args []string) error {
 		},
 		Pool: o.pool,
 		Events: func(uid string) phases.Recorder {
-			events = kube.NewEvents(kc, o.nodeName, k8stypes.UID(uid))
+			events = kube.NewEvents(kapi, o.nodeName, k8stypes.UID(uid))
 			return events
 		},
 		Log:     log,

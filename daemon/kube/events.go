@@ -1,11 +1,11 @@
 package kube
 
 import (
+	"context"
+
 	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
-	"k8s.io/client-go/kubernetes/scheme"
-	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 )
 
@@ -18,12 +18,12 @@ type Events struct {
 
 // NewEvents starts an event broadcaster writing to the API server. mcnUID
 // is the MachineConfigNode's UID, which `kubectl describe` matches on.
-func NewEvents(client kubernetes.Interface, nodeName string, mcnUID types.UID) *Events {
+func NewEvents(api API, nodeName string, mcnUID types.UID) *Events {
 	b := record.NewBroadcaster()
-	b.StartRecordingToSink(&typedcorev1.EventSinkImpl{Interface: client.CoreV1().Events("")})
+	b.StartRecordingToSink(eventSink{api})
 	return &Events{
 		broadcaster: b,
-		recorder:    b.NewRecorder(scheme.Scheme, corev1.EventSource{Component: "nodeconfd", Host: nodeName}),
+		recorder:    b.NewRecorder(Scheme(), corev1.EventSource{Component: "nodeconfd", Host: nodeName}),
 		mcn: &corev1.ObjectReference{APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfigNode",
 			Name: nodeName, UID: mcnUID},
 		// kubectl describe node looks for events whose UID is the node's name.
@@ -46,3 +46,20 @@ func (e *Events) Event(onNode, warning bool, reason, message string) {
 
 // Shutdown flushes and stops the broadcaster.
 func (e *Events) Shutdown() { e.broadcaster.Shutdown() }
+
+// eventSink is record.EventSink over the daemon's API (client-go's own sink
+// lives in the typed clientset, which the daemon does not link).
+type eventSink struct{ api API }
+
+func (s eventSink) Create(e *corev1.Event) (*corev1.Event, error) {
+	return s.api.Events(e.Namespace).Create(context.Background(), e, metav1.CreateOptions{})
+}
+
+func (s eventSink) Update(e *corev1.Event) (*corev1.Event, error) {
+	return s.api.Events(e.Namespace).Update(context.Background(), e, metav1.UpdateOptions{})
+}
+
+func (s eventSink) Patch(e *corev1.Event, data []byte) (*corev1.Event, error) {
+	return s.api.Events(e.Namespace).Patch(context.Background(), e.Name, types.StrategicMergePatchType, data,
+		metav1.PatchOptions{})
+}

@@ -9,11 +9,9 @@ import (
 	"fmt"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 )
 
 // FieldManager names the daemon in managedFields.
@@ -33,8 +31,7 @@ const (
 
 // Client reaches the API objects of one node.
 type Client struct {
-	Kube     kubernetes.Interface
-	MCfg     mcfgclient.Interface
+	API      API
 	NodeName string
 	// Generation is the MachineConfigNode generation acted on, written as
 	// status.observedGeneration.
@@ -43,7 +40,7 @@ type Client struct {
 
 // MachineConfig GETs one rendered MachineConfig by name.
 func (c *Client) MachineConfig(ctx context.Context, name string) (*mcfgv1.MachineConfig, error) {
-	return c.MCfg.MachineconfigurationV1().MachineConfigs().Get(ctx, name, metav1.GetOptions{})
+	return c.API.MachineConfigs().Get(ctx, name, metav1.GetOptions{})
 }
 
 // Pool is the node's pool: the flag if set, else its first
@@ -74,7 +71,7 @@ func Pool(labels map[string]string, flag string) string {
 // one create and one GET when it exists) and keeps spec.configVersion.desired
 // and spec.pool in step. It returns the object as stored.
 func (c *Client) EnsureMCN(ctx context.Context, want *mcfgv1.MachineConfigNode) (mcn *mcfgv1.MachineConfigNode, created bool, err error) {
-	api := c.MCfg.MachineconfigurationV1().MachineConfigNodes()
+	api := c.API.MachineConfigNodes()
 	mcn, err = api.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
 	if err == nil {
 		return mcn, true, nil
@@ -99,7 +96,7 @@ func (c *Client) SyncSpec(ctx context.Context, mcn *mcfgv1.MachineConfigNode, po
 		"pool":          map[string]string{"name": pool},
 		"configVersion": map[string]string{"desired": desired},
 	}})
-	out, err := c.MCfg.MachineconfigurationV1().MachineConfigNodes().Patch(ctx, mcn.Name, types.MergePatchType, patch,
+	out, err := c.API.MachineConfigNodes().Patch(ctx, mcn.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("updating spec of MachineConfigNode %s: %w", mcn.Name, err)
@@ -130,7 +127,7 @@ func (c *Client) WriteStatus(ctx context.Context, conds []metav1.Condition, curr
 	if err != nil {
 		return err
 	}
-	_, err = c.MCfg.MachineconfigurationV1().MachineConfigNodes().Patch(ctx, c.NodeName, types.MergePatchType, patch,
+	_, err = c.API.MachineConfigNodes().Patch(ctx, c.NodeName, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}, "status")
 	return err
 }
@@ -155,7 +152,7 @@ func (c *Client) patchNode(ctx context.Context, patch map[string]any) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.Kube.CoreV1().Nodes().Patch(ctx, c.NodeName, types.MergePatchType, data,
+	_, err = c.API.Nodes().Patch(ctx, c.NodeName, types.MergePatchType, data,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
 		return fmt.Errorf("patching node %s: %w", c.NodeName, err)

@@ -25,8 +25,8 @@ type Watch struct {
 
 // NewWatch prepares the watches of c's node.
 func NewWatch(c *Client) *Watch {
-	nodes := c.Kube.CoreV1().Nodes()
-	mcns := c.MCfg.MachineconfigurationV1().MachineConfigNodes()
+	nodes := c.API.Nodes()
+	mcns := c.API.MachineConfigNodes()
 	w := &Watch{Client: c, changes: make(chan struct{}, 1)}
 	w.node = cache.NewSharedIndexInformer(byName(c.NodeName, nodes.List, nodes.Watch), &corev1.Node{}, 0, cache.Indexers{})
 	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, mcns.List, mcns.Watch), &mcfgv1.MachineConfigNode{}, 0,

@@ -1,0 +1,50 @@
+package kube
+
+import (
+	"context"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+)
+
+// API is the part of the Kubernetes API the daemon uses. Each resource has
+// the methods of client-go's typed clients with the same signatures, so a
+// clientset's typed clients satisfy it too (see package kubetest); the
+// daemon itself is built with NewAPI, which links only these resources and
+// not client-go's whole clientset (a smaller binary and a smaller idle
+// memory footprint on every node).
+type API interface {
+	Nodes() Resource[*corev1.Node, *corev1.NodeList]
+	Pods(namespace string) Pods
+	PodDisruptionBudgets(namespace string) Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList]
+	Leases(namespace string) Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
+	Events(namespace string) Resource[*corev1.Event, *corev1.EventList]
+	MachineConfigs() Resource[*mcfgv1.MachineConfig, *mcfgv1.MachineConfigList]
+	MachineConfigNodes() Resource[*mcfgv1.MachineConfigNode, *mcfgv1.MachineConfigNodeList]
+}
+
+// Resource is one resource's typed client: the methods every client-go typed
+// client has.
+type Resource[T runtime.Object, L runtime.Object] interface {
+	Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error)
+	List(ctx context.Context, opts metav1.ListOptions) (L, error)
+	Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error)
+	Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error)
+	Update(ctx context.Context, obj T, opts metav1.UpdateOptions) (T, error)
+	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
+	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
+		subresources ...string) (T, error)
+}
+
+// Pods is the pods client, with the eviction subresource.
+type Pods interface {
+	Resource[*corev1.Pod, *corev1.PodList]
+	// EvictV1 posts a policy/v1 Eviction to the pod's eviction subresource.
+	EvictV1(ctx context.Context, eviction *policyv1.Eviction) error
+}

@@ -1,0 +1,50 @@
+// Package kubetest adapts client-go's clientsets (real or fake) to the
+// daemon's kube.API, for tests. The daemon itself never imports it, so its
+// binary does not link the whole clientset.
+package kubetest
+
+import (
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+)
+
+// API is kube.API over a Kubernetes clientset and a MachineConfig
+// clientset (nil when a test needs no MachineConfig objects).
+func API(k kubernetes.Interface, m mcfgclient.Interface) kube.API { return clientsets{k, m} }
+
+type clientsets struct {
+	k kubernetes.Interface
+	m mcfgclient.Interface
+}
+
+func (c clientsets) Nodes() kube.Resource[*corev1.Node, *corev1.NodeList] {
+	return c.k.CoreV1().Nodes()
+}
+
+func (c clientsets) Pods(namespace string) kube.Pods { return c.k.CoreV1().Pods(namespace) }
+
+func (c clientsets) PodDisruptionBudgets(namespace string) kube.Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList] {
+	return c.k.PolicyV1().PodDisruptionBudgets(namespace)
+}
+
+func (c clientsets) Leases(namespace string) kube.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList] {
+	return c.k.CoordinationV1().Leases(namespace)
+}
+
+func (c clientsets) Events(namespace string) kube.Resource[*corev1.Event, *corev1.EventList] {
+	return c.k.CoreV1().Events(namespace)
+}
+
+func (c clientsets) MachineConfigs() kube.Resource[*mcfgv1.MachineConfig, *mcfgv1.MachineConfigList] {
+	return c.m.MachineconfigurationV1().MachineConfigs()
+}
+
+func (c clientsets) MachineConfigNodes() kube.Resource[*mcfgv1.MachineConfigNode, *mcfgv1.MachineConfigNodeList] {
+	return c.m.MachineconfigurationV1().MachineConfigNodes()
+}

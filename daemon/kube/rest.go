@@ -1,0 +1,130 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/runtime/serializer"
+	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
+	"k8s.io/client-go/gentype"
+	"k8s.io/client-go/rest"
+)
+
+// Scheme holds the daemon's API types, and only those.
+func Scheme() *runtime.Scheme {
+	s := runtime.NewScheme()
+	// List and get options are encoded as query parameters through "v1".
+	metav1.AddToGroupVersion(s, schema.GroupVersion{Version: "v1"})
+	utilruntime.Must(corev1.AddToScheme(s))
+	utilruntime.Must(policyv1.AddToScheme(s))
+	utilruntime.Must(coordinationv1.AddToScheme(s))
+	utilruntime.Must(mcfgv1.Install(s))
+	return s
+}
+
+// restAPI is API over client-go's generic typed clients.
+type restAPI struct {
+	params                           runtime.ParameterCodec
+	core, policy, coordination, mcfg rest.Interface
+}
+
+// NewAPI builds the daemon's API clients from cfg; all share one HTTP client
+// (one connection pool, one rate limiter per group).
+func NewAPI(cfg *rest.Config) (API, error) {
+	scheme := Scheme()
+	codecs := serializer.NewCodecFactory(scheme).WithoutConversion()
+	httpClient, err := rest.HTTPClientFor(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("building the HTTP client: %w", err)
+	}
+	a := &restAPI{params: runtime.NewParameterCodec(scheme)}
+	for _, g := range []struct {
+		gv   schema.GroupVersion
+		path string
+		into *rest.Interface
+	}{
+		{corev1.SchemeGroupVersion, "/api", &a.core},
+		{policyv1.SchemeGroupVersion, "/apis", &a.policy},
+		{coordinationv1.SchemeGroupVersion, "/apis", &a.coordination},
+		{mcfgv1.GroupVersion, "/apis", &a.mcfg},
+	} {
+		c := rest.CopyConfig(cfg)
+		c.GroupVersion = &g.gv
+		c.APIPath = g.path
+		c.NegotiatedSerializer = codecs
+		if c.UserAgent == "" {
+			c.UserAgent = rest.DefaultKubernetesUserAgent()
+		}
+		rc, err := rest.RESTClientForConfigAndClient(c, httpClient)
+		if err != nil {
+			return nil, fmt.Errorf("building the %s client: %w", g.gv, err)
+		}
+		*g.into = rc
+	}
+	return a, nil
+}
+
+// newClient is one resource's client in the given namespace ("" for
+// cluster-scoped resources).
+func newClient[T interface {
+	runtime.Object
+	metav1.Object
+}, L runtime.Object](a *restAPI, c rest.Interface, resource, namespace string, newT func() T, newL func() L,
+) *gentype.ClientWithList[T, L] {
+	return gentype.NewClientWithList(resource, c, a.params, namespace, newT, newL)
+}
+
+func (a *restAPI) Nodes() Resource[*corev1.Node, *corev1.NodeList] {
+	return newClient(a, a.core, "nodes", "", func() *corev1.Node { return &corev1.Node{} },
+		func() *corev1.NodeList { return &corev1.NodeList{} })
+}
+
+func (a *restAPI) Pods(namespace string) Pods {
+	return pods{newClient(a, a.core, "pods", namespace, func() *corev1.Pod { return &corev1.Pod{} },
+		func() *corev1.PodList { return &corev1.PodList{} })}
+}
+
+func (a *restAPI) Events(namespace string) Resource[*corev1.Event, *corev1.EventList] {
+	return newClient(a, a.core, "events", namespace, func() *corev1.Event { return &corev1.Event{} },
+		func() *corev1.EventList { return &corev1.EventList{} })
+}
+
+func (a *restAPI) PodDisruptionBudgets(namespace string) Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList] {
+	return newClient(a, a.policy, "poddisruptionbudgets", namespace,
+		func() *policyv1.PodDisruptionBudget { return &policyv1.PodDisruptionBudget{} },
+		func() *policyv1.PodDisruptionBudgetList { return &policyv1.PodDisruptionBudgetList{} })
+}
+
+func (a *restAPI) Leases(namespace string) Resource[*coordinationv1.Lease, *coordinationv1.LeaseList] {
+	return newClient(a, a.coordination, "leases", namespace, func() *coordinationv1.Lease { return &coordinationv1.Lease{} },
+		func() *coordinationv1.LeaseList { return &coordinationv1.LeaseList{} })
+}
+
+func (a *restAPI) MachineConfigs() Resource[*mcfgv1.MachineConfig, *mcfgv1.MachineConfigList] {
+	return newClient(a, a.mcfg, "machineconfigs", "", func() *mcfgv1.MachineConfig { return &mcfgv1.MachineConfig{} },
+		func() *mcfgv1.MachineConfigList { return &mcfgv1.MachineConfigList{} })
+}
+
+func (a *restAPI) MachineConfigNodes() Resource[*mcfgv1.MachineConfigNode, *mcfgv1.MachineConfigNodeList] {
+	return newClient(a, a.mcfg, "machineconfignodes", "",
+		func() *mcfgv1.MachineConfigNode { return &mcfgv1.MachineConfigNode{} },
+		func() *mcfgv1.MachineConfigNodeList { return &mcfgv1.MachineConfigNodeList{} })
+}
+
+// pods adds the eviction subresource to the generic pods client.
+type pods struct {
+	*gentype.ClientWithList[*corev1.Pod, *corev1.PodList]
+}
+
+// EvictV1 is client-go's PodInterface.EvictV1.
+func (p pods) EvictV1(ctx context.Context, eviction *policyv1.Eviction) error {
+	return p.GetClient().Post().Namespace(eviction.Namespace).Resource("pods").Name(eviction.Name).
+		SubResource("eviction").Body(eviction).Do(ctx).Error()
+}
