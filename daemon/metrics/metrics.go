@@ -51,7 +51,9 @@ func (f roundTripper) RoundTrip(r *http.Request) (*http.Response, error) { retur
 // Serve serves /metrics and /healthz on addr until ctx is done.
 func (m *Metrics) Serve(ctx context.Context, addr string) error {
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{}))
+	// Uncompressed: the page is small, and a gzip writer per scrape costs more
+	// memory than the bytes it saves.
+	mux.Handle("/metrics", promhttp.HandlerFor(m.Registry, promhttp.HandlerOpts{DisableCompression: true}))
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("ok\n")) })
 	lis, err := net.Listen("tcp", addr)
 	if err != nil {
