@@ -224,7 +224,19 @@ func (b *batch) put(rel string, s snapshot) error {
 	if err := b.checkTarget(rel); err != nil {
 		return err
 	}
+	if err := replace(d, name, s); err != nil {
+		return err
+	}
+	b.dirty[dirRel] = true
+	return nil
+}
+
+// replace atomically makes name in d hold s (a file or a symlink): a temp
+// entry in the same directory gets it, is fsynced and renamed over name.
+// The directory itself is not synced.
+func replace(d *os.Root, name string, s snapshot) error {
 	tmp := "." + name + ".nodeconfd-tmp"
+	var err error
 	switch s.Kind {
 	case kindFile:
 		err = writeTemp(d, tmp, s)
@@ -245,7 +257,6 @@ func (b *batch) put(rel string, s snapshot) error {
 		d.Remove(tmp)
 		return err
 	}
-	b.dirty[dirRel] = true
 	return nil
 }
 

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
@@ -88,24 +89,66 @@ func BenchmarkBareAtomicWrite1000(b *testing.B) {
 	files := benchFiles(dir)
 	b.ResetTimer()
 	for range b.N {
-		for _, file := range files {
-			tmp := file.Path + ".tmp"
-			fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
-			if err != nil {
-				b.Fatal(err)
-			}
-			if _, err := fh.Write(file.Contents); err != nil {
-				b.Fatal(err)
-			}
-			if err := fh.Sync(); err != nil {
-				b.Fatal(err)
-			}
-			if err := fh.Close(); err != nil {
-				b.Fatal(err)
-			}
-			if err := os.Rename(tmp, file.Path); err != nil {
-				b.Fatal(err)
-			}
+		bareWrite(b, files)
+	}
+}
+
+// BenchmarkWrite1000VsBare runs Txn.WriteFiles and the bare loop on the same
+// files side by side, alternating which goes first, and reports both and
+// their ratio (the target: at most 1.3).
+func BenchmarkWrite1000VsBare(b *testing.B) {
+	root, f := newNode(b)
+	files := benchFiles("/etc/bench")
+	txnWrite(b, f, "setup", files, false)
+	bare := benchFiles(filepath.Join(root, "bare"))
+	if err := os.MkdirAll(filepath.Join(root, "bare"), 0o755); err != nil {
+		b.Fatal(err)
+	}
+	var ours, base time.Duration
+	i := 0
+	for b.Loop() {
+		runOurs := func() {
+			start := time.Now()
+			txnWrite(b, f, fmt.Sprint("bench-", i), files, false)
+			ours += time.Since(start)
+		}
+		runBare := func() {
+			start := time.Now()
+			bareWrite(b, bare)
+			base += time.Since(start)
+		}
+		if i%2 == 0 {
+			runOurs()
+			runBare()
+		} else {
+			runBare()
+			runOurs()
+		}
+		i++
+	}
+	b.ReportMetric(float64(ours.Milliseconds())/float64(i), "ms/txn")
+	b.ReportMetric(float64(base.Milliseconds())/float64(i), "ms/bare")
+	b.ReportMetric(float64(ours)/float64(base), "txn/bare")
+}
+
+func bareWrite(b *testing.B, files []plan.File) {
+	for _, file := range files {
+		tmp := file.Path + ".tmp"
+		fh, err := os.OpenFile(tmp, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o644)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := fh.Write(file.Contents); err != nil {
+			b.Fatal(err)
+		}
+		if err := fh.Sync(); err != nil {
+			b.Fatal(err)
+		}
+		if err := fh.Close(); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.Rename(tmp, file.Path); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
