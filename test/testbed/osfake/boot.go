@@ -7,9 +7,10 @@ import (
 )
 
 // boot runs at every boot of the node, before the daemon starts: it
-// finalizes a staged deployment and boots it, or, when FallbackFile is
-// there, boots the previous one as a bootloader falling back would. The
-// new deployment and the one booted before it are kept; older ones go.
+// finalizes a staged deployment (keeping it and the one booted before it;
+// older ones go), then boots the bootloader's default entry, the first
+// deployment, or, when FallbackFile is there, the next one, as a
+// bootloader falling back would (the file is then removed).
 func (f *fake) boot() error {
 	if err := f.load(); err != nil {
 		return err
@@ -18,7 +19,9 @@ func (f *fake) boot() error {
 		f.state.Deployments[0].Staged = false
 		prev := f.state.Deployments[f.state.Booted]
 		f.state.Deployments = []Deployment{f.state.Deployments[0], prev}
-		f.state.Booted = 0
+	}
+	f.state.Booted = 0
+	if len(f.state.Deployments) > 1 {
 		err := os.Remove(f.path(FallbackFile))
 		switch {
 		case err == nil:
