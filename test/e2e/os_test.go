@@ -114,7 +114,7 @@ func TestOSImageUpdate(t *testing.T) {
 		t.Errorf("booted images %q, %v", boots, err)
 	}
 	want := []string{"rpm-ostree rebase --experimental ostree-unverified-registry:" + osImageB, "rpm-ostree cleanup -r"}
-	if got := callsLike(t, n, "rebase", "kargs --", "cleanup"); strings.Join(got, "\n") != strings.Join(want, "\n") {
+	if got := callsLike(t, n, "rebase", "--append", "--delete", "cleanup"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("changing calls:\n got %q\nwant %q", got, want)
 	}
 	out, err := n.Sys.Exec(ctx, "rpm-ostree", "status", "--json")
@@ -275,7 +275,7 @@ func TestOSChangeWithoutUpdater(t *testing.T) {
 	if err := n.SetDesired(ctx, "rendered-os5-b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := log.WaitFor(ctx, "UpdateCompatible", "False", ""); err != nil {
+	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
 		t.Fatal(err)
 	}
 	want := "Error: OS image changes need rpm-ostree or bootc; this node has neither"
@@ -329,7 +329,7 @@ func TestBootcSwitch(t *testing.T) {
 	if err := n.SetDesired(ctx, "rendered-bc-c"); err != nil {
 		t.Fatal(err)
 	}
-	if err := log.WaitFor(ctx, "UpdateCompatible", "False", ""); err != nil {
+	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
 		t.Fatal(err)
 	}
 	if c := log.Condition("UpdateCompatible"); !strings.Contains(c.Message, "this node's OS updater bootc cannot make the change: kernel argument changes on a bootc host need rpm-ostree") {
