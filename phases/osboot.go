@@ -24,7 +24,7 @@ func checkBootedOS(ctx context.Context, d Data) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
 	}
-	if mismatch := bootedMismatch(b, image, u.Desired.KernelArguments, u.Diff.KernelArgsRemoved); mismatch != "" {
+	if mismatch := BootedMismatch(b, image, u.Desired.KernelArguments, u.Diff.KernelArgsRemoved); mismatch != "" {
 		return "", fmt.Errorf("the node booted the wrong OS deployment for %s: %s; the bootloader fell back to the previous deployment. "+
 			"Not rebooting again: waiting for an administrator or a new desired config", u.DesiredName, mismatch)
 	}
@@ -39,11 +39,11 @@ func checkBootedOS(ctx context.Context, d Data) (string, error) {
 	return msg + "; " + done, nil
 }
 
-// bootedMismatch says how the booted deployment differs from the desired
+// BootedMismatch says how the booted deployment differs from the desired
 // image and kernel arguments, or "" when it does not. Every desired
 // argument must be booted (duplicates count), and a removed one may be
 // booted only as often as the config still has it.
-func bootedMismatch(b BootedOS, image string, kargs, removed []string) string {
+func BootedMismatch(b BootedOS, image string, kargs, removed []string) string {
 	var out []string
 	if !b.IsImage {
 		out = append(out, fmt.Sprintf("booted OS image %s, desired %s", b.Image, image))
