@@ -86,7 +86,7 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 	}
 	n.Sys, err = nspawn.Start(ctx, nspawn.Options{
 		Setup: setup,
-		Name: name, ImageDir: img, WorkDir: filepath.Join(dir, "sys"), Log: io.Discard,
+		Name:  name, ImageDir: img, WorkDir: filepath.Join(dir, "sys"), Log: io.Discard,
 		OnDown: func() { _ = n.StopDaemon() },
 		OnRunning: func() {
 			if !opts.NoDaemon {
