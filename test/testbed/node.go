@@ -85,8 +85,7 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 		setup = func(root string) error { return osfake.Install(root, bin, *opts.OS) }
 	}
 	n.Sys, err = nspawn.Start(ctx, nspawn.Options{
-		Setup: setup,
-		Name:  name, ImageDir: img, WorkDir: filepath.Join(dir, "sys"), Log: io.Discard,
+		Name: name, ImageDir: img, WorkDir: filepath.Join(dir, "sys"), Log: io.Discard, Setup: setup,
 		OnDown: func() { _ = n.StopDaemon() },
 		OnRunning: func() {
 			if !opts.NoDaemon {
