@@ -78,9 +78,29 @@ type Units interface {
 type OSUpdater interface {
 	// Name names the updater ("rpm-ostree", "bootc").
 	Name() string
-	// Stage stages the image (when changed) and the kernel argument changes,
-	// to take effect at the next boot, and says what it staged.
+	// Supports returns nil when the updater can make the change, else why
+	// not; the update is then refused in prepare.
+	Supports(imageChanged, kargsChanged bool) error
+	// Stage stages the image (when not "") and the kernel argument changes,
+	// to take effect at the next boot, and says what it staged. Staging
+	// what is already staged does nothing, so a resumed update converges.
 	Stage(ctx context.Context, image string, kargsRemoved, kargsAdded []string) (string, error)
+	// Booted reads the booted deployment and whether it runs image.
+	Booted(ctx context.Context, image string) (BootedOS, error)
+	// Cleanup runs after a good boot into the update (rpm-ostree drops the
+	// rollback deployment) and says what it did.
+	Cleanup(ctx context.Context) (string, error)
+}
+
+// BootedOS is the deployment the node booted.
+type BootedOS struct {
+	// Image is the booted image as the updater reports it.
+	Image string
+	// IsImage reports whether Image is the image asked about ("" matches).
+	IsImage bool
+	// KernelArgs are the booted deployment's kernel arguments; nil when the
+	// updater cannot read them.
+	KernelArgs []string
 }
 
 // Drift watches the node's files and units for changes against the config

@@ -129,18 +129,17 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 			return "", err
 		}
 	}
-	os := "OS unchanged"
+	staged := ""
 	if diff.OSChanged() {
 		u := d.Update()
 		image := ""
 		if diff.OSImageChanged {
 			image = u.Desired.OSImageURL
 		}
-		staged, err := d.OS().Stage(ctx, image, diff.KernelArgsRemoved, diff.KernelArgsAdded)
-		if err != nil {
+		var err error
+		if staged, err = d.OS().Stage(ctx, image, diff.KernelArgsRemoved, diff.KernelArgsAdded); err != nil {
 			return "", fmt.Errorf("staging the OS update with %s: %w", d.OS().Name(), err)
 		}
-		os = staged
 	}
 	parts := []string{plural(len(diff.ChangedFiles), "file")}
 	if n := len(diff.RemovedFiles); n > 0 {
@@ -152,8 +151,10 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 	if diff.SSHKeysChanged {
 		parts = append(parts, "SSH keys")
 	}
-	parts = append(parts, os)
-	return "Applied " + strings.Join(parts, ", "), nil
+	if staged == "" {
+		return "Applied " + strings.Join(append(parts, "OS unchanged"), ", "), nil
+	}
+	return "Applied " + strings.Join(parts, ", ") + ". " + staged, nil
 }
 
 func plural(n int, what string) string {

@@ -32,7 +32,17 @@ func Reboot() Phase {
 				return Outcome{}, fmt.Errorf("reading the boot ID: %w", err)
 			}
 			if rec.RebootFromBootID != "" && rec.RebootFromBootID != boot {
-				return Outcome{Message: fmt.Sprintf("Rebooted; boot ID changed from %s to %s", rec.RebootFromBootID, boot)}, nil
+				msg := fmt.Sprintf("Rebooted; boot ID changed from %s to %s", rec.RebootFromBootID, boot)
+				// After a boot that did not bring up the staged OS the phase
+				// fails here at every retry and never reboots again.
+				osMsg, err := checkBootedOS(ctx, d)
+				if err != nil {
+					return Outcome{}, err
+				}
+				if osMsg != "" {
+					msg += "; " + osMsg
+				}
+				return Outcome{Message: msg}, nil
 			}
 			rec.RebootFromBootID = boot
 			if err := d.SaveProgress(); err != nil {

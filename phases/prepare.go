@@ -48,10 +48,8 @@ func Plan(ctx context.Context, d Data) error {
 	if err != nil {
 		return err
 	}
-	if diff.OSChanged() && d.OS() == nil {
-		return &UnsupportedError{Msg: fmt.Sprintf(
-			"MachineConfig %q changes spec.osImageURL or spec.kernelArguments: OS image changes need rpm-ostree or bootc; this node has neither",
-			u.DesiredName)}
+	if err := checkOS(ctx, d, desired, &diff); err != nil {
+		return err
 	}
 	u.Current, u.Desired, u.Diff = current, desired, diff
 	u.Action = d.Policy().PostAction(diff)
@@ -64,4 +62,37 @@ func fetch(ctx context.Context, d Data, name string) (plan.Config, error) {
 		return plan.Config{}, fmt.Errorf("fetching MachineConfig %q: %w", name, err)
 	}
 	return plan.Parse(mc)
+}
+
+// NoOSUpdaterMessage refuses an OS change on a node with no OS updater.
+const NoOSUpdaterMessage = "OS image changes need rpm-ostree or bootc; this node has neither"
+
+// checkOS refuses OS changes the node cannot make, and marks the image as
+// changed when the node does not run the desired image although the
+// configs agree (an earlier update's boot fell back to the old one): the
+// image is then staged again. It never unmarks a change, so a reload after
+// the boot plans the same update.
+func checkOS(ctx context.Context, d Data, desired plan.Config, diff *plan.Diff) error {
+	osu := d.OS()
+	if osu == nil {
+		if diff.OSChanged() {
+			return &UnsupportedError{Msg: NoOSUpdaterMessage}
+		}
+		return nil
+	}
+	if !diff.OSImageChanged && desired.OSImageURL != "" {
+		b, err := osu.Booted(ctx, desired.OSImageURL)
+		if err != nil {
+			return fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
+		}
+		diff.OSImageChanged = !b.IsImage
+	}
+	if !diff.OSChanged() {
+		return nil
+	}
+	kargs := len(diff.KernelArgsRemoved)+len(diff.KernelArgsAdded) > 0
+	if err := osu.Supports(diff.OSImageChanged, kargs); err != nil {
+		return &UnsupportedError{Msg: fmt.Sprintf("this node's OS updater %s cannot make the change: %v", osu.Name(), err)}
+	}
+	return nil
 }

@@ -297,7 +297,8 @@ func (r *Runner) Fail(ctx context.Context, err error) error {
 	msg := "Error: " + rootMessage(err)
 	var ue *plan.UnreconcilableError
 	var ce *plan.ConfigError
-	if errors.As(err, &ue) || errors.As(err, &ce) {
+	var us *UnsupportedError
+	if errors.As(err, &ue) || errors.As(err, &ce) || errors.As(err, &us) {
 		r.set(status.UpdateCompatible, metav1.ConditionFalse, status.Reason(status.UpdateCompatible), msg)
 		r.set(status.UpdatePrepared, metav1.ConditionUnknown, status.UpdatePrepared, msg)
 	} else {

@@ -28,6 +28,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/logging"
 	"github.com/nodeconfd/nodeconfd/daemon/metrics"
+	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
 	"github.com/nodeconfd/nodeconfd/daemon/systemd"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
@@ -65,6 +66,8 @@ type options struct {
 	drainTimeout                                      time.Duration
 	evictUnowned, debug                               bool
 	backoffInitial, backoffMax                        time.Duration
+	pullRetry                                         osupdate.Retry
+	osTimeout                                         time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -83,6 +86,10 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.DurationVar(&o.backoffInitial, "retry-initial", 5*time.Second, "first retry delay after a failed update")
 	fs.DurationVar(&o.backoffMax, "retry-max", 5*time.Minute, "longest retry delay after failed updates")
+	fs.IntVar(&o.pullRetry.Attempts, "os-pull-attempts", osupdate.DefaultRetry.Attempts, "tries of an OS image pull (rpm-ostree rebase, bootc switch) before the update fails")
+	fs.DurationVar(&o.pullRetry.Initial, "os-pull-retry-initial", osupdate.DefaultRetry.Initial, "first wait before retrying a failed OS image pull")
+	fs.DurationVar(&o.pullRetry.Max, "os-pull-retry-max", osupdate.DefaultRetry.Max, "longest wait between OS image pull retries")
+	fs.DurationVar(&o.osTimeout, "os-command-timeout", 20*time.Minute, "how long one rpm-ostree or bootc command may run")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -149,6 +156,13 @@ func start(args []string) error {
 	}
 	defer units.Close()
 
+	osu, err := osupdate.Detect(ctx, o.rootMount, osupdate.Chroot{Root: o.rootMount, Timeout: o.osTimeout}, o.pullRetry)
+	if err != nil {
+		return fmt.Errorf("detecting the node's OS updater: %w", err)
+	}
+	m.OSUpdater.WithLabelValues(osupdate.Name(osu)).Set(1)
+	log.Info("Detected the OS updater", zap.String("node", o.nodeName), zap.String("updater", osupdate.Name(osu)))
+
 	api := &kube.Client{API: kapi, NodeName: o.nodeName}
 	drainer := &drain.Drainer{Client: kc, NodeName: o.nodeName, Timeout: o.drainTimeout, EvictUnowned: o.evictUnowned,
 		Log: zap.NewStdLog(log.Named("drain")).Writer()}
@@ -161,6 +175,7 @@ func start(args []string) error {
 			Cluster: cluster{Client: api, Drainer: drainer},
 			Host:    daemon.Host{FS: host},
 			Units:   units,
+			OS:      osu,
 			Policy:  policy,
 		},
 		Pool: o.pool,

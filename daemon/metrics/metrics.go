@@ -18,6 +18,8 @@ import (
 type Metrics struct {
 	Registry *prometheus.Registry
 	Requests *prometheus.CounterVec
+	// OSUpdater is 1 for the node's OS updater: rpm-ostree, bootc or none.
+	OSUpdater *prometheus.GaugeVec
 }
 
 // New registers the daemon's collectors in a registry of its own.
@@ -29,8 +31,12 @@ func New() *Metrics {
 			Name: "nodeconfd_api_requests_total",
 			Help: "Requests the daemon made to the API server, by method.",
 		}, []string{"method"}),
+		OSUpdater: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "nodeconfd_os_updater",
+			Help: "The node's OS updater (1 for the one detected at start): rpm-ostree, bootc or none.",
+		}, []string{"updater"}),
 	}
-	reg.MustRegister(m.Requests, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(m.Requests, m.OSUpdater, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
 	return m
 }
 

@@ -38,8 +38,8 @@ func Compare(current, desired Config) (Diff, error) {
 	}
 	d.SSHKeysChanged = !slices.Equal(current.SSHKeys, desired.SSHKeys)
 	d.OSImageChanged = current.OSImageURL != desired.OSImageURL
-	d.KernelArgsRemoved = multisetMinus(current.KernelArguments, desired.KernelArguments)
-	d.KernelArgsAdded = multisetMinus(desired.KernelArguments, current.KernelArguments)
+	d.KernelArgsRemoved = MultisetMinus(current.KernelArguments, desired.KernelArguments)
+	d.KernelArgsAdded = MultisetMinus(desired.KernelArguments, current.KernelArguments)
 	d.ExtensionsChanged = !slices.Equal(sortedSet(current.Extensions), sortedSet(desired.Extensions))
 	d.KernelTypeChanged = canonicalKernelType(current.KernelType) != canonicalKernelType(desired.KernelType)
 
@@ -89,9 +89,9 @@ func samePtr[T comparable](a, b *T) bool {
 	return *a == *b
 }
 
-// multisetMinus returns the elements of a not matched by one in b, in a's
+// MultisetMinus returns the elements of a not matched by one in b, in a's
 // order: duplicates count.
-func multisetMinus(a, b []string) []string {
+func MultisetMinus(a, b []string) []string {
 	left := map[string]int{}
 	for _, s := range b {
 		left[s]++

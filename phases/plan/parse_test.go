@@ -337,9 +337,9 @@ func TestSplitKernelArgs(t *testing.T) {
 		{`x="a`, []string{`x="a`}, false},
 	}
 	for _, tt := range tests {
-		got, ok := splitKernelArgs(tt.in)
+		got, ok := SplitKernelArgs(tt.in)
 		if !reflect.DeepEqual(got, tt.want) || ok != tt.ok {
-			t.Errorf("splitKernelArgs(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
+			t.Errorf("SplitKernelArgs(%q) = %q, %v; want %q, %v", tt.in, got, ok, tt.want, tt.ok)
 		}
 	}
 }

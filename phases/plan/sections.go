@@ -61,7 +61,7 @@ func (p *parser) unreconcilableSections(cfg *Config, c types.Config) {
 func (p *parser) kernelArguments(entries []string) []string {
 	var args []string
 	for i, e := range entries {
-		split, ok := splitKernelArgs(e)
+		split, ok := SplitKernelArgs(e)
 		if !ok {
 			p.add(fmt.Sprintf("spec.kernelArguments[%d]", i), "unbalanced double quote in %q", e)
 			continue
@@ -71,9 +71,9 @@ func (p *parser) kernelArguments(entries []string) []string {
 	return args
 }
 
-// splitKernelArgs splits s at whitespace outside double quotes; ok is false
+// SplitKernelArgs splits s at whitespace outside double quotes; ok is false
 // when a quote is left open.
-func splitKernelArgs(s string) (args []string, ok bool) {
+func SplitKernelArgs(s string) (args []string, ok bool) {
 	var cur strings.Builder
 	quoted, started := false, false
 	for _, r := range s {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/test/testbed/kubelet"
 	"github.com/nodeconfd/nodeconfd/test/testbed/nspawn"
+	"github.com/nodeconfd/nodeconfd/test/testbed/osfake"
 )
 
 // Node is one test node: a systemd container, its stand-in kubelet, and the
@@ -45,6 +46,9 @@ type NodeOptions struct {
 	ExtraArgs []string
 	// NoDaemon leaves the daemon stopped (tests start it with StartDaemon).
 	NoDaemon bool
+	// OS, if set, installs the fake rpm-ostree and/or bootc (package
+	// osfake) with a booted deployment; nodes have no OS updater otherwise.
+	OS *osfake.Options
 }
 
 // AddNode starts a node named name with its kubelet and daemon. The daemon
@@ -71,8 +75,17 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 	if err != nil {
 		return nil, err
 	}
+	var setup func(root string) error
+	if opts.OS != nil {
+		bin, err := b.osFake(ctx)
+		if err != nil {
+			n.Kubelet.Stop()
+			return nil, err
+		}
+		setup = func(root string) error { return osfake.Install(root, bin, *opts.OS) }
+	}
 	n.Sys, err = nspawn.Start(ctx, nspawn.Options{
-		Name: name, ImageDir: img, WorkDir: filepath.Join(dir, "sys"), Log: io.Discard,
+		Name: name, ImageDir: img, WorkDir: filepath.Join(dir, "sys"), Log: io.Discard, Setup: setup,
 		OnDown: func() { _ = n.StopDaemon() },
 		OnRunning: func() {
 			if !opts.NoDaemon {

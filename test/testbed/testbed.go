@@ -12,6 +12,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
@@ -32,6 +33,10 @@ type Bed struct {
 	// Daemon is the built daemon binary.
 	Daemon string
 	Log    io.Writer
+
+	osFakeOnce sync.Once
+	osFakeBin  string
+	osFakeErr  error
 }
 
 // Start builds the daemon, starts the control plane and applies manifests/.

@@ -44,6 +44,9 @@ type Options struct {
 	// node's own goroutines; a hook that blocks delays the node, and a hook
 	// must not call Stop (Stop waits for the hooks).
 	OnRunning func()
+	// Setup, if set, is called once with the node's merged root before its
+	// first boot, to add files to the node's overlay.
+	Setup func(root string) error
 }
 
 // A Node is a booted systemd-nspawn container. Its fields are read-only.
@@ -143,6 +146,11 @@ func (n *Node) setUp(ctx context.Context) error {
 	}
 	if err := n.writeIdentity(); err != nil {
 		return err
+	}
+	if n.opts.Setup != nil {
+		if err := n.opts.Setup(n.Root); err != nil {
+			return fmt.Errorf("setting up the root: %w", err)
+		}
 	}
 	cg, err := newCgroup(n.Name)
 	if err != nil {

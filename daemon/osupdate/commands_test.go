@@ -1,0 +1,149 @@
+package osupdate
+
+import (
+	"reflect"
+	"strings"
+	"testing"
+)
+
+const digest = "sha256:e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f"
+
+func TestRebaseArgs(t *testing.T) {
+	img := "quay.io/openshift/os@" + digest
+	tests := []struct {
+		url, want, err string
+	}{
+		{img, "ostree-unverified-registry:" + img, ""},
+		{"  " + img + "\n", "ostree-unverified-registry:" + img, ""},
+		{"docker://" + img, "ostree-unverified-registry:" + img, ""},
+		{"registry:" + img, "ostree-unverified-registry:" + img, ""},
+		{"oci:/var/lib/os-image", "ostree-unverified-image:oci:/var/lib/os-image", ""},
+		{"oci-archive:/tmp/os.tar", "ostree-unverified-image:oci-archive:/tmp/os.tar", ""},
+		{"containers-storage:localhost/os", "ostree-unverified-image:containers-storage:localhost/os", ""},
+		{"ostree-unverified-registry:" + img, "ostree-unverified-registry:" + img, ""},
+		{"ostree-unverified-image:docker://" + img, "ostree-unverified-registry:" + img, ""},
+		{"ostree-unverified-image:registry:" + img, "ostree-unverified-registry:" + img, ""},
+		{"ostree-unverified-image:oci:/srv/os", "ostree-unverified-image:oci:/srv/os", ""},
+		{"ostree-remote-registry:fedora:" + img, "ostree-remote-registry:fedora:" + img, ""},
+		{"ostree-remote-image:fedora:docker://" + img, "ostree-remote-registry:fedora:" + img, ""},
+		{"ostree-remote-image:fedora:oci:/srv/os", "ostree-remote-image:fedora:oci:/srv/os", ""},
+		{"ostree-image-signed:docker://" + img, "ostree-image-signed:registry:" + img, ""},
+		{"ostree-image-signed:" + img, "", "no transport"},
+		{"ostree-remote-registry:" + "fedora", "", "want ostree-remote-registry:<remote>:<image>"},
+		{"ostree-remote-image::docker://" + img, "", "empty ostree remote"},
+		{"", "", "empty image reference"},
+		{"quay.io/os with space", "", "bad image name"},
+		{"docker://", "", "bad image name"},
+	}
+	for _, tt := range tests {
+		got, err := RebaseArgs(tt.url)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("RebaseArgs(%q) error %v, want %q", tt.url, err, tt.err)
+			}
+			continue
+		}
+		want := []string{"rebase", "--experimental", tt.want}
+		if err != nil || !reflect.DeepEqual(got, want) {
+			t.Errorf("RebaseArgs(%q) = %q, %v; want %q", tt.url, got, err, want)
+		}
+	}
+}
+
+func TestKargsArgs(t *testing.T) {
+	tests := []struct {
+		name           string
+		removed, added []string
+		want           []string
+	}{
+		{"nothing", nil, nil, nil},
+		{"add one", nil, []string{"nosmt"}, []string{"kargs", "--append=nosmt"}},
+		{"remove one", []string{"nosmt"}, nil, []string{"kargs", "--delete-if-present=nosmt"}},
+		{"add and remove, in order", []string{"b", "a=1"}, []string{"z", "c=2"},
+			[]string{"kargs", "--delete-if-present=b", "--delete-if-present=a=1", "--append=z", "--append=c=2"}},
+		{"duplicates kept", []string{"x", "x"}, []string{"console=tty0", "console=ttyS0,115200n8", "console=tty0"},
+			[]string{"kargs", "--delete-if-present=x", "--delete-if-present=x",
+				"--append=console=tty0", "--append=console=ttyS0,115200n8", "--append=console=tty0"}},
+		{"quoted value kept as one argument", nil, []string{`dyndbg="file drivers/usb/* +p"`},
+			[]string{"kargs", `--append=dyndbg="file drivers/usb/* +p"`}},
+		{"empty value", []string{"quiet="}, []string{"rd.break="}, []string{"kargs", "--delete-if-present=quiet=", "--append=rd.break="}},
+	}
+	for _, tt := range tests {
+		if got := KargsArgs(tt.removed, tt.added); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: KargsArgs = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestSwitchArgs(t *testing.T) {
+	img := "quay.io/fedora/fedora-bootc@" + digest
+	tests := []struct {
+		url  string
+		want []string
+		err  string
+	}{
+		{img, []string{"switch", img}, ""},
+		{"docker://" + img, []string{"switch", img}, ""},
+		{"ostree-unverified-registry:" + img, []string{"switch", img}, ""},
+		{"oci:/var/lib/os", []string{"switch", "--transport", "oci", "/var/lib/os"}, ""},
+		{"containers-storage:localhost/os", []string{"switch", "--transport", "containers-storage", "localhost/os"}, ""},
+		{"ostree-image-signed:registry:" + img, []string{"switch", "--enforce-container-sigpolicy", img}, ""},
+		{"ostree-remote-registry:fedora:" + img, nil, "cannot verify images with an ostree remote"},
+	}
+	for _, tt := range tests {
+		got, err := SwitchArgs(tt.url)
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("SwitchArgs(%q) error %v, want %q", tt.url, err, tt.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("SwitchArgs(%q) = %q, %v; want %q", tt.url, got, err, tt.want)
+		}
+	}
+}
+
+func TestSameImage(t *testing.T) {
+	img := "quay.io/os@" + digest
+	tests := []struct {
+		a, b string
+		want bool
+	}{
+		{"ostree-unverified-registry:" + img, img, true},
+		{"ostree-unverified-image:docker://" + img, "docker://" + img, true},
+		{"ostree-unverified-registry:" + img, "quay.io/os@sha256:0000", false},
+		{"ostree-remote-registry:fedora:" + img, img, false},
+		{"ostree-image-signed:registry:" + img, img, false},
+		{"fedora:fedora/39/x86_64/silverblue", "fedora:fedora/39/x86_64/silverblue", true},
+	}
+	for _, tt := range tests {
+		if got := SameImage(tt.a, tt.b); got != tt.want {
+			t.Errorf("SameImage(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
+		}
+	}
+}
+
+func TestApplyKargs(t *testing.T) {
+	base := []string{"rw", "root=LABEL=root", "console=tty0", "console=ttyS0", "a", "a"}
+	tests := []struct {
+		name           string
+		removed, added []string
+		want           []string
+	}{
+		{"append", nil, []string{"nosmt", "a"}, []string{"rw", "root=LABEL=root", "console=tty0", "console=ttyS0", "a", "a", "nosmt", "a"}},
+		{"delete one of two equal", []string{"a"}, nil, []string{"rw", "root=LABEL=root", "console=tty0", "console=ttyS0", "a"}},
+		{"delete by key=value", []string{"console=ttyS0"}, nil, []string{"rw", "root=LABEL=root", "console=tty0", "a", "a"}},
+		{"key with several values is left", []string{"console"}, nil, base},
+		{"key with one value", []string{"root"}, nil, []string{"rw", "console=tty0", "console=ttyS0", "a", "a"}},
+		{"absent is ignored", []string{"nosmt"}, nil, base},
+	}
+	for _, tt := range tests {
+		if got := ApplyKargs(base, tt.removed, tt.added); !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: ApplyKargs = %q, want %q", tt.name, got, tt.want)
+		}
+	}
+	if !SameKargs([]string{"a", "b", "a"}, []string{"a", "a", "b"}) || SameKargs([]string{"a", "b"}, []string{"a", "a", "b"}) {
+		t.Error("SameKargs compares multisets")
+	}
+}

@@ -1,0 +1,154 @@
+package osupdate
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// Runner runs the node's OS tools.
+type Runner interface {
+	// Run runs the named program with args and returns its standard output.
+	// A failure's error carries the command line and its standard error.
+	Run(ctx context.Context, name string, args ...string) ([]byte, error)
+	// Has reports whether the named program is installed.
+	Has(name string) bool
+}
+
+// Chroot runs programs chrooted into the node's root mount, as the node
+// itself would run them. The daemon runs as root.
+type Chroot struct {
+	Root string
+	// Timeout bounds each command (0: 10 minutes).
+	Timeout time.Duration
+}
+
+// binDirs is where Has looks for programs, as a root's PATH would.
+var binDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+
+// stderrMax bounds how much of a command's standard error an error carries.
+const stderrMax = 512
+
+// Run runs the program inside the root with a clean environment.
+func (c Chroot) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
+	timeout := c.Timeout
+	if timeout <= 0 {
+		timeout = 10 * time.Minute
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	prog, err := c.find(name)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.CommandContext(ctx, prog, args...)
+	cmd.Dir = "/"
+	cmd.Env = []string{"PATH=" + strings.Join(binDirs, ":"), "LANG=C.UTF-8"}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: c.Root}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err = cmd.Run()
+	if ctx.Err() == context.DeadlineExceeded {
+		return stdout.Bytes(), fmt.Errorf("running %s: timed out after %s", commandLine(name, args), timeout)
+	}
+	if err != nil {
+		return stdout.Bytes(), &CommandError{Command: commandLine(name, args), Err: err, Stderr: stderr.String()}
+	}
+	return stdout.Bytes(), nil
+}
+
+// find returns the program's path inside the root.
+func (c Chroot) find(name string) (string, error) {
+	root, err := os.OpenRoot(c.Root)
+	if err != nil {
+		return "", fmt.Errorf("opening the root mount %s: %w", c.Root, err)
+	}
+	defer root.Close()
+	for _, dir := range binDirs {
+		p := path.Join(dir, name)
+		// Lstat: a link may be absolute, which os.Root does not follow.
+		if fi, err := root.Lstat(strings.TrimPrefix(p, "/")); err == nil && (fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("%s is not installed on the node: %w", name, fs.ErrNotExist)
+}
+
+// Has reports whether the program is installed in the root.
+func (c Chroot) Has(name string) bool {
+	_, err := c.find(name)
+	return err == nil
+}
+
+// CommandError is a failed command with what it printed on stderr.
+type CommandError struct {
+	Command string
+	Err     error
+	Stderr  string
+}
+
+func (e *CommandError) Error() string {
+	msg := fmt.Sprintf("running %s: %v", e.Command, e.Err)
+	if s := strings.TrimSpace(e.Stderr); s != "" {
+		msg += ": " + cut(strings.Join(strings.Fields(s), " "), stderrMax)
+	}
+	return msg
+}
+
+func (e *CommandError) Unwrap() error { return e.Err }
+
+// ExitCode is the command's exit code, or -1.
+func (e *CommandError) ExitCode() int {
+	var ee *exec.ExitError
+	if errors.As(e.Err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+func commandLine(name string, args []string) string {
+	return strings.Join(append([]string{name}, args...), " ")
+}
+
+// Retry bounds the retries of a failed pull: Attempts tries in all, waiting
+// Initial, then twice as long each time, at most Max.
+type Retry struct {
+	Attempts     int
+	Initial, Max time.Duration
+}
+
+// DefaultRetry is the pull retry of a real node.
+var DefaultRetry = Retry{Attempts: 5, Initial: 5 * time.Second, Max: time.Minute}
+
+// do runs f until it succeeds, the attempts are used up or ctx ends; it
+// returns the last error, saying how many attempts failed.
+func (r Retry) do(ctx context.Context, f func() error) error {
+	attempts := max(r.Attempts, 1)
+	delay := r.Initial
+	var err error
+	for i := 1; ; i++ {
+		if err = f(); err == nil {
+			return nil
+		}
+		if i >= attempts {
+			if attempts > 1 {
+				return fmt.Errorf("%w (failed %d times)", err, attempts)
+			}
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%w (gave up after %d attempts: %v)", err, i, ctx.Err())
+		case <-time.After(delay):
+		}
+		delay = min(2*delay, r.Max)
+	}
+}

@@ -1,0 +1,62 @@
+package osupdate
+
+import (
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed/osfake"
+)
+
+// The chroot runner on real parts: the fake tools, built static, run
+// chrooted into a root folder as the daemon runs the node's tools.
+func TestChrootRunner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("chroot needs root")
+	}
+	bin := filepath.Join(t.TempDir(), "osfake")
+	build := exec.Command("go", "build", "-o", bin, "github.com/nodeconfd/nodeconfd/test/testbed/osfake/cmd/nodeconfd-osfake")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("building the fake: %v\n%s", err, out)
+	}
+	root := t.TempDir()
+	for _, d := range []string{"usr/bin", "run", "etc"} {
+		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := osfake.Install(root, bin, osfake.Options{RpmOstree: true, Image: "ostree-unverified-registry:quay.io/os@sha256:1"}); err != nil {
+		t.Fatal(err)
+	}
+	run := Chroot{Root: root}
+	if !run.Has("rpm-ostree") || run.Has("bootc") {
+		t.Errorf("Has: rpm-ostree %v, bootc %v", run.Has("rpm-ostree"), run.Has("bootc"))
+	}
+	ctx := context.Background()
+	u, err := Detect(ctx, root, run, fastRetry)
+	if err != nil || Name(u) != "rpm-ostree" {
+		t.Fatalf("Detect = %s, %v", Name(u), err)
+	}
+	if b, err := u.Booted(ctx, "quay.io/os@sha256:1"); err != nil || !b.IsImage {
+		t.Errorf("Booted = %+v, %v", b, err)
+	}
+	// A failure carries the command line, the exit code and stderr, cut.
+	long := strings.Repeat("x", 2000)
+	_, err = run.Run(ctx, "rpm-ostree", "kargs", "--delete="+long)
+	var ce *CommandError
+	if !errors.As(err, &ce) || ce.ExitCode() != 1 || !strings.Contains(err.Error(), "running rpm-ostree kargs --delete=xxx") ||
+		!strings.Contains(err.Error(), "error: No key '"+long[:100]) || !strings.Contains(err.Error(), "more bytes]") {
+		t.Errorf("error %v", err)
+	}
+	if len(err.Error()) > 2*stderrMax+2100 {
+		t.Errorf("error of %d bytes", len(err.Error()))
+	}
+	if _, err := run.Run(ctx, "bootc", "status"); err == nil || !strings.Contains(err.Error(), "bootc is not installed on the node") {
+		t.Errorf("missing tool: %v", err)
+	}
+}

@@ -1,0 +1,88 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+)
+
+// checkBootedOS compares, after the reboot of an update that staged an OS
+// change, the booted deployment with the desired image and kernel
+// arguments. A mismatch means the bootloader fell back to the old
+// deployment: an error naming both. A match cleans up (rpm-ostree drops
+// the rollback deployment); a failed cleanup is reported, not fatal.
+func checkBootedOS(ctx context.Context, d Data) (string, error) {
+	u := d.Update()
+	if d.OS() == nil || !u.Diff.OSChanged() {
+		return "", nil
+	}
+	osu := d.OS()
+	image := u.Desired.OSImageURL
+	b, err := osu.Booted(ctx, image)
+	if err != nil {
+		return "", fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
+	}
+	if mismatch := BootedMismatch(b, image, u.Desired.KernelArguments, u.Diff.KernelArgsRemoved); mismatch != "" {
+		return "", fmt.Errorf("the node booted the wrong OS deployment for %s: %s; the bootloader fell back to the previous deployment. "+
+			"Not rebooting again: waiting for an administrator or a new desired config", u.DesiredName, mismatch)
+	}
+	msg := "booted OS image " + b.Image
+	if image == "" {
+		msg = "booted kernel arguments as desired"
+	}
+	done, err := osu.Cleanup(ctx)
+	if err != nil {
+		return msg + "; cleanup failed: " + err.Error(), nil
+	}
+	return msg + "; " + done, nil
+}
+
+// BootedMismatch says how the booted deployment differs from the desired
+// image and kernel arguments, or "" when it does not. Every desired
+// argument must be booted (duplicates count), and a removed one may be
+// booted only as often as the config still has it.
+func BootedMismatch(b BootedOS, image string, kargs, removed []string) string {
+	var out []string
+	if !b.IsImage {
+		out = append(out, fmt.Sprintf("booted OS image %s, desired %s", b.Image, image))
+	}
+	if b.KernelArgs != nil {
+		if missing := plan.MultisetMinus(kargs, b.KernelArgs); len(missing) > 0 {
+			out = append(out, "kernel arguments missing: "+strings.Join(missing, " "))
+		}
+		var extra []string
+		for _, r := range dedupe(removed) {
+			if count(b.KernelArgs, r) > count(kargs, r) {
+				extra = append(extra, r)
+			}
+		}
+		if len(extra) > 0 {
+			out = append(out, "removed kernel arguments still booted: "+strings.Join(extra, " "))
+		}
+	}
+	return strings.Join(out, "; ")
+}
+
+func count(s []string, x string) int {
+	n := 0
+	for _, v := range s {
+		if v == x {
+			n++
+		}
+	}
+	return n
+}
+
+func dedupe(s []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range s {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}
