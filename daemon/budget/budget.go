@@ -24,8 +24,11 @@
 // the rebooted node's daemon then finishes only what is left after the
 // reboot (validate, uncordon) without a slot, since waiting would only keep
 // it cordoned longer, but before any disruptive step (cordon, drain, write,
-// reboot) it waits until it holds a slot again. An administrator frees a
-// slot held by a dead node at once by deleting its Lease.
+// reboot) it waits until it holds a slot again. For the same reason a node
+// whose update fails after its reboot (say, validation) stays cordoned but
+// lets its slot lapse. A node whose update fails before its reboot keeps
+// its slot, renewed, while it retries. An administrator frees a slot held
+// by a dead node at once by deleting its Lease.
 package budget
 
 import (
