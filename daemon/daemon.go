@@ -264,6 +264,7 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 	// between steps, once the current one is done and saved.
 	stepCtx := context.WithoutCancel(ctx)
 	r.Stopping = func() bool { return ctx.Err() != nil }
+	r.Interrupt = ctx
 	if !rec.Done(stepDetect) {
 		log.Info("Update detected", zap.String("from", current))
 		r.Detected()

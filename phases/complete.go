@@ -86,7 +86,8 @@ func sortedKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-// Uncordon makes the node schedulable again, only if this daemon cordoned it.
+// Uncordon makes the node schedulable again, only if this daemon cordoned
+// it, and gives back its disruption slot.
 func Uncordon() Phase {
 	return Phase{
 		Name: "uncordon", Group: status.UpdateComplete, Condition: status.Uncordoned,
@@ -104,18 +105,25 @@ func Uncordon() Phase {
 				return Outcome{}, fmt.Errorf("uncordoning node %s: %w", d.Update().Node, err)
 			}
 			d.Progress().CordonedByUs = false
+			if err := releaseSlot(ctx, d); err != nil {
+				return Outcome{}, err
+			}
 			return Outcome{Message: "Uncordoned node " + d.Update().Node}, nil
 		},
 	}
 }
 
-// Finish writes the node's currentConfig and state=Done annotations and
-// status.configVersion.current.
+// Finish gives back the disruption slot of a node left cordoned (the
+// uncordon did not run), then writes the node's currentConfig and
+// state=Done annotations and status.configVersion.current.
 func Finish() Phase {
 	return Phase{
 		Name: "finish", Group: status.UpdateComplete,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
+			if err := releaseSlot(ctx, d); err != nil {
+				return Outcome{}, err
+			}
 			if err := d.Cluster().SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
 				return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
 			}

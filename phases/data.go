@@ -110,6 +110,17 @@ type Drift interface {
 	Watch(ctx context.Context, cfg plan.Config) error
 }
 
+// Disruption is the cluster-wide disruption budget: at most N nodes are
+// disrupted (cordoned, drained, rebooted) at once (package daemon/budget).
+type Disruption interface {
+	// Acquire returns once this node holds a slot, at once when it holds one
+	// already. While it waits, report receives a message naming the nodes
+	// that hold the slots, when it changes and at most every few seconds.
+	Acquire(ctx context.Context, report func(message string)) error
+	// Release gives the node's slot back; a no-op when it holds none.
+	Release(ctx context.Context) error
+}
+
 // Data is what a phase sees of the update and of the node.
 type Data interface {
 	// Update is the update in progress: names, parsed configs, plan.
@@ -134,6 +145,8 @@ type Data interface {
 	OS() OSUpdater
 	Policy() plan.Policy
 	Drift() Drift
+	// Disruption is nil when the daemon keeps no disruption budget.
+	Disruption() Disruption
 }
 
 // Update is one update of the node, filled in as the phases run.
@@ -169,7 +182,12 @@ type Phase struct {
 	// Needed reports whether the update needs this phase, and if not, why.
 	// Nil means always needed.
 	Needed func(d Data) (bool, string)
-	Run    func(ctx context.Context, d Data) (Outcome, error)
+	// Wait, when set, runs before a needed phase starts and returns once it
+	// may start (a disruption slot is held). While it waits the phase's
+	// conditions stay False, not started; Report sets the message of the
+	// phase's condition (reason Waiting). Nil means no wait.
+	Wait func(ctx context.Context, d Data) error
+	Run  func(ctx context.Context, d Data) (Outcome, error)
 	// Quick marks a phase whose start is not worth a write of its own: its
 	// start is written together with its end.
 	Quick bool

@@ -20,10 +20,11 @@ func needsDrain(d Data) (bool, string) {
 
 // Cordon marks the node unschedulable before a disruptive post action and
 // remembers whether this daemon did it, so the uncordon never undoes an
-// administrator's cordon.
+// administrator's cordon. It first waits for a cluster-wide disruption slot.
 func Cordon() Phase {
 	return Phase{
 		Name: "cordon", Group: status.UpdateExecuted, Condition: status.Cordoned, Needed: needsDrain,
+		Wait: holdSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			cordoned, err := d.Cluster().Cordon(ctx)
 			if err != nil {
@@ -48,6 +49,7 @@ func Cordon() Phase {
 func Drain() Phase {
 	return Phase{
 		Name: "drain", Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
+		Wait: holdSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			res, err := d.Cluster().Drain(ctx, func(msg string) { _ = d.Report(ctx, msg) })
 			if err != nil {
@@ -63,6 +65,7 @@ func Drain() Phase {
 func Write() Phase {
 	return Phase{
 		Name: "write", Group: status.UpdateExecuted, Condition: status.AppliedFilesAndOS,
+		Wait: holdSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			txn, err := d.Host().BeginTxn(u.DesiredName)

@@ -25,6 +25,7 @@ func Reboot() Phase {
 	return Phase{
 		Name: "reboot", Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
 		Needed: actionIs(plan.ActionReboot),
+		Wait:   rebootSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rec := d.Progress()
 			boot, err := d.Units().BootID(ctx)

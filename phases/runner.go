@@ -31,6 +31,8 @@ type Env struct {
 	OS      OSUpdater
 	Policy  plan.Policy
 	Drift   Drift
+	// Disruption is the cluster-wide disruption budget; nil for none.
+	Disruption Disruption
 }
 
 // Runner runs the phases of one update in order. It owns the status: it
@@ -47,6 +49,9 @@ type Runner struct {
 	Record *progress.Record
 	// Stopping, when set and true, stops the run before the next step.
 	Stopping func() bool
+	// Interrupt, when set, is done when the daemon shuts down: it ends a
+	// phase's Wait (nothing is done yet) and Run returns ErrStopped.
+	Interrupt context.Context
 	// Conditions is the MachineConfigNode's status as last written; the
 	// runner updates it in place.
 	Conditions []metav1.Condition
@@ -59,6 +64,8 @@ type Runner struct {
 	// startPending is set while a phase start (a condition going Unknown)
 	// is staged but not yet written.
 	startPending bool
+	// waiting is set while the current phase's Wait runs.
+	waiting bool
 	// evented holds the groups an Event was recorded for in this run.
 	evented map[string]bool
 }
@@ -173,6 +180,15 @@ func (r *Runner) log() *zap.Logger {
 
 func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	log := r.log().With(zap.String("phase", p.Name))
+	needed, why := true, ""
+	if p.Needed != nil {
+		needed, why = p.Needed(r)
+	}
+	if needed && p.Wait != nil {
+		if err := r.wait(ctx, p, log); err != nil {
+			return err
+		}
+	}
 	// A phase's start is written at once when it shows something new (its
 	// group or its own condition going Unknown); other staged changes wait
 	// for the next write, so one update costs few requests.
@@ -181,11 +197,9 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		started = r.set(p.Group, metav1.ConditionUnknown, p.Group, groupStartMessage(p.Group, r.update.DesiredName))
 		r.startPending = r.startPending || started
 	}
-	if p.Needed != nil {
-		if ok, why := p.Needed(r); !ok {
-			log.Info("Phase not required", zap.String("why", why))
-			return r.done(ctx, p, progress.Step{Name: p.Name, Skipped: true, Reason: status.ReasonNotRequired, Message: why})
-		}
+	if !needed {
+		log.Info("Phase not required", zap.String("why", why))
+		return r.done(ctx, p, progress.Step{Name: p.Name, Skipped: true, Reason: status.ReasonNotRequired, Message: why})
 	}
 	r.current = p
 	defer func() { r.current = nil }()
@@ -217,6 +231,30 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	}
 	r.event(p, out.Message, took)
 	return nil
+}
+
+// wait runs the phase's Wait before the phase starts. A shutdown ends the
+// wait, and the run stops with ErrStopped: nothing of the phase is done yet.
+func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if r.Interrupt != nil {
+		defer context.AfterFunc(r.Interrupt, cancel)()
+	}
+	r.current, r.waiting = p, true
+	err := p.Wait(wctx, r)
+	r.current, r.waiting = nil, false
+	switch {
+	case err == nil:
+		return nil
+	case r.Interrupt != nil && r.Interrupt.Err() != nil:
+		log.Info("Stopped while waiting to start the phase")
+		if err := r.Flush(ctx); err != nil {
+			return err
+		}
+		return ErrStopped
+	}
+	return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 }
 
 // event records one Event per finished phase that reports a condition of
@@ -360,7 +398,11 @@ func (r *Runner) Report(ctx context.Context, message string) error {
 		return nil
 	}
 	c := r.cond(r.current)
-	r.set(c, metav1.ConditionUnknown, status.Reason(c), message)
+	if r.waiting {
+		r.set(c, metav1.ConditionFalse, status.ReasonWaiting, message)
+	} else {
+		r.set(c, metav1.ConditionUnknown, status.Reason(c), message)
+	}
 	return r.Flush(ctx)
 }
 
@@ -387,6 +429,9 @@ func (r *Runner) Units() Units        { return r.Env.Units }
 func (r *Runner) OS() OSUpdater       { return r.Env.OS }
 func (r *Runner) Policy() plan.Policy { return r.Env.Policy }
 func (r *Runner) Drift() Drift        { return r.Env.Drift }
+
+// Disruption returns the disruption budget, nil for none.
+func (r *Runner) Disruption() Disruption { return r.Env.Disruption }
 
 func eventOnNode(cond string) bool {
 	switch cond {

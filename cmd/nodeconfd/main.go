@@ -22,6 +22,7 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeconfd/nodeconfd/daemon"
+	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/drift"
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
@@ -68,6 +69,9 @@ type options struct {
 	backoffInitial, backoffMax                        time.Duration
 	pullRetry                                         osupdate.Retry
 	osTimeout                                         time.Duration
+	namespace, budgetName                             string
+	slots                                             int
+	leaseDuration                                     time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -90,11 +94,21 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.pullRetry.Initial, "os-pull-retry-initial", osupdate.DefaultRetry.Initial, "first wait before retrying a failed OS image pull")
 	fs.DurationVar(&o.pullRetry.Max, "os-pull-retry-max", osupdate.DefaultRetry.Max, "longest wait between OS image pull retries")
 	fs.DurationVar(&o.osTimeout, "os-command-timeout", 20*time.Minute, "how long one rpm-ostree or bootc command may run")
+	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "nodeconfd"), "the daemon's namespace, where the disruption budget's Leases live (default $POD_NAMESPACE, else nodeconfd)")
+	fs.StringVar(&o.budgetName, "disruption-budget", budget.DefaultName, "name of the cluster-wide disruption budget: its slots are the Leases <name>-0 … <name>-(N-1)")
+	fs.IntVar(&o.slots, "disruption-slots", budget.DefaultSlots, "how many nodes may be disrupted (cordoned, drained, rebooted) at once, cluster-wide")
+	fs.DurationVar(&o.leaseDuration, "disruption-lease-duration", budget.DefaultDuration, "how long a disruption slot stays held after its holder stops renewing it (renewed every fifth of it); must exceed a node's reboot")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if o.nodeName == "" {
 		return o, fmt.Errorf("--node-name (or $NODE_NAME) is required")
+	}
+	if o.slots < 1 {
+		return o, fmt.Errorf("--disruption-slots=%d: want at least 1", o.slots)
+	}
+	if o.leaseDuration < 2*time.Second || o.leaseDuration%time.Second != 0 {
+		return o, fmt.Errorf("--disruption-lease-duration=%s: want whole seconds, at least 2s", o.leaseDuration)
 	}
 	if o.busAddress == "" {
 		o.busAddress = "unix:path=" + filepath.Join(o.rootMount, "run/dbus/system_bus_socket")
@@ -164,6 +178,12 @@ func start(args []string) error {
 	log.Info("Detected the OS updater", zap.String("node", o.nodeName), zap.String("updater", osupdate.Name(osu)))
 
 	api := &kube.Client{API: kapi, NodeName: o.nodeName}
+	slots, err := budget.New(budget.Config{Client: kc, Namespace: o.namespace, Name: o.budgetName, Slots: o.slots,
+		Holder: o.nodeName, Duration: o.leaseDuration, Log: log.Named("budget")})
+	if err != nil {
+		return err
+	}
+	defer slots.Close()
 	drainer := &drain.Drainer{Client: kc, NodeName: o.nodeName, Timeout: o.drainTimeout, EvictUnowned: o.evictUnowned,
 		Log: zap.NewStdLog(log.Named("drain")).Writer()}
 	var events *kube.Events
@@ -171,12 +191,13 @@ func start(args []string) error {
 		API:     api,
 		Objects: kube.NewWatch(api),
 		Env: phases.Env{
-			Configs: &daemon.ConfigCache{Source: api, Size: 2},
-			Cluster: cluster{Client: api, Drainer: drainer},
-			Host:    daemon.Host{FS: host},
-			Units:   units,
-			OS:      osu,
-			Policy:  policy,
+			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
+			Cluster:    cluster{Client: api, Drainer: drainer},
+			Host:       daemon.Host{FS: host},
+			Units:      units,
+			OS:         osu,
+			Policy:     policy,
+			Disruption: slots,
 		},
 		Pool: o.pool,
 		Events: func(uid string) phases.Recorder {
@@ -210,6 +231,13 @@ func start(args []string) error {
 type cluster struct {
 	*kube.Client
 	*drain.Drainer
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
 }
 
 func restConfig(kubeconfig string) (*rest.Config, error) {

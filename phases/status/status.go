@@ -38,6 +38,9 @@ const (
 	ReasonNone                = "None"
 	ReasonUpdateFailed        = "UpdateFailed"
 	ReasonHealthy             = "Healthy"
+	// ReasonWaiting marks a phase that waits to start (for a disruption
+	// slot); its condition stays False and the message says on what.
+	ReasonWaiting = "Waiting"
 )
 
 // Order lists every condition type in the order the contract shows them.

@@ -43,7 +43,12 @@ func TestDaemonRBAC(t *testing.T) {
 		{"update", mcfg, "machineconfignodes", "status", "", true},
 		{"create", "", "events", "", "default", true},
 		{"create", "events.k8s.io", "events", "", "default", true},
+		{"get", "coordination.k8s.io", "leases", "", "nodeconfd", true},
+		{"list", "coordination.k8s.io", "leases", "", "nodeconfd", true},
+		{"watch", "coordination.k8s.io", "leases", "", "nodeconfd", true},
+		{"create", "coordination.k8s.io", "leases", "", "nodeconfd", true},
 		{"update", "coordination.k8s.io", "leases", "", "nodeconfd", true},
+		{"delete", "coordination.k8s.io", "leases", "", "nodeconfd", true},
 
 		{"list", mcfg, "machineconfigs", "", "", false},
 		{"update", mcfg, "machineconfigs", "", "", false},
@@ -53,6 +58,7 @@ func TestDaemonRBAC(t *testing.T) {
 		{"update", "", "nodes", "status", "", false},
 		{"get", "", "secrets", "", "nodeconfd", false},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system", false},
+		{"list", "coordination.k8s.io", "leases", "", "default", false},
 	}
 	for _, tt := range tests {
 		name := fmt.Sprintf("%s %s/%s/%s in %q", tt.verb, tt.group, tt.resource, tt.subresource, tt.namespace)

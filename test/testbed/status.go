@@ -70,6 +70,22 @@ func (l *StatusLog) Condition(t string) *metav1.Condition {
 	return nil
 }
 
+// History returns condition t of every status seen so far, in order
+// (statuses without it are left out).
+func (l *StatusLog) History(t string) []metav1.Condition {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	var out []metav1.Condition
+	for _, st := range l.snaps {
+		for _, c := range st.Conditions {
+			if c.Type == t {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
 // Transitions lists, in the order the watch saw them, every change of a
 // condition's status as "Type=Status" (a condition's first appearance
 // counts), from snapshot index from on.

@@ -23,6 +23,9 @@ import (
 	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
 
+// Namespace is the daemon's namespace (manifests/01-namespace.yaml).
+const Namespace = "nodeconfd"
+
 // Bed is one running test bed.
 type Bed struct {
 	CP   *controlplane.ControlPlane

@@ -1,0 +1,292 @@
+// Package budget is the cluster-wide disruption budget, kept by the daemons
+// themselves with no controller: at most N nodes are disrupted (cordoned,
+// drained, rebooted) at once. The budget has N slots, coordination.k8s.io
+// Leases named <name>-0 … <name>-(N-1) in the daemon's namespace. A daemon
+// takes a slot before it cordons its node, renews it while it holds it, and
+// deletes it once the node is uncordoned.
+//
+// Safety rests on optimistic concurrency: a slot is taken by creating its
+// Lease, or by updating a released or expired one with the resourceVersion
+// the daemon saw, so of many daemons racing for a slot exactly one wins and
+// the others see a conflict. The holder is the node's name, so a daemon
+// restarted mid-update (after a crash, or after the node's reboot) adopts
+// its own slot again instead of taking a second one.
+//
+// Expiry. A holder that stops renewing loses its slot after the lease
+// duration, judged on the waiter's own clock: a Lease is expired once its
+// resourceVersion has not changed for a whole duration since the waiter
+// first saw it. Clock skew between nodes therefore plays no part (only the
+// rate of the waiter's clock does); the price is that a daemon started
+// after the holder died waits a full duration before reclaiming. A node
+// rebooting for its update does not renew (its daemon is down), so the
+// duration must exceed the longest reboot plus the daemon's start: it
+// defaults to 30 minutes. A longer outage lets another node take the slot;
+// the rebooted node's daemon then finishes only what is left after the
+// reboot (validate, uncordon) without a slot, since waiting would only keep
+// it cordoned longer, but before any disruptive step (cordon, drain, write,
+// reboot) it waits until it holds a slot again. For the same reason a node
+// whose update fails after its reboot (say, validation) stays cordoned but
+// lets its slot lapse. A node whose update fails before its reboot keeps
+// its slot, renewed, while it retries. An administrator frees a slot held
+// by a dead node at once by deleting its Lease.
+package budget
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Label marks the budget's Leases; its value is the budget's name.
+const Label = "nodeconfd.io/disruption-budget"
+
+// Defaults of the daemon's flags.
+const (
+	DefaultName     = "nodeconfd-disruption"
+	DefaultSlots    = 1
+	DefaultDuration = 30 * time.Minute
+)
+
+// reportEvery bounds how often a waiting daemon reports who holds the slots.
+const reportEvery = 5 * time.Second
+
+// Config configures a Budget.
+type Config struct {
+	Client    kubernetes.Interface
+	Namespace string
+	// Name names the budget; its slots are the Leases <Name>-<i>.
+	Name string
+	// Slots is how many nodes may be disrupted at once (N).
+	Slots int
+	// Holder is this node's name.
+	Holder string
+	// Duration is the lease duration (whole seconds); the holder renews
+	// five times per duration.
+	Duration time.Duration
+	Log      *zap.Logger
+}
+
+// Budget is one node's view of the cluster-wide disruption budget. Its
+// methods are safe for concurrent use.
+type Budget struct {
+	cfg Config
+
+	mu sync.Mutex
+	// held is the slot's Lease as last written by this daemon; nil when
+	// the node holds no slot.
+	held *coordinationv1.Lease
+	// renewed is when held was last written, on this daemon's clock.
+	renewed time.Time
+	// synced is set once this daemon has read which slot it holds.
+	synced bool
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// New checks cfg and returns the node's budget.
+func New(cfg Config) (*Budget, error) {
+	switch {
+	case cfg.Client == nil:
+		return nil, errors.New("disruption budget: no API client")
+	case cfg.Namespace == "":
+		return nil, errors.New("disruption budget: namespace is empty")
+	case cfg.Name == "":
+		return nil, errors.New("disruption budget: name is empty")
+	case cfg.Holder == "":
+		return nil, errors.New("disruption budget: node name is empty")
+	case cfg.Slots < 1:
+		return nil, fmt.Errorf("disruption budget %s: %d slots, want at least 1", cfg.Name, cfg.Slots)
+	case cfg.Duration < time.Second || cfg.Duration%time.Second != 0:
+		return nil, fmt.Errorf("disruption budget %s: lease duration %s, want whole seconds, at least 1s", cfg.Name, cfg.Duration)
+	}
+	if cfg.Log == nil {
+		cfg.Log = zap.NewNop()
+	}
+	cfg.Log = cfg.Log.With(zap.String("node", cfg.Holder), zap.String("budget", cfg.Name))
+	return &Budget{cfg: cfg}, nil
+}
+
+// Acquire returns once the node holds a slot: at once when it holds one
+// already. While it waits, report receives a message naming the holders,
+// on each change but at most every few seconds. The slot is renewed in the
+// background until Release or Close.
+func (b *Budget) Acquire(ctx context.Context, report func(message string)) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held != nil {
+		if time.Since(b.renewed) < b.cfg.Duration/2 {
+			return nil
+		}
+		// Renewals have been failing for a while: make sure the slot is
+		// still ours before the caller disrupts the node.
+		if err := b.renewLocked(ctx); err == nil && b.held != nil {
+			return nil
+		}
+	}
+	b.stopRenewLocked()
+	if err := b.waitLocked(ctx, report); err != nil {
+		return err
+	}
+	b.startRenewLocked()
+	return nil
+}
+
+// Release gives the node's slot back (deletes its Lease); a no-op when the
+// node holds none.
+func (b *Budget) Release(ctx context.Context) error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopRenewLocked()
+	var mine []*coordinationv1.Lease
+	switch {
+	case b.held != nil:
+		mine = append(mine, b.held)
+	case !b.synced:
+		// A restarted daemon may hold a slot it does not remember.
+		leases, _, err := b.list(ctx)
+		if err != nil {
+			return err
+		}
+		for _, l := range leases {
+			if holderOf(l) == b.cfg.Holder {
+				mine = append(mine, l)
+			}
+		}
+	}
+	for _, l := range mine {
+		if err := b.delete(ctx, l); err != nil {
+			return err
+		}
+		b.cfg.Log.Info("Released disruption slot", zap.String("lease", l.Name))
+	}
+	b.held, b.synced = nil, true
+	return nil
+}
+
+// delete deletes the Lease if it is still this node's.
+func (b *Budget) delete(ctx context.Context, l *coordinationv1.Lease) error {
+	leases := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace)
+	for {
+		rv := l.ResourceVersion
+		err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
+		if err == nil || apierrors.IsNotFound(err) {
+			return nil
+		}
+		if !apierrors.IsConflict(err) {
+			return fmt.Errorf("deleting Lease %s/%s: %w", b.cfg.Namespace, l.Name, err)
+		}
+		if l, err = leases.Get(ctx, l.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+			return nil
+		} else if err != nil {
+			return fmt.Errorf("reading Lease %s/%s: %w", b.cfg.Namespace, l.Name, err)
+		}
+		if holderOf(l) != b.cfg.Holder {
+			return nil
+		}
+	}
+}
+
+// Close stops renewing without releasing: a slot held stays held, and the
+// daemon's next start adopts it.
+func (b *Budget) Close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stopRenewLocked()
+}
+
+// Holding reports whether the node holds a slot, as far as this daemon knows.
+func (b *Budget) Holding() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.held != nil
+}
+
+func (b *Budget) startRenewLocked() {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	b.stop, b.done = cancel, done
+	go b.renewLoop(ctx, done)
+}
+
+// stopRenewLocked stops the renewal goroutine and waits for it. The
+// goroutine takes b.mu, so it is released while waiting.
+func (b *Budget) stopRenewLocked() {
+	if b.stop == nil {
+		return
+	}
+	stop, done := b.stop, b.done
+	b.stop, b.done = nil, nil
+	stop()
+	b.mu.Unlock()
+	<-done
+	b.mu.Lock()
+}
+
+func (b *Budget) renewLoop(ctx context.Context, done chan struct{}) {
+	defer close(done)
+	t := time.NewTicker(renewInterval(b.cfg.Duration))
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		b.mu.Lock()
+		if ctx.Err() == nil && b.held != nil {
+			if err := b.renewLocked(ctx); err != nil && ctx.Err() == nil {
+				b.cfg.Log.Warn("Cannot renew disruption slot; retrying", zap.Error(err))
+			}
+		}
+		b.mu.Unlock()
+	}
+}
+
+// renewLocked writes a new renewTime to the held Lease. A conflict means the
+// Lease changed under us: still ours (an earlier write whose answer was
+// lost) it is renewed again, someone else's and the slot is lost.
+func (b *Budget) renewLocked(ctx context.Context) error {
+	leases := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace)
+	l := b.held.DeepCopy()
+	now := metav1.NewMicroTime(time.Now())
+	l.Spec.RenewTime = &now
+	l.Spec.LeaseDurationSeconds = b.seconds()
+	updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+	if apierrors.IsConflict(err) || apierrors.IsNotFound(err) {
+		cur, gerr := leases.Get(ctx, l.Name, metav1.GetOptions{})
+		if gerr != nil && !apierrors.IsNotFound(gerr) {
+			return fmt.Errorf("reading Lease %s/%s: %w", b.cfg.Namespace, l.Name, gerr)
+		}
+		if gerr != nil || holderOf(cur) != b.cfg.Holder {
+			holder := "nobody"
+			if gerr == nil {
+				holder = holderOf(cur)
+			}
+			b.cfg.Log.Error("Lost disruption slot: it expired and was taken; the next disruptive step waits for a slot",
+				zap.String("lease", l.Name), zap.String("holder", holder))
+			b.held = nil
+			return nil
+		}
+		cur.Spec.RenewTime = &now
+		cur.Spec.LeaseDurationSeconds = b.seconds()
+		updated, err = leases.Update(ctx, cur, metav1.UpdateOptions{})
+	}
+	if err != nil {
+		return fmt.Errorf("renewing Lease %s/%s: %w", b.cfg.Namespace, l.Name, err)
+	}
+	b.held, b.renewed = updated, time.Now()
+	return nil
+}
+
+func (b *Budget) seconds() *int32 {
+	s := int32(b.cfg.Duration / time.Second)
+	return &s
+}

@@ -1,0 +1,168 @@
+package budget
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// waitLocked loops until the node holds a slot: it lists the slots, does
+// what choose says, and when every slot is held by others it waits for a
+// change to the Leases or for the first one to expire.
+func (b *Budget) waitLocked(ctx context.Context, report func(string)) error {
+	obs := observations{}
+	lastMsg, lastAt := "", time.Time{}
+	for {
+		found, rv, err := b.list(ctx)
+		if err != nil {
+			return err
+		}
+		now := time.Now()
+		c := choose(b.cfg.Holder, obs.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now)
+		b.synced = true
+		name := SlotName(b.cfg.Name, c.Slot)
+		var l *coordinationv1.Lease
+		switch c.Action {
+		case Adopt:
+			l, err = b.write(ctx, found[name], false)
+		case Create:
+			l, err = b.create(ctx, name)
+		case TakeOver:
+			l, err = b.write(ctx, found[name], true)
+		case Wait:
+			msg := waitingMessage(c.Holders, b.cfg.Slots)
+			until := c.Until
+			if msg != lastMsg {
+				if next := lastAt.Add(reportEvery); now.Before(next) {
+					until = earliest(until, next)
+				} else {
+					b.cfg.Log.Info("Waiting for a disruption slot", zap.Strings("holders", c.Holders),
+						zap.Time("firstExpiry", c.Until))
+					if report != nil {
+						report(msg)
+					}
+					lastMsg, lastAt = msg, now
+				}
+			}
+			if err := b.waitChange(ctx, rv, until); err != nil {
+				return err
+			}
+			continue
+		}
+		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
+			// Another daemon won this slot (or the holder renewed): look again.
+			b.cfg.Log.Debug("Lost a race for a disruption slot", zap.String("lease", name), zap.Error(err))
+			continue
+		}
+		if err != nil {
+			return err
+		}
+		prev := ""
+		if old := found[name]; old != nil {
+			prev = holderOf(old)
+		}
+		b.held, b.renewed = l, now
+		b.cfg.Log.Info("Holding disruption slot", zap.String("lease", name), zap.Stringer("how", c.Action),
+			zap.String("previousHolder", prev))
+		return nil
+	}
+}
+
+func earliest(a, b time.Time) time.Time {
+	if a.IsZero() || b.Before(a) {
+		return b
+	}
+	return a
+}
+
+// list reads the budget's Leases by name, with the list's resourceVersion.
+func (b *Budget) list(ctx context.Context) (map[string]*coordinationv1.Lease, string, error) {
+	list, err := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{Label: b.cfg.Name}.String(),
+	})
+	if err != nil {
+		return nil, "", fmt.Errorf("listing the Leases of disruption budget %s in namespace %s: %w", b.cfg.Name, b.cfg.Namespace, err)
+	}
+	found := make(map[string]*coordinationv1.Lease, len(list.Items))
+	for i := range list.Items {
+		found[list.Items[i].Name] = &list.Items[i]
+	}
+	return found, list.ResourceVersion, nil
+}
+
+// waitChange waits for any change to the budget's Leases after version rv,
+// or until until, whichever comes first.
+func (b *Budget) waitChange(ctx context.Context, rv string, until time.Time) error {
+	w, err := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace).Watch(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{Label: b.cfg.Name}.String(), ResourceVersion: rv,
+	})
+	if err != nil {
+		return fmt.Errorf("watching the Leases of disruption budget %s: %w", b.cfg.Name, err)
+	}
+	defer w.Stop()
+	// A little past the expiry, so that the next look sees it expired.
+	timer := time.NewTimer(time.Until(until) + 10*time.Millisecond)
+	defer timer.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-timer.C:
+	case _, ok := <-w.ResultChan():
+		if !ok {
+			// The watch ended without an event: do not spin on a server
+			// that closes watches at once.
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Second):
+			}
+		}
+	}
+	return nil
+}
+
+// create takes a slot whose Lease does not exist.
+func (b *Budget) create(ctx context.Context, name string) (*coordinationv1.Lease, error) {
+	now := metav1.NewMicroTime(time.Now())
+	holder := b.cfg.Holder
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: b.cfg.Namespace, Labels: map[string]string{Label: b.cfg.Name}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: b.seconds(),
+			AcquireTime: &now, RenewTime: &now},
+	}
+	created, err := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace).Create(ctx, l, metav1.CreateOptions{})
+	if err != nil && !apierrors.IsAlreadyExists(err) {
+		return nil, fmt.Errorf("creating Lease %s/%s: %w", b.cfg.Namespace, name, err)
+	}
+	return created, err
+}
+
+// write updates a slot's Lease, as read, to this node: a renewal of the
+// node's own slot, or (takeOver) the taking of a released or expired one.
+// The update carries the resourceVersion read, so a conflict means someone
+// else changed the Lease first.
+func (b *Budget) write(ctx context.Context, l *coordinationv1.Lease, takeOver bool) (*coordinationv1.Lease, error) {
+	l = l.DeepCopy()
+	now := metav1.NewMicroTime(time.Now())
+	holder := b.cfg.Holder
+	l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &holder, &now, b.seconds()
+	if takeOver {
+		l.Spec.AcquireTime = &now
+		n := int32(1)
+		if l.Spec.LeaseTransitions != nil {
+			n = *l.Spec.LeaseTransitions + 1
+		}
+		l.Spec.LeaseTransitions = &n
+	}
+	updated, err := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{})
+	if err != nil && !apierrors.IsConflict(err) {
+		return nil, fmt.Errorf("updating Lease %s/%s: %w", b.cfg.Namespace, l.Name, err)
+	}
+	return updated, err
+}
