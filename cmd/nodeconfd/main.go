@@ -178,7 +178,7 @@ func start(args []string) error {
 	log.Info("Detected the OS updater", zap.String("node", o.nodeName), zap.String("updater", osupdate.Name(osu)))
 
 	api := &kube.Client{API: kapi, NodeName: o.nodeName}
-	slots, err := budget.New(budget.Config{Client: kc, Namespace: o.namespace, Name: o.budgetName, Slots: o.slots,
+	slots, err := budget.New(budget.Config{Client: kapi, Namespace: o.namespace, Name: o.budgetName, Slots: o.slots,
 		Holder: o.nodeName, Duration: o.leaseDuration, Log: log.Named("budget")})
 	if err != nil {
 		return err

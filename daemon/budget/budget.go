@@ -38,11 +38,11 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Label marks the budget's Leases; its value is the budget's name.
@@ -60,7 +60,7 @@ const reportEvery = 5 * time.Second
 
 // Config configures a Budget.
 type Config struct {
-	Client    kubernetes.Interface
+	Client    kube.API
 	Namespace string
 	// Name names the budget; its slots are the Leases <Name>-<i>.
 	Name string
@@ -173,7 +173,7 @@ func (b *Budget) Release(ctx context.Context) error {
 
 // delete deletes the Lease if it is still this node's.
 func (b *Budget) delete(ctx context.Context, l *coordinationv1.Lease) error {
-	leases := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace)
+	leases := b.cfg.Client.Leases(b.cfg.Namespace)
 	for {
 		rv := l.ResourceVersion
 		err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &rv}})
@@ -254,7 +254,7 @@ func (b *Budget) renewLoop(ctx context.Context, done chan struct{}) {
 // Lease changed under us: still ours (an earlier write whose answer was
 // lost) it is renewed again, someone else's and the slot is lost.
 func (b *Budget) renewLocked(ctx context.Context) error {
-	leases := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace)
+	leases := b.cfg.Client.Leases(b.cfg.Namespace)
 	l := b.held.DeepCopy()
 	now := metav1.NewMicroTime(time.Now())
 	l.Spec.RenewTime = &now

@@ -17,6 +17,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeconfd/nodeconfd/daemon/budget"
+	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
 
@@ -40,7 +41,7 @@ func TestBudgetOnAPIServer(t *testing.T) {
 	}
 	newBudget := func(t *testing.T, name, holder string, slots int, d time.Duration) *budget.Budget {
 		t.Helper()
-		b, err := budget.New(budget.Config{Client: kc, Namespace: ns, Name: name, Slots: slots, Holder: holder,
+		b, err := budget.New(budget.Config{Client: kubetest.API(kc, nil), Namespace: ns, Name: name, Slots: slots, Holder: holder,
 			Duration: d, Log: zaptest.NewLogger(t)})
 		if err != nil {
 			t.Fatal(err)

@@ -83,7 +83,7 @@ func earliest(a, b time.Time) time.Time {
 
 // list reads the budget's Leases by name, with the list's resourceVersion.
 func (b *Budget) list(ctx context.Context) (map[string]*coordinationv1.Lease, string, error) {
-	list, err := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{
+	list, err := b.cfg.Client.Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{Label: b.cfg.Name}.String(),
 	})
 	if err != nil {
@@ -99,7 +99,7 @@ func (b *Budget) list(ctx context.Context) (map[string]*coordinationv1.Lease, st
 // waitChange waits for any change to the budget's Leases after version rv,
 // or until until, whichever comes first.
 func (b *Budget) waitChange(ctx context.Context, rv string, until time.Time) error {
-	w, err := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace).Watch(ctx, metav1.ListOptions{
+	w, err := b.cfg.Client.Leases(b.cfg.Namespace).Watch(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{Label: b.cfg.Name}.String(), ResourceVersion: rv,
 	})
 	if err != nil {
@@ -136,7 +136,7 @@ func (b *Budget) create(ctx context.Context, name string) (*coordinationv1.Lease
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: b.seconds(),
 			AcquireTime: &now, RenewTime: &now},
 	}
-	created, err := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace).Create(ctx, l, metav1.CreateOptions{})
+	created, err := b.cfg.Client.Leases(b.cfg.Namespace).Create(ctx, l, metav1.CreateOptions{})
 	if err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, fmt.Errorf("creating Lease %s/%s: %w", b.cfg.Namespace, name, err)
 	}
@@ -160,7 +160,7 @@ func (b *Budget) write(ctx context.Context, l *coordinationv1.Lease, takeOver bo
 		}
 		l.Spec.LeaseTransitions = &n
 	}
-	updated, err := b.cfg.Client.CoordinationV1().Leases(b.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{})
+	updated, err := b.cfg.Client.Leases(b.cfg.Namespace).Update(ctx, l, metav1.UpdateOptions{})
 	if err != nil && !apierrors.IsConflict(err) {
 		return nil, fmt.Errorf("updating Lease %s/%s: %w", b.cfg.Namespace, l.Name, err)
 	}
