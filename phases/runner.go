@@ -341,6 +341,13 @@ func (r *Runner) SetCondition(t string, s metav1.ConditionStatus, reason, msg st
 	r.set(t, s, reason, msg)
 }
 
+// Warn records a Warning Event on the node and its MachineConfigNode.
+func (r *Runner) Warn(reason, message string) {
+	if r.Events != nil {
+		r.Events.Event(true, true, reason, message)
+	}
+}
+
 // SaveProgress writes the progress record to the node.
 func (r *Runner) SaveProgress() error {
 	data, err := r.Record.Marshal()
