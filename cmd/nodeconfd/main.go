@@ -72,7 +72,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-address", ":8798", "address of /metrics and /healthz (empty: off)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.policyFile, "post-action-policy", "", "YAML file of post-action rules that extend the defaults")
-	fs.DurationVar(&o.drainTimeout, "drain-timeout", time.Hour, "how long a drain may be blocked before --drain-timeout-action applies (0: no limit)")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", time.Hour, "how long a drain may take before --drain-timeout-action applies (0: no limit)")
 	fs.StringVar(&o.drainTimeoutAction, "drain-timeout-action", "retry",
 		"after --drain-timeout: retry (keep retrying; the status and a Warning Event say what blocks it, once per timeout) "+
 			"or fail (uncordon, report the blocking pods in NodeDegraded, write nothing, retry the update later)")

@@ -41,8 +41,8 @@ const (
 type Drainer struct {
 	Client   kubernetes.Interface
 	NodeName string
-	// Timeout is how long a drain may be blocked before it is reported
-	// (Blocked, once per period) or, with FailOnTimeout, given up; 0 means
+	// Timeout is how long a drain may take before it is reported blocked
+	// (once per timeout period) or, with FailOnTimeout, given up; 0 means
 	// no limit.
 	Timeout       time.Duration
 	FailOnTimeout bool
@@ -126,6 +126,12 @@ func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string
 	defer func() { w.Stop() }()
 	ticker := time.NewTicker(ReportEvery)
 	defer ticker.Stop()
+	var timeout <-chan time.Time
+	if r.d.Timeout > 0 {
+		timer := time.NewTicker(r.d.Timeout)
+		defer timer.Stop()
+		timeout = timer.C
+	}
 	for !r.done() {
 		r.startEvictions()
 		select {
@@ -146,7 +152,9 @@ func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string
 				return err
 			}
 		case <-ticker.C:
-			if err := r.tick(ctx, progress); err != nil {
+			r.report(ctx, progress)
+		case <-timeout:
+			if err := r.timedOut(ctx, progress); err != nil {
 				return err
 			}
 		}
@@ -165,29 +173,27 @@ func (r *run) resync(ctx context.Context) (watch.Interface, error) {
 	return r.d.watchPods(ctx, list.ResourceVersion)
 }
 
-// tick reports progress and applies the timeout policy.
-func (r *run) tick(ctx context.Context, progress phases.DrainProgress) error {
-	now := time.Now()
-	elapsed := now.Sub(r.start)
-	timeout := r.d.Timeout
-	view := r.view(ctx, now)
-	if timeout > 0 && elapsed >= timeout*time.Duration(r.periods+1) {
-		r.periods++
-		if r.d.FailOnTimeout {
-			blocking := view.Blocking()
-			r.d.logger().Warn("Drain timed out; giving up", zap.Duration("timeout", timeout), zap.String("blocking", blocking))
-			return fmt.Errorf("%w after %s: %s", phases.ErrDrainTimedOut, timeout, blocking)
-		}
-		blocking := view.String()
-		r.d.logger().Warn("Drain blocked past its timeout; still retrying", zap.Duration("timeout", timeout),
-			zap.String("blocking", blocking))
-		progress.Blocked(blocking)
-		r.reported = blocking
-		return nil
-	}
-	if msg := view.String(); msg != r.reported {
+// report shows the drain's progress when it changed since the last report.
+func (r *run) report(ctx context.Context, progress phases.DrainProgress) {
+	if msg := r.view(ctx, time.Now()).String(); msg != r.reported {
 		progress.Progress(msg)
 		r.reported = msg
 	}
+}
+
+// timedOut applies the timeout policy at the end of each timeout period:
+// give up (FailOnTimeout), or say the drain is blocked and on what.
+func (r *run) timedOut(ctx context.Context, progress phases.DrainProgress) error {
+	view := r.view(ctx, time.Now())
+	log := r.d.logger().With(zap.Duration("timeout", r.d.Timeout))
+	if r.d.FailOnTimeout {
+		blocking := view.Blocking()
+		log.Warn("Drain timed out; giving up", zap.String("blocking", blocking))
+		return fmt.Errorf("%w after %s: %s", phases.ErrDrainTimedOut, r.d.Timeout, blocking)
+	}
+	msg := view.String()
+	log.Warn("Drain blocked past its timeout; still retrying", zap.String("blocking", msg))
+	progress.Blocked(msg)
+	r.reported = msg
 	return nil
 }

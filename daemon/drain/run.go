@@ -58,7 +58,6 @@ type run struct {
 	refused                int // pods whose last eviction was refused
 	blockedSince           time.Time
 	blocked                time.Duration
-	periods                int // timeout periods reported
 	reported               string
 	// arrived are pods that came to the node during the drain; they are
 	// left alone (only a pod that tolerates the cordon or names the node
