@@ -130,10 +130,7 @@ func start(args []string) error {
 		return err
 	}
 	cfg.UserAgent = "nodeconfd/" + o.nodeName
-	// A drain of 100 pods is about 110 requests in a second: the burst
-	// covers it, and the drain's own bound on requests in flight keeps it
-	// inside the API server's priority-and-fairness share.
-	cfg.QPS, cfg.Burst = 50, 120
+	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
 	m.CountRequests(cfg)
 	kc, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
