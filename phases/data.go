@@ -131,6 +131,10 @@ type Data interface {
 	SetCondition(t string, s metav1.ConditionStatus, reason, msg string)
 	// Warn records a Warning Event on the node and its MachineConfigNode.
 	Warn(reason, message string)
+	// Interrupted is closed when a step that can wait without end (a
+	// blocked drain) should give up and let the daemon stop; nil when it
+	// never is.
+	Interrupted() <-chan struct{}
 
 	Configs() Configs
 	Cluster() Cluster

@@ -49,12 +49,26 @@ func Cordon() Phase {
 
 // Drain evicts the node's pods. A drain that gives up at its timeout (the
 // fail policy) undoes the cordon, so the node is not left cordoned by an
-// update that cannot go on, and the retry starts again from the cordon.
+// update that cannot go on, and the retry starts again from the cordon. A
+// drain interrupted for shutdown stops with ErrStopped and runs again at
+// the next start.
 func Drain() Phase {
 	return Phase{
 		Name: "drain", Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
-			res, err := d.Cluster().Drain(ctx, drainProgress{ctx: ctx, d: d})
+			dctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-d.Interrupted():
+					cancel()
+				case <-dctx.Done():
+				}
+			}()
+			res, err := d.Cluster().Drain(dctx, drainProgress{ctx: ctx, d: d})
+			if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+				return Outcome{}, ErrStopped
+			}
 			if errors.Is(err, ErrDrainTimedOut) {
 				return Outcome{}, undoCordon(ctx, d, err)
 			}

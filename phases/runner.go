@@ -47,6 +47,10 @@ type Runner struct {
 	Record *progress.Record
 	// Stopping, when set and true, stops the run before the next step.
 	Stopping func() bool
+	// Interrupt, when closed, makes a step that may wait without end (a
+	// blocked drain) give up with ErrStopped; it is not done and runs again
+	// at the next start.
+	Interrupt <-chan struct{}
 	// Conditions is the MachineConfigNode's status as last written; the
 	// runner updates it in place.
 	Conditions []metav1.Condition
@@ -204,6 +208,10 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		log.Info("Node is rebooting; the update goes on after boot")
 		return err
 	}
+	if errors.Is(err, ErrStopped) {
+		log.Info("Phase interrupted for shutdown; it runs again at the next start")
+		return err
+	}
 	if err != nil {
 		return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 	}
@@ -347,6 +355,9 @@ func (r *Runner) Warn(reason, message string) {
 		r.Events.Event(true, true, reason, message)
 	}
 }
+
+// Interrupted is closed when a long step should give up for shutdown.
+func (r *Runner) Interrupted() <-chan struct{} { return r.Interrupt }
 
 // SaveProgress writes the progress record to the node.
 func (r *Runner) SaveProgress() error {

@@ -40,6 +40,8 @@ type cluster struct {
 	calls []string
 	// drainErr, when set, is what Drain returns.
 	drainErr error
+	// drainBlocks makes Drain wait until its context ends.
+	drainBlocks bool
 }
 
 func (c *cluster) Cordon(context.Context) (bool, error) {
@@ -47,8 +49,12 @@ func (c *cluster) Cordon(context.Context) (bool, error) {
 	return true, nil
 }
 func (c *cluster) Uncordon(context.Context) error { c.calls = append(c.calls, "uncordon"); return nil }
-func (c *cluster) Drain(_ context.Context, p phases.DrainProgress) (phases.DrainResult, error) {
+func (c *cluster) Drain(ctx context.Context, p phases.DrainProgress) (phases.DrainResult, error) {
 	c.calls = append(c.calls, "drain")
+	if c.drainBlocks {
+		<-ctx.Done()
+		return phases.DrainResult{}, ctx.Err()
+	}
 	if c.drainErr != nil {
 		p.Blocked("Evicted 0/1 pods; waiting on pod default/web-0")
 		return phases.DrainResult{}, c.drainErr
@@ -287,5 +293,26 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	}
 	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon,cordon,drain" {
 		t.Errorf("cluster calls %s after the retry", got)
+	}
+}
+
+// A drain blocked without end gives up when the runner is interrupted (the
+// daemon is shutting down): the drain is not done and nothing is written.
+func TestRunnerInterruptStopsDrain(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{drainBlocks: true}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	interrupt := make(chan struct{})
+	r.Interrupt = interrupt
+	time.AfterFunc(50*time.Millisecond, func() { close(interrupt) })
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrStopped) {
+		t.Fatalf("Run: %v, want ErrStopped", err)
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Done("cordon") || rec.Done("drain") || len(h.written) != 0 {
+		t.Errorf("after the interrupt: steps %+v, written %v", rec.Steps, h.written)
 	}
 }

@@ -20,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -96,8 +97,9 @@ func TestDrainTimeoutFails(t *testing.T) {
 }
 
 // With the default policy a drain blocked past its timeout keeps retrying:
-// the Drained message says what blocks it, a Warning Event too, and the
-// update goes on once the budget is lifted.
+// the Drained message says what blocks it, a Warning Event too. A SIGTERM
+// stops it after the shutdown grace period, and the update goes on once the
+// budget is lifted.
 func TestDrainBlockedKeepsRetrying(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -130,13 +132,35 @@ func TestDrainBlockedKeepsRetrying(t *testing.T) {
 	if !getNode(t, name).Spec.Unschedulable {
 		t.Error("node uncordoned while its drain is still retrying")
 	}
+	// SIGTERM: the blocked drain gives up after the shutdown grace period,
+	// the daemon exits cleanly, and the next daemon drains again.
+	start := time.Now()
+	if err := n.StopDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	if took := time.Since(start); took > 15*time.Second {
+		t.Errorf("SIGTERM during a blocked drain took %s to stop the daemon", took)
+	}
+	if !strings.Contains(n.DaemonLog(), "Stopped") {
+		t.Error("the daemon did not exit cleanly")
+	}
+	data, err := os.ReadFile(filepath.Join(n.Sys.Root, "/var/lib/nodeconfd", progress.FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := progress.Unmarshal(data); err != nil || !rec.Done("cordon") || rec.Done("drain") {
+		t.Errorf("record after SIGTERM during the drain: %+v %v; want cordon done, drain not", rec, err)
+	}
+	if err := n.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
 	if err := bed.Kube.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, "web-"+name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := waitCurrent(ctx, log, "rendered-u7r-b"); err != nil {
 		t.Fatal(err)
 	}
-	if c := log.Condition("Drained"); c.Status != "True" || !strings.Contains(c.Message, "evictions were refused for") {
+	if c := log.Condition("Drained"); c.Status != "True" || c.Message != "Drained node: evicted 1 pod" {
 		t.Errorf("Drained = %s %q", c.Status, c.Message)
 	}
 	if getNode(t, name).Spec.Unschedulable {
