@@ -27,8 +27,8 @@ type UnownedError struct {
 }
 
 func (e *UnownedError) Error() string {
-	return fmt.Sprintf("%d pods have no controller that would recreate them: %s (evict them with --evict-unowned-pods, "+
-		"or move them off the node)", len(e.Pods), strings.Join(e.Pods, ", "))
+	return fmt.Sprintf("%s without a controller that would recreate them: %s (allow their eviction with "+
+		"--evict-unowned-pods, or move them off the node)", plural(len(e.Pods), "pod"), strings.Join(e.Pods, ", "))
 }
 
 // Select decides, for every pod of the node, whether the drain evicts it:
