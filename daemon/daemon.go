@@ -40,6 +40,10 @@ type Daemon struct {
 	Log     *zap.Logger
 	Backoff Backoff
 	Now     func() time.Time
+	// ShutdownGrace is how long a step that may wait without end (a
+	// blocked drain) goes on after SIGTERM before it gives up; 0 means
+	// DefaultShutdownGrace.
+	ShutdownGrace time.Duration
 
 	// Ready is closed once the daemon has registered its MachineConfigNode.
 	Ready chan struct{}
@@ -50,6 +54,10 @@ type Daemon struct {
 	drift    driftState
 	failures int
 }
+
+// DefaultShutdownGrace leaves a drain time to finish after SIGTERM, well
+// inside a pod's default 30 s termination grace period.
+const DefaultShutdownGrace = 10 * time.Second
 
 // Watcher delivers the latest state of the daemon's Node and
 // MachineConfigNode.
@@ -264,7 +272,17 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 	// between steps, once the current one is done and saved.
 	stepCtx := context.WithoutCancel(ctx)
 	r.Stopping = func() bool { return ctx.Err() != nil }
-	r.Interrupt = ctx
+	r.Shutdown = ctx
+	// A step that may wait without end is interrupted a grace period
+	// after the SIGTERM.
+	interrupt, interrupted := context.WithCancel(stepCtx)
+	defer interrupted()
+	grace := d.ShutdownGrace
+	if grace <= 0 {
+		grace = DefaultShutdownGrace
+	}
+	defer context.AfterFunc(ctx, func() { time.AfterFunc(grace, interrupted) })()
+	r.Interrupt = interrupt.Done()
 	if !rec.Done(stepDetect) {
 		log.Info("Update detected", zap.String("from", current))
 		r.Detected()

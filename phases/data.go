@@ -7,6 +7,8 @@ package phases
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -26,16 +28,38 @@ type Cluster interface {
 	// schedulable before (that is, whether this call cordoned it).
 	Cordon(ctx context.Context) (cordoned bool, err error)
 	Uncordon(ctx context.Context) error
-	// Drain evicts the node's pods; report receives live progress messages.
-	Drain(ctx context.Context, report func(message string)) (DrainResult, error)
+	// Drain evicts the node's pods and tells progress how it goes. With the
+	// fail policy it gives up after its timeout with an error that wraps
+	// ErrDrainTimedOut.
+	Drain(ctx context.Context, progress DrainProgress) (DrainResult, error)
 	// SetNodeState writes the node's currentConfig, state and reason
 	// annotations (empty values are left alone, except reason which is cleared).
 	SetNodeState(ctx context.Context, currentConfig, state, reason string) error
 }
 
-// DrainResult sums up a finished drain.
+// DrainProgress receives a running drain's news.
+type DrainProgress interface {
+	// Progress is the Drained condition's live message; it comes at most
+	// every few seconds.
+	Progress(message string)
+	// Blocked says the drain is past its timeout and still blocked, and on
+	// what; it comes once per timeout period.
+	Blocked(message string)
+}
+
+// ErrDrainTimedOut is wrapped by the error of a drain that gave up at its
+// timeout (the fail policy). The Drain phase then undoes its cordon, and the
+// update is retried later from the cordon.
+var ErrDrainTimedOut = errors.New("drain timed out")
+
+// DrainResult sums up a finished drain (the figures for metrics).
 type DrainResult struct {
-	Evicted int
+	// Evicted counts the pods evicted; Skipped the DaemonSet and mirror
+	// pods left in place.
+	Evicted, Skipped int
+	// Took is the drain's duration; Blocked the part of it during which at
+	// least one eviction was refused (a disruption budget, an error).
+	Took, Blocked time.Duration
 }
 
 // Txn is one update's writes on the node, undone in reverse order by Rollback.
@@ -136,6 +160,12 @@ type Data interface {
 	SetCurrentVersion(name string)
 	// SetCondition stages a condition other than the running phase's own.
 	SetCondition(t string, s metav1.ConditionStatus, reason, msg string)
+	// Warn records a Warning Event on the node and its MachineConfigNode.
+	Warn(reason, message string)
+	// Interrupted is closed when a step that can wait without end (a
+	// blocked drain) should give up and let the daemon stop; nil when it
+	// never is.
+	Interrupted() <-chan struct{}
 
 	Configs() Configs
 	Cluster() Cluster

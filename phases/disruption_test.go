@@ -130,7 +130,7 @@ func TestRunnerStopsWhileWaitingForSlot(t *testing.T) {
 	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	stop, cancel := context.WithCancel(context.Background())
-	r.Interrupt = stop
+	r.Shutdown = stop
 	r.Env.Disruption = &slots{block: true, waiting: cancel}
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrStopped) {
 		t.Fatalf("Run: %v, want ErrStopped", err)

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -30,10 +33,10 @@ func Cordon() Phase {
 			if err != nil {
 				return Outcome{}, fmt.Errorf("cordoning node %s: %w", d.Update().Node, err)
 			}
+			// Cordon reports the truth even after a restart (it finds its own
+			// cordon by its annotation), so the record follows it.
 			rec := d.Progress()
-			if cordoned {
-				rec.CordonedByUs = true
-			}
+			rec.CordonedByUs = cordoned
 			if err := d.SaveProgress(); err != nil {
 				return Outcome{}, err
 			}
@@ -45,19 +48,94 @@ func Cordon() Phase {
 	}
 }
 
-// Drain evicts the node's pods.
+// Drain evicts the node's pods. A drain that gives up at its timeout (the
+// fail policy) undoes the cordon, so the node is not left cordoned by an
+// update that cannot go on, and the retry starts again from the cordon. A
+// drain interrupted for shutdown stops with ErrStopped and runs again at
+// the next start.
 func Drain() Phase {
 	return Phase{
 		Name: "drain", Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
 		Wait: holdSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
-			res, err := d.Cluster().Drain(ctx, func(msg string) { _ = d.Report(ctx, msg) })
+			dctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			go func() {
+				select {
+				case <-d.Interrupted():
+					cancel()
+				case <-dctx.Done():
+				}
+			}()
+			res, err := d.Cluster().Drain(dctx, drainProgress{ctx: ctx, d: d})
+			if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+				return Outcome{}, ErrStopped
+			}
+			if errors.Is(err, ErrDrainTimedOut) {
+				return Outcome{}, undoCordon(ctx, d, err)
+			}
 			if err != nil {
 				return Outcome{}, fmt.Errorf("draining node %s: %w", d.Update().Node, err)
 			}
-			return Outcome{Message: fmt.Sprintf("Drained node: evicted %d pods", res.Evicted)}, nil
+			return Outcome{Message: drainedMessage(res)}, nil
 		},
 	}
+}
+
+// drainProgress shows a running drain in the Drained condition, and a drain
+// blocked past its timeout in a Warning Event too.
+type drainProgress struct {
+	ctx context.Context
+	d   Data
+}
+
+func (p drainProgress) Progress(msg string) { _ = p.d.Report(p.ctx, msg) }
+
+func (p drainProgress) Blocked(msg string) {
+	_ = p.d.Report(p.ctx, msg)
+	p.d.Warn("DrainBlocked", "Drain of node "+p.d.Update().Node+" is blocked: "+msg)
+}
+
+func drainedMessage(res DrainResult) string {
+	msg := "Drained node: evicted " + plural(res.Evicted, "pod")
+	if res.Skipped > 0 {
+		msg += fmt.Sprintf(", left %s of DaemonSets or static pods in place", plural(res.Skipped, "pod"))
+	}
+	if res.Blocked > 0 {
+		msg += fmt.Sprintf("; evictions were refused for %s", res.Blocked.Round(time.Second))
+	}
+	return msg
+}
+
+// undoCordon is the end of a drain that gave up: the cordon step is undone
+// (the record first, so a crash at any point leaves a record that cordons
+// again), the disruption slot given back, and the node uncordoned if this
+// daemon cordoned it.
+func undoCordon(ctx context.Context, d Data, drainErr error) error {
+	node := d.Update().Node
+	rec := d.Progress()
+	rec.Forget("cordon")
+	if err := d.SaveProgress(); err != nil {
+		return fmt.Errorf("draining node %s: %w; then %v", node, drainErr, err)
+	}
+	// The retry waits for a slot again before it cordons.
+	if err := releaseSlot(ctx, d); err != nil {
+		return fmt.Errorf("draining node %s: %w; then %v", node, drainErr, err)
+	}
+	if !rec.CordonedByUs {
+		return fmt.Errorf("draining node %s: %w; the node stays cordoned (it was cordoned before the update); retrying later",
+			node, drainErr)
+	}
+	if err := d.Cluster().Uncordon(ctx); err != nil {
+		return fmt.Errorf("draining node %s: %w; uncordoning it also failed: %v", node, drainErr, err)
+	}
+	rec.CordonedByUs = false
+	if err := d.SaveProgress(); err != nil {
+		return fmt.Errorf("draining node %s: %w; uncordoned it, then %v", node, drainErr, err)
+	}
+	d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned),
+		"Uncordoned after the drain timed out; the retry cordons again")
+	return fmt.Errorf("draining node %s: %w; uncordoned the node, nothing was written; retrying later", node, drainErr)
 }
 
 // Write applies files, units, SSH keys and OS changes. A failure rolls back

@@ -49,9 +49,13 @@ type Runner struct {
 	Record *progress.Record
 	// Stopping, when set and true, stops the run before the next step.
 	Stopping func() bool
-	// Interrupt, when set, is done when the daemon shuts down: it ends a
+	// Shutdown, when set, is done when the daemon shuts down: it ends a
 	// phase's Wait (nothing is done yet) and Run returns ErrStopped.
-	Interrupt context.Context
+	Shutdown context.Context
+	// Interrupt, when closed, makes a step that may wait without end (a
+	// blocked drain) give up with ErrStopped; it is not done and runs again
+	// at the next start.
+	Interrupt <-chan struct{}
 	// Conditions is the MachineConfigNode's status as last written; the
 	// runner updates it in place.
 	Conditions []metav1.Condition
@@ -218,6 +222,10 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		log.Info("Node is rebooting; the update goes on after boot")
 		return err
 	}
+	if errors.Is(err, ErrStopped) {
+		log.Info("Phase interrupted for shutdown; it runs again at the next start")
+		return err
+	}
 	if err != nil {
 		return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 	}
@@ -238,8 +246,8 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	if r.Interrupt != nil {
-		defer context.AfterFunc(r.Interrupt, cancel)()
+	if r.Shutdown != nil {
+		defer context.AfterFunc(r.Shutdown, cancel)()
 	}
 	r.current, r.waiting = p, true
 	err := p.Wait(wctx, r)
@@ -247,7 +255,7 @@ func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 	switch {
 	case err == nil:
 		return nil
-	case r.Interrupt != nil && r.Interrupt.Err() != nil:
+	case r.Shutdown != nil && r.Shutdown.Err() != nil:
 		log.Info("Stopped while waiting to start the phase")
 		if err := r.Flush(ctx); err != nil {
 			return err
@@ -379,6 +387,16 @@ func (r *Runner) Progress() *progress.Record { return r.Record }
 func (r *Runner) SetCondition(t string, s metav1.ConditionStatus, reason, msg string) {
 	r.set(t, s, reason, msg)
 }
+
+// Warn records a Warning Event on the node and its MachineConfigNode.
+func (r *Runner) Warn(reason, message string) {
+	if r.Events != nil {
+		r.Events.Event(true, true, reason, message)
+	}
+}
+
+// Interrupted is closed when a long step should give up for shutdown.
+func (r *Runner) Interrupted() <-chan struct{} { return r.Interrupt }
 
 // SaveProgress writes the progress record to the node.
 func (r *Runner) SaveProgress() error {

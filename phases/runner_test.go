@@ -3,6 +3,7 @@ package phases_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"strings"
 	"testing"
@@ -35,16 +36,30 @@ func (c configs) MachineConfig(_ context.Context, name string) (*mcfgv1.MachineC
 	return mc, nil
 }
 
-type cluster struct{ calls []string }
+type cluster struct {
+	calls []string
+	// drainErr, when set, is what Drain returns.
+	drainErr error
+	// drainBlocks makes Drain wait until its context ends.
+	drainBlocks bool
+}
 
 func (c *cluster) Cordon(context.Context) (bool, error) {
 	c.calls = append(c.calls, "cordon")
 	return true, nil
 }
 func (c *cluster) Uncordon(context.Context) error { c.calls = append(c.calls, "uncordon"); return nil }
-func (c *cluster) Drain(_ context.Context, report func(string)) (phases.DrainResult, error) {
+func (c *cluster) Drain(ctx context.Context, p phases.DrainProgress) (phases.DrainResult, error) {
 	c.calls = append(c.calls, "drain")
-	report("Evicted 1/1 pods")
+	if c.drainBlocks {
+		<-ctx.Done()
+		return phases.DrainResult{}, ctx.Err()
+	}
+	if c.drainErr != nil {
+		p.Blocked("Evicted 0/1 pods; waiting on pod default/web-0")
+		return phases.DrainResult{}, c.drainErr
+	}
+	p.Progress("Evicted 1/1 pods")
 	return phases.DrainResult{Evicted: 1}, nil
 }
 func (c *cluster) SetNodeState(_ context.Context, cur, state, _ string) error {
@@ -227,5 +242,77 @@ func TestRunnerResumesAfterReboot(t *testing.T) {
 	}
 	if n := strings.Count(strings.Join(units.CallLog(), ","), "reboot"); n != 1 {
 		t.Errorf("%d reboots, want 1", n)
+	}
+}
+
+// A drain that gives up at its timeout uncordons the node it cordoned,
+// writes nothing, and leaves a record whose retry cordons again.
+func TestRunnerDrainTimeoutUncordons(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl := &cluster{drainErr: fmt.Errorf("%w after 1m0s; waiting on pod default/web-0", phases.ErrDrainTimedOut)}
+	units, w := &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	err := r.Run(context.Background())
+	if !errors.Is(err, phases.ErrDrainTimedOut) || !strings.Contains(err.Error(), "uncordoned the node") {
+		t.Fatalf("Run: %v, want a drain timeout that uncordoned", err)
+	}
+	if err := r.Fail(context.Background(), err); err != nil {
+		t.Fatal(err)
+	}
+	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
+		t.Errorf("cluster calls %s, want cordon,drain,uncordon", got)
+	}
+	if len(h.written) != 0 || len(units.CallLog()) != 0 {
+		t.Errorf("wrote %v, systemd calls %v after a failed drain", h.written, units.CallLog())
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Done("cordon") || rec.Done("drain") || rec.CordonedByUs || !rec.Done("prepare") {
+		t.Errorf("record after the failed drain: %+v", rec)
+	}
+	if c := status.Find(w.last, status.Cordoned); c.Status != metav1.ConditionFalse {
+		t.Errorf("Cordoned = %s %q, want False", c.Status, c.Message)
+	}
+	if c := status.Find(w.last, status.NodeDegraded); c.Status != metav1.ConditionTrue ||
+		!strings.Contains(c.Message, "waiting on pod default/web-0") {
+		t.Errorf("NodeDegraded = %s %q", c.Status, c.Message)
+	}
+	// The retry: the same record runs the cordon again.
+	cl.drainErr = nil
+	r2 := &phases.Runner{Env: r.Env, Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec,
+		Conditions: w.last}
+	r2.Start("n1")
+	r2.Replay()
+	if err := r2.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("retry: %v", err)
+	}
+	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon,cordon,drain" {
+		t.Errorf("cluster calls %s after the retry", got)
+	}
+}
+
+// A drain blocked without end gives up when the runner is interrupted (the
+// daemon is shutting down): the drain is not done and nothing is written.
+func TestRunnerInterruptStopsDrain(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{drainBlocks: true}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	interrupt := make(chan struct{})
+	r.Interrupt = interrupt
+	time.AfterFunc(50*time.Millisecond, func() { close(interrupt) })
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrStopped) {
+		t.Fatalf("Run: %v, want ErrStopped", err)
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Done("cordon") || rec.Done("drain") || len(h.written) != 0 {
+		t.Errorf("after the interrupt: steps %+v, written %v", rec.Steps, h.written)
 	}
 }

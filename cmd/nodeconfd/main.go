@@ -17,7 +17,6 @@ import (
 
 	"go.uber.org/zap"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
 
@@ -65,6 +64,7 @@ type options struct {
 	nodeName, rootMount, kubeconfig, busAddress, pool string
 	metricsAddr, logFormat, policyFile                string
 	drainTimeout                                      time.Duration
+	drainTimeoutAction                                string
 	evictUnowned, debug                               bool
 	backoffInitial, backoffMax                        time.Duration
 	pullRetry                                         osupdate.Retry
@@ -85,7 +85,10 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-address", ":8798", "address of /metrics and /healthz (empty: off)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.policyFile, "post-action-policy", "", "YAML file of post-action rules that extend the defaults")
-	fs.DurationVar(&o.drainTimeout, "drain-timeout", time.Hour, "how long one drain may take before it fails and is retried")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", time.Hour, "how long a drain may take before --drain-timeout-action applies (0: no limit)")
+	fs.StringVar(&o.drainTimeoutAction, "drain-timeout-action", "retry",
+		"after --drain-timeout: retry (keep retrying; the status and a Warning Event say what blocks it, once per timeout) "+
+			"or fail (uncordon, report the blocking pods in NodeDegraded, write nothing, retry the update later)")
 	fs.BoolVar(&o.evictUnowned, "evict-unowned-pods", false, "also evict pods that no controller will recreate")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.DurationVar(&o.backoffInitial, "retry-initial", 5*time.Second, "first retry delay after a failed update")
@@ -109,6 +112,12 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.leaseDuration < 2*time.Second || o.leaseDuration%time.Second != 0 {
 		return o, fmt.Errorf("--disruption-lease-duration=%s: want whole seconds, at least 2s", o.leaseDuration)
+	}
+	if o.drainTimeoutAction != "retry" && o.drainTimeoutAction != "fail" {
+		return o, fmt.Errorf("--drain-timeout-action %q: want retry or fail", o.drainTimeoutAction)
+	}
+	if o.drainTimeout < 0 {
+		return o, fmt.Errorf("--drain-timeout %s: must not be negative", o.drainTimeout)
 	}
 	if o.busAddress == "" {
 		o.busAddress = "unix:path=" + filepath.Join(o.rootMount, "run/dbus/system_bus_socket")
@@ -148,12 +157,8 @@ func start(args []string) error {
 		return err
 	}
 	cfg.UserAgent = "nodeconfd/" + o.nodeName
-	cfg.QPS, cfg.Burst = 20, 40
+	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
 	m.CountRequests(cfg)
-	kc, err := kubernetes.NewForConfig(cfg)
-	if err != nil {
-		return fmt.Errorf("building the Kubernetes client: %w", err)
-	}
 	kapi, err := kube.NewAPI(cfg)
 	if err != nil {
 		return fmt.Errorf("building the API client: %w", err)
@@ -184,8 +189,8 @@ func start(args []string) error {
 		return err
 	}
 	defer slots.Close()
-	drainer := &drain.Drainer{Client: kc, NodeName: o.nodeName, Timeout: o.drainTimeout, EvictUnowned: o.evictUnowned,
-		Log: zap.NewStdLog(log.Named("drain")).Writer()}
+	drainer := &drain.Drainer{Client: kapi, NodeName: o.nodeName, Timeout: o.drainTimeout,
+		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Log: log.Named("drain")}
 	var events *kube.Events
 	d := &daemon.Daemon{
 		API:     api,

@@ -1,110 +1,199 @@
-// Package drain cordons, drains and uncordons the daemon's node with
-// k8s.io/kubectl/pkg/drain: evictions respect PodDisruptionBudgets,
-// DaemonSet pods are left alone and emptyDir data is deleted.
+// Package drain cordons, drains and uncordons the daemon's node on
+// client-go. A cordon carries an annotation so that an uncordon never lifts
+// an administrator's cordon. A drain evicts the node's pods through the
+// Eviction API (PodDisruptionBudgets respected; DaemonSet and mirror pods
+// left in place; pods without a controller only when allowed), a bounded
+// number at a time, retries refused evictions with backoff, and waits for
+// the pods to go with one watch, telling pods apart by UID. While it runs it
+// reports which pods block it and why.
 package drain
 
 import (
 	"context"
 	"fmt"
-	"io"
-	"sync"
 	"time"
 
+	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/kubernetes"
-	kdrain "k8s.io/kubectl/pkg/drain"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases"
 )
 
 // ReportEvery is the shortest interval between two progress reports.
 const ReportEvery = 3 * time.Second
 
-// Drainer drains one node.
+// DefaultConcurrency bounds the evictions in flight: enough for a node of
+// 100 pods to drain in about a second, few enough to stay well inside the
+// API server's priority-and-fairness share of one client.
+const DefaultConcurrency = 16
+
+// Retry delays of a refused eviction: doubling from retryFirst to retryMax.
+const (
+	retryFirst = time.Second
+	retryMax   = 5 * time.Second
+)
+
+// Drainer cordons and drains one node.
 type Drainer struct {
-	Client   kubernetes.Interface
+	Client   kube.API
 	NodeName string
-	// Timeout bounds one drain; 0 means no limit.
-	Timeout time.Duration
+	// Timeout is how long a drain may take before it is reported blocked
+	// (once per timeout period) or, with FailOnTimeout, given up; 0 means
+	// no limit.
+	Timeout       time.Duration
+	FailOnTimeout bool
 	// EvictUnowned allows evicting pods that no controller will recreate.
 	EvictUnowned bool
-	// Log receives the library's own progress lines.
-	Log io.Writer
+	// Concurrency bounds the evictions in flight; 0 means DefaultConcurrency.
+	Concurrency int
+	Log         *zap.Logger
 }
 
-// Cordon marks the node unschedulable; it reports false when it already was.
-func (d *Drainer) Cordon(ctx context.Context) (bool, error) {
-	node, err := d.Client.CoreV1().Nodes().Get(ctx, d.NodeName, metav1.GetOptions{})
+// Drain evicts every pod of the node that Select picks and waits until they
+// are gone. It reports progress while it runs (the first report after
+// ReportEvery), and past its timeout either reports the drain blocked once
+// per timeout period or, with FailOnTimeout, gives up with an error wrapping
+// phases.ErrDrainTimedOut.
+func (d *Drainer) Drain(ctx context.Context, progress phases.DrainProgress) (phases.DrainResult, error) {
+	start := time.Now()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	list, err := d.listPods(ctx)
 	if err != nil {
-		return false, err
+		return phases.DrainResult{}, err
 	}
-	if node.Spec.Unschedulable {
-		return false, nil
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
 	}
-	return true, d.setUnschedulable(ctx, node, true)
+	sel, err := Select(pods, d.EvictUnowned)
+	if err != nil {
+		return phases.DrainResult{Skipped: sel.Skipped}, err
+	}
+	log := d.logger()
+	log.Info("Draining node", zap.Int("pods", len(sel.Evict)), zap.Int("leftInPlace", sel.Skipped))
+	r := newRun(d, sel, start)
+	if len(sel.Evict) > 0 {
+		if err := r.loop(ctx, progress, list.ResourceVersion); err != nil {
+			return r.result(), err
+		}
+	}
+	res := r.result()
+	log.Info("Drained node", zap.Int("evicted", res.Evicted), zap.Duration("took", res.Took),
+		zap.Duration("blocked", res.Blocked))
+	return res, nil
 }
 
-// Uncordon marks the node schedulable.
-func (d *Drainer) Uncordon(ctx context.Context) error {
-	node, err := d.Client.CoreV1().Nodes().Get(ctx, d.NodeName, metav1.GetOptions{})
+func (d *Drainer) logger() *zap.Logger {
+	if d.Log == nil {
+		return zap.NewNop()
+	}
+	return d.Log.With(zap.String("node", d.NodeName))
+}
+
+func (d *Drainer) podSelector() string {
+	return fields.OneTermEqualSelector("spec.nodeName", d.NodeName).String()
+}
+
+func (d *Drainer) listPods(ctx context.Context) (*corev1.PodList, error) {
+	list, err := d.Client.Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: d.podSelector()})
+	if err != nil {
+		return nil, fmt.Errorf("listing the pods of node %s: %w", d.NodeName, err)
+	}
+	return list, nil
+}
+
+func (d *Drainer) watchPods(ctx context.Context, rv string) (watch.Interface, error) {
+	w, err := d.Client.Pods(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{
+		FieldSelector: d.podSelector(), ResourceVersion: rv, AllowWatchBookmarks: true})
+	if err != nil {
+		return nil, fmt.Errorf("watching the pods of node %s: %w", d.NodeName, err)
+	}
+	return w, nil
+}
+
+// loop runs evictions and follows the pods until every one is gone.
+func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string) error {
+	r.ctx = ctx
+	w, err := r.d.watchPods(ctx, rv)
 	if err != nil {
 		return err
 	}
-	return d.setUnschedulable(ctx, node, false)
-}
-
-func (d *Drainer) setUnschedulable(ctx context.Context, node *corev1.Node, v bool) error {
-	h := d.helper(ctx)
-	return kdrain.RunCordonOrUncordon(h, node, v)
-}
-
-func (d *Drainer) helper(ctx context.Context) *kdrain.Helper {
-	out := d.Log
-	if out == nil {
-		out = io.Discard
+	defer func() { w.Stop() }()
+	ticker := time.NewTicker(ReportEvery)
+	defer ticker.Stop()
+	var timeout <-chan time.Time
+	if r.d.Timeout > 0 {
+		timer := time.NewTicker(r.d.Timeout)
+		defer timer.Stop()
+		timeout = timer.C
 	}
-	return &kdrain.Helper{
-		Ctx:                 ctx,
-		Client:              d.Client,
-		Force:               d.EvictUnowned,
-		GracePeriodSeconds:  -1,
-		IgnoreAllDaemonSets: true,
-		DeleteEmptyDirData:  true,
-		Timeout:             d.Timeout,
-		Out:                 out,
-		ErrOut:              out,
-	}
-}
-
-// Drain evicts every pod of the node but DaemonSet and mirror pods, and
-// reports "Evicted i/n pods" as they go.
-func (d *Drainer) Drain(ctx context.Context, report func(string)) (phases.DrainResult, error) {
-	h := d.helper(ctx)
-	list, errs := h.GetPodsForDeletion(d.NodeName)
-	if len(errs) > 0 {
-		return phases.DrainResult{}, fmt.Errorf("listing pods to evict: %v", errs)
-	}
-	total := len(list.Pods())
-	var mu sync.Mutex
-	evicted := 0
-	last := time.Now()
-	report(fmt.Sprintf("Evicting %d pods", total))
-	h.OnPodDeletionOrEvictionFinished = func(pod *corev1.Pod, usingEviction bool, err error) {
-		if err != nil {
-			return
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		evicted++
-		// At most one status write every few seconds, and the last one.
-		if evicted == total || time.Since(last) >= ReportEvery {
-			last = time.Now()
-			report(fmt.Sprintf("Evicted %d/%d pods", evicted, total))
+	for !r.done() {
+		r.startEvictions()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case res := <-r.results:
+			r.onEvicted(res)
+		case uid := <-r.retries:
+			r.onRetry(uid)
+		case ev, ok := <-w.ResultChan():
+			if ok && ev.Type != watch.Error {
+				r.onEvent(ev)
+				continue
+			}
+			// The watch ended (or expired): list again, and watch from there.
+			w.Stop()
+			if w, err = r.resync(ctx); err != nil {
+				return err
+			}
+		case <-ticker.C:
+			r.report(ctx, progress)
+		case <-timeout:
+			if err := r.timedOut(ctx, progress); err != nil {
+				return err
+			}
 		}
 	}
-	if err := h.DeleteOrEvictPods(list.Pods()); err != nil {
-		return phases.DrainResult{Evicted: evicted}, err
+	return nil
+}
+
+// resync lists the node's pods again (the pods not listed are gone) and
+// starts a new watch.
+func (r *run) resync(ctx context.Context) (watch.Interface, error) {
+	list, err := r.d.listPods(ctx)
+	if err != nil {
+		return nil, err
 	}
-	return phases.DrainResult{Evicted: evicted}, nil
+	r.onList(list.Items)
+	return r.d.watchPods(ctx, list.ResourceVersion)
+}
+
+// report shows the drain's progress when it changed since the last report.
+func (r *run) report(ctx context.Context, progress phases.DrainProgress) {
+	if msg := r.view(ctx, time.Now()).String(); msg != r.reported {
+		progress.Progress(msg)
+		r.reported = msg
+	}
+}
+
+// timedOut applies the timeout policy at the end of each timeout period:
+// give up (FailOnTimeout), or say the drain is blocked and on what.
+func (r *run) timedOut(ctx context.Context, progress phases.DrainProgress) error {
+	view := r.view(ctx, time.Now())
+	log := r.d.logger().With(zap.Duration("timeout", r.d.Timeout))
+	if r.d.FailOnTimeout {
+		blocking := view.Blocking()
+		log.Warn("Drain timed out; giving up", zap.String("blocking", blocking))
+		return fmt.Errorf("%w after %s: %s", phases.ErrDrainTimedOut, r.d.Timeout, blocking)
+	}
+	msg := view.String()
+	log.Warn("Drain blocked past its timeout; still retrying", zap.String("blocking", msg))
+	progress.Blocked(msg)
+	r.reported = msg
+	return nil
 }

@@ -21,12 +21,16 @@ import (
 // memory footprint on every node).
 type API interface {
 	Nodes() Resource[*corev1.Node, *corev1.NodeList]
-	Pods(namespace string) Pods
+	Pods(namespace string) Resource[*corev1.Pod, *corev1.PodList]
 	PodDisruptionBudgets(namespace string) Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList]
 	Leases(namespace string) Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 	Events(namespace string) Resource[*corev1.Event, *corev1.EventList]
 	MachineConfigs() Resource[*mcfgv1.MachineConfig, *mcfgv1.MachineConfigList]
 	MachineConfigNodes() Resource[*mcfgv1.MachineConfigNode, *mcfgv1.MachineConfigNodeList]
+	// Evict posts a policy/v1 Eviction to its pod's eviction subresource,
+	// once: a refusal (429 from a PodDisruptionBudget) is returned at once
+	// for the caller to retry where it shows, not retried out of sight.
+	Evict(ctx context.Context, eviction *policyv1.Eviction) error
 }
 
 // Resource is one resource's typed client: the methods every client-go typed
@@ -40,11 +44,4 @@ type Resource[T runtime.Object, L runtime.Object] interface {
 	Delete(ctx context.Context, name string, opts metav1.DeleteOptions) error
 	Patch(ctx context.Context, name string, pt types.PatchType, data []byte, opts metav1.PatchOptions,
 		subresources ...string) (T, error)
-}
-
-// Pods is the pods client, with the eviction subresource.
-type Pods interface {
-	Resource[*corev1.Pod, *corev1.PodList]
-	// EvictV1 posts a policy/v1 Eviction to the pod's eviction subresource.
-	EvictV1(ctx context.Context, eviction *policyv1.Eviction) error
 }

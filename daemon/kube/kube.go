@@ -17,6 +17,15 @@ import (
 // FieldManager names the daemon in managedFields.
 const FieldManager = "nodeconfd"
 
+// The daemon's client-side rate limits. A drain of 100 pods is about 110
+// requests in a second: the burst covers it, and the drain's own bound on
+// requests in flight keeps it inside the API server's priority-and-fairness
+// share; steady state is a handful of requests a minute.
+const (
+	QPS   = 50
+	Burst = 120
+)
+
 // Node annotations (the compatible view of the update).
 const (
 	AnnotationPrefix  = "machineconfiguration.openshift.io/"

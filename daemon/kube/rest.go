@@ -86,9 +86,9 @@ func (a *restAPI) Nodes() Resource[*corev1.Node, *corev1.NodeList] {
 		func() *corev1.NodeList { return &corev1.NodeList{} })
 }
 
-func (a *restAPI) Pods(namespace string) Pods {
-	return pods{newClient(a, a.core, "pods", namespace, func() *corev1.Pod { return &corev1.Pod{} },
-		func() *corev1.PodList { return &corev1.PodList{} })}
+func (a *restAPI) Pods(namespace string) Resource[*corev1.Pod, *corev1.PodList] {
+	return newClient(a, a.core, "pods", namespace, func() *corev1.Pod { return &corev1.Pod{} },
+		func() *corev1.PodList { return &corev1.PodList{} })
 }
 
 func (a *restAPI) Events(namespace string) Resource[*corev1.Event, *corev1.EventList] {
@@ -118,13 +118,13 @@ func (a *restAPI) MachineConfigNodes() Resource[*mcfgv1.MachineConfigNode, *mcfg
 		func() *mcfgv1.MachineConfigNodeList { return &mcfgv1.MachineConfigNodeList{} })
 }
 
-// pods adds the eviction subresource to the generic pods client.
-type pods struct {
-	*gentype.ClientWithList[*corev1.Pod, *corev1.PodList]
+func (a *restAPI) Evict(ctx context.Context, eviction *policyv1.Eviction) error {
+	return postEviction(a.core, ctx, eviction)
 }
 
-// EvictV1 is client-go's PodInterface.EvictV1.
-func (p pods) EvictV1(ctx context.Context, eviction *policyv1.Eviction) error {
-	return p.GetClient().Post().Namespace(eviction.Namespace).Resource("pods").Name(eviction.Name).
-		SubResource("eviction").Body(eviction).Do(ctx).Error()
+// postEviction posts eviction through c, a client of the core group, with
+// no retry.
+func postEviction(c rest.Interface, ctx context.Context, eviction *policyv1.Eviction) error {
+	return c.Post().Namespace(eviction.Namespace).Resource("pods").Name(eviction.Name).SubResource("eviction").
+		Body(eviction).MaxRetries(0).Do(ctx).Error()
 }

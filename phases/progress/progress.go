@@ -63,6 +63,16 @@ func (r *Record) Finish(s Step) {
 	r.Steps = append(r.Steps, s)
 }
 
+// Forget marks the named step as not done, so that it runs again.
+func (r *Record) Forget(name string) {
+	for i := range r.Steps {
+		if r.Steps[i].Name == name {
+			r.Steps = append(r.Steps[:i], r.Steps[i+1:]...)
+			return
+		}
+	}
+}
+
 // Marshal encodes the record.
 func (r *Record) Marshal() ([]byte, error) {
 	return json.MarshalIndent(r, "", "  ")

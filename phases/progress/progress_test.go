@@ -29,3 +29,15 @@ func TestRoundTripAndVersion(t *testing.T) {
 		t.Error("bad JSON accepted")
 	}
 }
+
+func TestForget(t *testing.T) {
+	r := New("a", "b")
+	for _, s := range []string{"prepare", "cordon", "other"} {
+		r.Finish(Step{Name: s})
+	}
+	r.Forget("cordon")
+	r.Forget("never-done")
+	if r.Done("cordon") || !r.Done("prepare") || !r.Done("other") || len(r.Steps) != 2 {
+		t.Errorf("after Forget(cordon): %+v", r.Steps)
+	}
+}

@@ -153,6 +153,39 @@ func (l *StatusLog) WaitFor(ctx context.Context, t, s, reason string) error {
 	}
 }
 
+// WaitStatus waits until a status seen from snapshot index from on
+// satisfies match, and returns it.
+func (l *StatusLog) WaitStatus(ctx context.Context, from int, match func(mcfgv1.MachineConfigNodeStatus) bool) (mcfgv1.MachineConfigNodeStatus, error) {
+	for {
+		l.mu.Lock()
+		for i := from; i < len(l.snaps); i++ {
+			if match(l.snaps[i]) {
+				st := l.snaps[i]
+				l.mu.Unlock()
+				return st, nil
+			}
+		}
+		from = max(from, len(l.snaps))
+		l.mu.Unlock()
+		select {
+		case <-ctx.Done():
+			return mcfgv1.MachineConfigNodeStatus{}, fmt.Errorf("waiting for a status: %w; latest:\n%s", ctx.Err(), l.Describe())
+		case <-l.seen:
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Find returns the condition of type t in st, or nil.
+func Find(st mcfgv1.MachineConfigNodeStatus, t string) *metav1.Condition {
+	for i := range st.Conditions {
+		if st.Conditions[i].Type == t {
+			return &st.Conditions[i]
+		}
+	}
+	return nil
+}
+
 // Describe prints the latest conditions, one per line.
 func (l *StatusLog) Describe() string {
 	st := l.Latest()

@@ -4,12 +4,15 @@
 package kubetest
 
 import (
+	"context"
+
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
@@ -27,7 +30,19 @@ func (c clientsets) Nodes() kube.Resource[*corev1.Node, *corev1.NodeList] {
 	return c.k.CoreV1().Nodes()
 }
 
-func (c clientsets) Pods(namespace string) kube.Pods { return c.k.CoreV1().Pods(namespace) }
+func (c clientsets) Pods(namespace string) kube.Resource[*corev1.Pod, *corev1.PodList] {
+	return c.k.CoreV1().Pods(namespace)
+}
+
+// Evict is kube.API's Evict: one request, no retry. A fake clientset
+// records it as a create of pods/eviction.
+func (c clientsets) Evict(ctx context.Context, eviction *policyv1.Eviction) error {
+	if rc, ok := c.k.CoreV1().RESTClient().(*rest.RESTClient); ok && rc != nil {
+		return rc.Post().Namespace(eviction.Namespace).Resource("pods").Name(eviction.Name).
+			SubResource("eviction").Body(eviction).MaxRetries(0).Do(ctx).Error()
+	}
+	return c.k.CoreV1().Pods(eviction.Namespace).EvictV1(ctx, eviction)
+}
 
 func (c clientsets) PodDisruptionBudgets(namespace string) kube.Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList] {
 	return c.k.PolicyV1().PodDisruptionBudgets(namespace)

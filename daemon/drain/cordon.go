@@ -1,0 +1,93 @@
+package drain
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/util/retry"
+)
+
+// CordonedBy is the Node annotation that marks a cordon this daemon set. It
+// is written in the same patch as spec.unschedulable, so the two always
+// agree: an uncordon lifts only a cordon that carries it, and a daemon that
+// restarts finds its own cordon by it.
+const CordonedBy = "machineconfiguration.openshift.io/cordonedBy"
+
+// cordonedByValue is the annotation's value: who cordoned.
+const cordonedByValue = "nodeconfd"
+
+// fieldManager names the daemon in managedFields.
+const fieldManager = "nodeconfd"
+
+// Cordon marks the node unschedulable and reports whether this daemon
+// cordoned it: true when it did now or earlier (its annotation is there),
+// false when an administrator had cordoned it (that cordon is left as is).
+func (d *Drainer) Cordon(ctx context.Context) (bool, error) {
+	byUs := false
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := d.Client.Nodes().Get(ctx, d.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		ours := node.Annotations[CordonedBy] != ""
+		if node.Spec.Unschedulable && !ours {
+			byUs = false
+			return nil
+		}
+		byUs = true
+		if node.Spec.Unschedulable {
+			return nil
+		}
+		return d.patchCordon(ctx, node, true)
+	})
+	if err != nil {
+		return false, fmt.Errorf("cordoning node %s: %w", d.NodeName, err)
+	}
+	return byUs, nil
+}
+
+// Uncordon lifts the cordon this daemon set (the annotation is there) and
+// removes the annotation. A node without it is left alone: either it is
+// not cordoned, or an administrator cordoned it.
+func (d *Drainer) Uncordon(ctx context.Context) error {
+	err := retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := d.Client.Nodes().Get(ctx, d.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if node.Annotations[CordonedBy] == "" {
+			return nil
+		}
+		return d.patchCordon(ctx, node, false)
+	})
+	if err != nil {
+		return fmt.Errorf("uncordoning node %s: %w", d.NodeName, err)
+	}
+	return nil
+}
+
+// patchCordon sets spec.unschedulable and the annotation in one merge patch
+// that holds only if the node did not change since it was read.
+func (d *Drainer) patchCordon(ctx context.Context, node *corev1.Node, cordon bool) error {
+	var ann any // null removes the annotation
+	if cordon {
+		ann = cordonedByValue
+	}
+	patch, err := json.Marshal(map[string]any{
+		"metadata": map[string]any{
+			"resourceVersion": node.ResourceVersion,
+			"annotations":     map[string]any{CordonedBy: ann},
+		},
+		"spec": map[string]any{"unschedulable": cordon},
+	})
+	if err != nil {
+		return err
+	}
+	_, err = d.Client.Nodes().Patch(ctx, node.Name, types.MergePatchType, patch,
+		metav1.PatchOptions{FieldManager: fieldManager})
+	return err
+}

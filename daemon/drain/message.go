@@ -1,0 +1,174 @@
+package drain
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+)
+
+// maxBlockers is how many blocking pods a message names; the rest are
+// counted.
+const maxBlockers = 5
+
+// blocker is a pod the drain waits on, and why.
+type blocker struct {
+	Pod, Why string
+}
+
+// progressView is what a progress message says.
+type progressView struct {
+	Evicted, Total, Terminating int
+	Blockers                    []blocker
+	Elapsed, Timeout            time.Duration
+}
+
+// Blocking says what the drain waits on, without the times.
+func (v progressView) Blocking() string {
+	msg := fmt.Sprintf("Evicted %d/%d pods", v.Evicted, v.Total)
+	if v.Terminating > 0 {
+		msg += fmt.Sprintf(", %d terminating", v.Terminating)
+	}
+	if len(v.Blockers) == 0 {
+		return msg
+	}
+	bs := append([]blocker(nil), v.Blockers...)
+	sort.Slice(bs, func(i, j int) bool { return bs[i].Pod < bs[j].Pod })
+	var parts []string
+	for i, b := range bs {
+		if i == maxBlockers {
+			parts = append(parts, fmt.Sprintf("and %d more pods", len(bs)-maxBlockers))
+			break
+		}
+		parts = append(parts, "pod "+b.Pod+": "+b.Why)
+	}
+	return msg + "; waiting on " + strings.Join(parts, "; ")
+}
+
+// String is the progress message: what the drain waits on, since when, and
+// against which timeout.
+func (v progressView) String() string {
+	var when []string
+	if len(v.Blockers) > 0 {
+		when = append(when, "retrying every "+retryMax.String())
+	}
+	elapsed := v.Elapsed.Round(time.Second)
+	switch {
+	case v.Timeout <= 0:
+		when = append(when, elapsed.String()+" so far, no timeout")
+	case v.Elapsed < v.Timeout:
+		when = append(when, fmt.Sprintf("%s of %s", elapsed, v.Timeout))
+	default:
+		when = append(when, fmt.Sprintf("%s, past the %s drain timeout", elapsed, v.Timeout))
+	}
+	return v.Blocking() + " (" + strings.Join(when, ", ") + ")"
+}
+
+// view sums up the run at now. For pods refused by a disruption budget it
+// reads the budgets of their namespaces (one LIST each) to name them and
+// their allowed disruptions.
+func (r *run) view(ctx context.Context, now time.Time) progressView {
+	v := progressView{Total: len(r.pods), Elapsed: now.Sub(r.start), Timeout: r.d.Timeout}
+	budgets := map[string][]policyv1.PodDisruptionBudget{}
+	for _, t := range r.pods {
+		switch t.state {
+		case stateGone:
+			v.Evicted++
+			continue
+		case stateTerminating:
+			v.Evicted++
+			v.Terminating++
+			if why := stuckTerminating(t.pod, now); why != "" {
+				v.Blockers = append(v.Blockers, blocker{Pod: podName(t.pod), Why: why})
+			}
+			continue
+		}
+		if t.refusal == "" {
+			continue
+		}
+		why := t.refusal
+		if t.byBudget {
+			ns := t.pod.Namespace
+			if _, ok := budgets[ns]; !ok {
+				budgets[ns] = r.d.listBudgets(ctx, ns)
+			}
+			if b := budgetsOf(t.pod, budgets[ns]); len(b) > 0 {
+				why = describeBudgets(b)
+			}
+		}
+		v.Blockers = append(v.Blockers, blocker{Pod: podName(t.pod), Why: why})
+	}
+	return v
+}
+
+// stuckTerminating says how long a pod has been terminating past its grace
+// period, or "" when it is within it.
+func stuckTerminating(p *corev1.Pod, now time.Time) string {
+	if p.DeletionTimestamp == nil {
+		return ""
+	}
+	// deletionTimestamp is when the grace period ends.
+	past := now.Sub(p.DeletionTimestamp.Time).Round(time.Second)
+	if past < time.Second {
+		return ""
+	}
+	grace := int64(0)
+	if p.DeletionGracePeriodSeconds != nil {
+		grace = *p.DeletionGracePeriodSeconds
+	}
+	return fmt.Sprintf("still terminating %s past its %ds grace period", past, grace)
+}
+
+// listBudgets lists a namespace's disruption budgets; nil when it cannot.
+func (d *Drainer) listBudgets(ctx context.Context, ns string) []policyv1.PodDisruptionBudget {
+	list, err := d.Client.PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		d.logger().Debug("Cannot list disruption budgets", zap.String("namespace", ns), zap.Error(err))
+		return nil
+	}
+	return list.Items
+}
+
+// budgetsOf picks the budgets that select the pod, as the Eviction API does:
+// a budget without a selector selects nothing, an empty one everything.
+func budgetsOf(p *corev1.Pod, all []policyv1.PodDisruptionBudget) []policyv1.PodDisruptionBudget {
+	var out []policyv1.PodDisruptionBudget
+	for _, b := range all {
+		if b.Spec.Selector == nil {
+			continue
+		}
+		sel, err := metav1.LabelSelectorAsSelector(b.Spec.Selector)
+		if err != nil || !sel.Matches(labels.Set(p.Labels)) {
+			continue
+		}
+		out = append(out, b)
+	}
+	return out
+}
+
+// describeBudgets says which budgets refuse an eviction and what they allow.
+func describeBudgets(bs []policyv1.PodDisruptionBudget) string {
+	var parts []string
+	for _, b := range bs {
+		s := fmt.Sprintf("PodDisruptionBudget %s allows %s", b.Name, plural(int(b.Status.DisruptionsAllowed), "disruption"))
+		if b.Status.DesiredHealthy > 0 || b.Status.CurrentHealthy > 0 {
+			s += fmt.Sprintf(" (%d healthy, needs %d)", b.Status.CurrentHealthy, b.Status.DesiredHealthy)
+		}
+		parts = append(parts, s)
+	}
+	return strings.Join(parts, "; ")
+}
+
+func plural(n int, what string) string {
+	if n == 1 {
+		return "1 " + what
+	}
+	return fmt.Sprintf("%d %ss", n, what)
+}

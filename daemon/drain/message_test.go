@@ -1,0 +1,139 @@
+package drain
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+func TestProgressMessage(t *testing.T) {
+	pdb := blocker{"apps/web-0", "PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3)"}
+	for _, tc := range []struct {
+		name string
+		v    progressView
+		want string
+	}{
+		{"waiting on terminations",
+			progressView{Evicted: 7, Total: 12, Terminating: 2, Elapsed: 4200 * time.Millisecond, Timeout: time.Hour},
+			"Evicted 7/12 pods, 2 terminating (4s of 1h0m0s)"},
+		{"blocked by a budget",
+			progressView{Evicted: 11, Total: 12, Blockers: []blocker{pdb}, Elapsed: 192 * time.Second, Timeout: time.Hour},
+			"Evicted 11/12 pods; waiting on pod apps/web-0: PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3) " +
+				"(retrying every 5s, 3m12s of 1h0m0s)"},
+		{"past the timeout",
+			progressView{Evicted: 11, Total: 12, Blockers: []blocker{pdb}, Elapsed: 61 * time.Minute, Timeout: time.Hour},
+			"Evicted 11/12 pods; waiting on pod apps/web-0: PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3) " +
+				"(retrying every 5s, 1h1m0s, past the 1h0m0s drain timeout)"},
+		{"no timeout", progressView{Evicted: 1, Total: 2, Elapsed: 3 * time.Second}, "Evicted 1/2 pods (3s so far, no timeout)"},
+		{"blockers sorted, several reasons",
+			progressView{Evicted: 0, Total: 3, Blockers: []blocker{
+				{"b/y", "eviction failed: etcdserver: request timed out"},
+				{"a/x", "still terminating 12s past its 30s grace period"},
+			}, Elapsed: 6 * time.Second, Timeout: time.Minute},
+			"Evicted 0/3 pods; waiting on pod a/x: still terminating 12s past its 30s grace period; " +
+				"pod b/y: eviction failed: etcdserver: request timed out (retrying every 5s, 6s of 1m0s)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.v.String(); got != tc.want {
+				t.Errorf("got  %q\nwant %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestProgressMessageNamesAtMostFivePods(t *testing.T) {
+	v := progressView{Total: 8}
+	for i := 0; i < 8; i++ {
+		v.Blockers = append(v.Blockers, blocker{fmt.Sprintf("apps/p%d", i), "x"})
+	}
+	want := "Evicted 0/8 pods; waiting on pod apps/p0: x; pod apps/p1: x; pod apps/p2: x; pod apps/p3: x; pod apps/p4: x; and 3 more pods"
+	if got := v.Blocking(); got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
+	}
+}
+
+func TestStuckTerminating(t *testing.T) {
+	now := time.Date(2030, 1, 1, 12, 0, 0, 0, time.UTC)
+	grace := int64(30)
+	for _, tc := range []struct {
+		name    string
+		deleted *time.Time
+		want    string
+	}{
+		{"not terminating", nil, ""},
+		{"within its grace period", ptr(now.Add(10 * time.Second)), ""},
+		{"just at its end", ptr(now.Add(-300 * time.Millisecond)), ""},
+		{"past it", ptr(now.Add(-42 * time.Second)), "still terminating 42s past its 30s grace period"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &corev1.Pod{}
+			if tc.deleted != nil {
+				ts := metav1.NewTime(*tc.deleted)
+				p.DeletionTimestamp, p.DeletionGracePeriodSeconds = &ts, &grace
+			}
+			if got := stuckTerminating(p, now); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestBudgetsOf(t *testing.T) {
+	budget := func(name string, sel *metav1.LabelSelector, allowed int32) policyv1.PodDisruptionBudget {
+		return policyv1.PodDisruptionBudget{ObjectMeta: metav1.ObjectMeta{Name: name}, Spec: policyv1.PodDisruptionBudgetSpec{Selector: sel},
+			Status: policyv1.PodDisruptionBudgetStatus{DisruptionsAllowed: allowed, CurrentHealthy: 2, DesiredHealthy: 2}}
+	}
+	all := []policyv1.PodDisruptionBudget{
+		budget("web", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "web"}}, 0),
+		budget("db", &metav1.LabelSelector{MatchLabels: map[string]string{"app": "db"}}, 1),
+		budget("none", nil, 0),
+		budget("everything", &metav1.LabelSelector{}, 1),
+	}
+	p := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Labels: map[string]string{"app": "web"}}}
+	got := budgetsOf(p, all)
+	if len(got) != 2 || got[0].Name != "web" || got[1].Name != "everything" {
+		t.Fatalf("budgets of an app=web pod: %v", got)
+	}
+	want := "PodDisruptionBudget web allows 0 disruptions (2 healthy, needs 2); PodDisruptionBudget everything allows 1 disruption (2 healthy, needs 2)"
+	if s := describeBudgets(got); s != want {
+		t.Errorf("got  %q\nwant %q", s, want)
+	}
+}
+
+func TestClassify(t *testing.T) {
+	budgetErr := apierrors.NewTooManyRequests("Cannot evict pod as it would violate the pod's disruption budget.", 0)
+	budgetErr.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: policyv1.DisruptionBudgetCause,
+		Message: "The disruption budget web needs 3 healthy pods and has 3 currently"}}
+	pods := schema.GroupResource{Resource: "pods"}
+	for _, tc := range []struct {
+		name    string
+		err     error
+		want    outcome
+		wantWhy string
+	}{
+		{"accepted", nil, outcomeAccepted, ""},
+		{"already deleted", apierrors.NewNotFound(pods, "web-0"), outcomeGone, ""},
+		{"the name is a new pod's (UID precondition)", apierrors.NewConflict(pods, "web-0", errors.New("Precondition failed: UID")), outcomeGone, ""},
+		{"refused by a budget", budgetErr, outcomeBudget, "The disruption budget web needs 3 healthy pods and has 3 currently"},
+		{"throttled (429 without a budget)", apierrors.NewTooManyRequests("slow down", 1), outcomeFailed,
+			"eviction failed: slow down"},
+		{"server error", apierrors.NewInternalError(errors.New("This pod has more than one PodDisruptionBudget")), outcomeFailed,
+			"eviction failed: Internal error occurred: This pod has more than one PodDisruptionBudget"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := classify(tc.err)
+			if got != tc.want || why != tc.wantWhy {
+				t.Errorf("classify: %d %q, want %d %q", got, why, tc.want, tc.wantWhy)
+			}
+		})
+	}
+}

@@ -1,0 +1,237 @@
+package drain
+
+import (
+	"context"
+	"time"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodeconfd/nodeconfd/phases"
+)
+
+// podState is where one pod of a drain is.
+type podState int
+
+const (
+	statePending     podState = iota // to be evicted
+	stateEvicting                    // eviction request in flight
+	stateRetrying                    // eviction refused; retried after a delay
+	stateTerminating                 // eviction accepted; the pod has not gone yet
+	stateGone                        // deleted, or replaced by a new pod of the same name
+)
+
+// tracked is one pod the drain evicts, identified by UID.
+type tracked struct {
+	pod      *corev1.Pod // as last seen
+	state    podState
+	attempts int
+	// refusal is why the last eviction was refused ("" once accepted);
+	// byBudget marks a refusal by a PodDisruptionBudget.
+	refusal  string
+	byBudget bool
+}
+
+type evictResult struct {
+	uid types.UID
+	err error
+}
+
+// run is one drain's state. Only the loop's goroutine touches it; eviction
+// requests and retry timers report back on channels.
+type run struct {
+	d *Drainer
+	// ctx ends with the drain; the retry timers give up then.
+	ctx   context.Context
+	start time.Time
+	pods  map[types.UID]*tracked
+	// byKey maps namespace/name to the UID of the tracked pod of that name.
+	byKey    map[string]types.UID
+	queue    []types.UID
+	inFlight int
+	results  chan evictResult
+	retries  chan types.UID
+
+	left, evicted, skipped int
+	refused                int // pods whose last eviction was refused
+	blockedSince           time.Time
+	blocked                time.Duration
+	reported               string
+	// arrived are pods that came to the node during the drain; they are
+	// left alone (only a pod that tolerates the cordon or names the node
+	// can arrive) and logged once.
+	arrived map[types.UID]bool
+}
+
+func newRun(d *Drainer, sel Selection, start time.Time) *run {
+	r := &run{d: d, start: start, pods: map[types.UID]*tracked{}, byKey: map[string]types.UID{},
+		results: make(chan evictResult), retries: make(chan types.UID), skipped: sel.Skipped,
+		arrived: map[types.UID]bool{}}
+	for _, p := range sel.Evict {
+		t := &tracked{pod: p}
+		r.pods[p.UID] = t
+		r.byKey[podName(p)] = p.UID
+		r.left++
+		if p.DeletionTimestamp != nil {
+			t.state = stateTerminating // being deleted already: only wait
+			continue
+		}
+		r.queue = append(r.queue, p.UID)
+	}
+	return r
+}
+
+func (r *run) done() bool { return r.left == 0 }
+
+func (r *run) concurrency() int {
+	if r.d.Concurrency > 0 {
+		return r.d.Concurrency
+	}
+	return DefaultConcurrency
+}
+
+// startEvictions starts queued evictions up to the concurrency bound.
+func (r *run) startEvictions() {
+	ctx := r.ctx
+	for len(r.queue) > 0 && r.inFlight < r.concurrency() {
+		uid := r.queue[0]
+		r.queue = r.queue[1:]
+		t := r.pods[uid]
+		if t.state != statePending {
+			continue
+		}
+		t.state = stateEvicting
+		t.attempts++
+		r.inFlight++
+		pod := t.pod
+		go func() {
+			err := r.d.evict(ctx, pod)
+			select {
+			case r.results <- evictResult{uid: pod.UID, err: err}:
+			case <-ctx.Done():
+			}
+		}()
+	}
+}
+
+func (r *run) onEvicted(res evictResult) {
+	r.inFlight--
+	t := r.pods[res.uid]
+	out, why := classify(res.err)
+	switch out {
+	case outcomeAccepted:
+		r.evicted++
+		r.setRefusal(t, "", false)
+		if t.state == stateEvicting {
+			t.state = stateTerminating
+		}
+	case outcomeGone:
+		r.setRefusal(t, "", false)
+		r.gone(t)
+	default:
+		if t.state != stateEvicting {
+			return
+		}
+		if why != t.refusal {
+			r.d.logger().Info("Eviction refused; retrying", zap.String("pod", podName(t.pod)), zap.String("why", why))
+		}
+		r.setRefusal(t, why, out == outcomeBudget)
+		t.state = stateRetrying
+		delay := min(retryFirst<<min(t.attempts-1, 8), retryMax)
+		uid := res.uid
+		time.AfterFunc(delay, func() {
+			select {
+			case r.retries <- uid:
+			case <-r.ctx.Done():
+			}
+		})
+	}
+}
+
+func (r *run) onRetry(uid types.UID) {
+	if t := r.pods[uid]; t.state == stateRetrying {
+		t.state = statePending
+		r.queue = append(r.queue, uid)
+	}
+}
+
+// setRefusal records why a pod's eviction is refused and sums up the time
+// during which any eviction stood refused.
+func (r *run) setRefusal(t *tracked, why string, byBudget bool) {
+	was := t.refusal != ""
+	t.refusal, t.byBudget = why, byBudget
+	switch is := why != ""; {
+	case is && !was:
+		if r.refused == 0 {
+			r.blockedSince = time.Now()
+		}
+		r.refused++
+	case !is && was:
+		r.refused--
+		if r.refused == 0 {
+			r.blocked += time.Since(r.blockedSince)
+		}
+	}
+}
+
+func (r *run) gone(t *tracked) {
+	if t.state == stateGone {
+		return
+	}
+	r.setRefusal(t, "", false)
+	t.state = stateGone
+	r.left--
+}
+
+// onEvent follows the watch: a tracked pod is gone when it is deleted, or
+// when a pod of the same name but another UID shows up (a StatefulSet
+// recreated it).
+func (r *run) onEvent(ev watch.Event) {
+	pod, ok := ev.Object.(*corev1.Pod)
+	if !ok {
+		return // a bookmark
+	}
+	key := podName(pod)
+	uid, known := r.byKey[key]
+	t := r.pods[uid]
+	switch {
+	case known && uid == pod.UID && ev.Type == watch.Deleted:
+		r.gone(t)
+	case known && uid == pod.UID:
+		t.pod = pod
+	case ev.Type != watch.Deleted:
+		if known {
+			r.gone(t)
+		}
+		if !r.arrived[pod.UID] {
+			r.arrived[pod.UID] = true
+			r.d.logger().Info("Pod arrived on the node during the drain; left in place", zap.String("pod", key),
+				zap.String("uid", string(pod.UID)))
+		}
+	}
+}
+
+// onList marks gone every tracked pod a fresh list no longer has.
+func (r *run) onList(items []corev1.Pod) {
+	have := map[types.UID]*corev1.Pod{}
+	for i := range items {
+		have[items[i].UID] = &items[i]
+	}
+	for uid, t := range r.pods {
+		if p, ok := have[uid]; ok {
+			t.pod = p
+		} else {
+			r.gone(t)
+		}
+	}
+}
+
+func (r *run) result() phases.DrainResult {
+	blocked := r.blocked
+	if r.refused > 0 {
+		blocked += time.Since(r.blockedSince)
+	}
+	return phases.DrainResult{Evicted: r.evicted, Skipped: r.skipped, Took: time.Since(r.start), Blocked: blocked}
+}
