@@ -166,6 +166,10 @@ func (d *Daemon) adopt(ctx context.Context, desired string) (bool, error) {
 		log.Info("Node has no currentConfig and differs from the desired config; updating it", zap.Error(err))
 		return false, nil
 	}
+	if err := phases.CheckOS(ctx, d.Env.OS, cfg); err != nil {
+		log.Info("Node has no currentConfig and its booted OS differs from the desired config; updating it", zap.Error(err))
+		return false, nil
+	}
 	if err := d.API.SetNodeState(ctx, desired, phases.StateDone, ""); err != nil {
 		return false, err
 	}

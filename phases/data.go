@@ -102,18 +102,35 @@ type Units interface {
 type OSUpdater interface {
 	// Name names the updater ("rpm-ostree", "bootc").
 	Name() string
-	// Supports returns nil when the updater can make the change, else why
-	// not; the update is then refused in prepare.
-	Supports(imageChanged, kargsChanged bool) error
-	// Stage stages the image (when not "") and the kernel argument changes,
-	// to take effect at the next boot, and says what it staged. Staging
-	// what is already staged does nothing, so a resumed update converges.
-	Stage(ctx context.Context, image string, kargsRemoved, kargsAdded []string) (string, error)
+	// Supports returns nil when the updater can stage image (when not "")
+	// and, when kargsChanged, kernel argument changes; else why not. The
+	// update is then refused in prepare.
+	Supports(image string, kargsChanged bool) error
+	// Stage stages the change, to take effect at the next boot, and says
+	// what it staged. What is already staged, or already booted, is not
+	// staged again, so a resumed update converges.
+	Stage(ctx context.Context, c OSChange) (string, error)
+	// Unstage removes a pending deployment (staged, or left by a boot that
+	// fell back), so that the next boot does not bring it up; it says what
+	// it removed, "" when nothing was pending.
+	Unstage(ctx context.Context) (string, error)
 	// Booted reads the booted deployment and whether it runs image.
 	Booted(ctx context.Context, image string) (BootedOS, error)
 	// Cleanup runs after a good boot into the update (rpm-ostree drops the
 	// rollback deployment) and says what it did.
 	Cleanup(ctx context.Context) (string, error)
+}
+
+// OSChange is an update's OS change: the image to stage and the kernel
+// argument edit, relative to the booted deployment.
+type OSChange struct {
+	// Image is the image to stage; "" leaves the image alone.
+	Image string
+	// KernelArgs are the desired config's kernel arguments.
+	KernelArgs []string
+	// Removed and Added are the kernel arguments to delete and append, in
+	// order, duplicates kept.
+	Removed, Added []string
 }
 
 // BootedOS is the deployment the node booted.

@@ -158,6 +158,14 @@ func Write() Phase {
 				if len(u.Diff.ChangedUnits)+len(u.Diff.RemovedUnits) > 0 {
 					_ = d.Units().DaemonReload(ctx)
 				}
+				// A deployment staged before the failure (an image before
+				// its kernel arguments) would come up at the next reboot.
+				if u.Diff.OSChanged() {
+					if _, usErr := d.OS().Unstage(ctx); usErr != nil {
+						return Outcome{}, fmt.Errorf("%w (rolled back this update's writes; removing the staged OS deployment failed: %v)", err, usErr)
+					}
+					return Outcome{}, fmt.Errorf("%w (rolled back this update's writes and the staged OS deployment)", err)
+				}
 				return Outcome{}, fmt.Errorf("%w (rolled back this update's writes)", err)
 			}
 			if err := txn.Commit(); err != nil {
@@ -210,17 +218,9 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 			return "", err
 		}
 	}
-	staged := ""
-	if diff.OSChanged() {
-		u := d.Update()
-		image := ""
-		if diff.OSImageChanged {
-			image = u.Desired.OSImageURL
-		}
-		var err error
-		if staged, err = d.OS().Stage(ctx, image, diff.KernelArgsRemoved, diff.KernelArgsAdded); err != nil {
-			return "", fmt.Errorf("staging the OS update with %s: %w", d.OS().Name(), err)
-		}
+	staged, err := writeOS(ctx, d)
+	if err != nil {
+		return "", err
 	}
 	parts := []string{plural(len(diff.ChangedFiles), "file")}
 	if n := len(diff.RemovedFiles); n > 0 {
@@ -236,6 +236,36 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 		return "Applied " + strings.Join(append(parts, "OS unchanged"), ", "), nil
 	}
 	return "Applied " + strings.Join(parts, ", ") + ". " + staged, nil
+}
+
+// writeOS stages the update's OS change. An update with none removes a
+// pending deployment it did not plan (left by a boot that fell back), which
+// its reboot, or any later one, would otherwise bring up.
+func writeOS(ctx context.Context, d Data) (string, error) {
+	u := d.Update()
+	osu := d.OS()
+	if osu == nil {
+		return "", nil
+	}
+	if !u.Diff.OSChanged() {
+		removed, err := osu.Unstage(ctx)
+		if err != nil {
+			return "", fmt.Errorf("removing a pending OS deployment with %s: %w", osu.Name(), err)
+		}
+		if removed != "" {
+			removed = strings.ToUpper(removed[:1]) + removed[1:]
+		}
+		return removed, nil
+	}
+	c := OSChange{KernelArgs: u.Desired.KernelArguments, Removed: u.Diff.KernelArgsRemoved, Added: u.Diff.KernelArgsAdded}
+	if u.Diff.OSImageChanged {
+		c.Image = u.Desired.OSImageURL
+	}
+	staged, err := osu.Stage(ctx, c)
+	if err != nil {
+		return "", fmt.Errorf("staging the OS update with %s: %w", osu.Name(), err)
+	}
+	return staged, nil
 }
 
 func plural(n int, what string) string {

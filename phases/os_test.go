@@ -46,18 +46,28 @@ type fakeOS struct {
 	stageErr    error
 	supportsErr error
 	booted      phases.BootedOS
+	pending     bool
 }
 
 func (f *fakeOS) Name() string { return "fake-os" }
-func (f *fakeOS) Supports(image, kargs bool) error {
+func (f *fakeOS) Supports(image string, kargs bool) error {
 	return f.supportsErr
 }
-func (f *fakeOS) Stage(_ context.Context, image string, removed, added []string) (string, error) {
-	f.calls = append(f.calls, "stage "+image+" -"+strings.Join(removed, ",")+" +"+strings.Join(added, ","))
+func (f *fakeOS) Stage(_ context.Context, c phases.OSChange) (string, error) {
+	f.calls = append(f.calls, "stage "+c.Image+" -"+strings.Join(c.Removed, ",")+" +"+strings.Join(c.Added, ","))
+	f.pending = true
 	if f.stageErr != nil {
 		return "", f.stageErr
 	}
-	return "Staged OS image " + image, nil
+	return "Staged OS image " + c.Image, nil
+}
+func (f *fakeOS) Unstage(context.Context) (string, error) {
+	f.calls = append(f.calls, "unstage")
+	if !f.pending {
+		return "", nil
+	}
+	f.pending = false
+	return "removed the pending deployment", nil
 }
 func (f *fakeOS) Booted(_ context.Context, image string) (phases.BootedOS, error) {
 	f.calls = append(f.calls, "booted "+image)
@@ -96,13 +106,13 @@ func TestOSStageFailureRollsBack(t *testing.T) {
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:2", "nosmt")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
 	err := r.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "staging the OS update with fake-os: pull failed (rolled back this update's writes)") {
+	if err == nil || !strings.Contains(err.Error(), "staging the OS update with fake-os: pull failed (rolled back this update's writes and the staged OS deployment)") {
 		t.Fatalf("Run: %v", err)
 	}
 	if !h.rolled || len(h.files) != 0 || !reflect.DeepEqual(h.written, []string{"/etc/a"}) {
 		t.Errorf("written %v, left %v, rolled back %v", h.written, h.files, h.rolled)
 	}
-	if want := []string{"stage os:2 - +nosmt"}; !reflect.DeepEqual(osu.calls, want) {
+	if want := []string{"booted os:2", "stage os:2 - +nosmt", "unstage"}; !reflect.DeepEqual(osu.calls, want) || osu.pending {
 		t.Errorf("OS calls %q, want %q", osu.calls, want)
 	}
 }
@@ -204,5 +214,112 @@ func TestBootedMismatch(t *testing.T) {
 		if got := phases.BootedMismatch(tt.b, "new", tt.kargs, tt.removed); got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
+	}
+}
+
+// The OS change is planned against the booted deployment when it lacks the
+// current config's kernel arguments (a fallback) or there is no current
+// config (adopting a node); else the configs' diff stands.
+func TestPlanAgainstBooted(t *testing.T) {
+	cfg := func(image string, kargs ...string) plan.Config {
+		return plan.Config{OSImageURL: image, KernelArguments: kargs}
+	}
+	tests := []struct {
+		name             string
+		booted           phases.BootedOS
+		adopting         bool
+		current, desired plan.Config
+		image            bool
+		removed, added   []string
+	}{
+		{"booted has current's: config diff", phases.BootedOS{Image: "os:1", IsImage: true, KernelArgs: []string{"rw", "a", "b"}},
+			false, cfg("os:1", "a", "b"), cfg("os:1", "b", "c"), false, []string{"a"}, []string{"c"}},
+		{"same image booted", phases.BootedOS{Image: "os:2", IsImage: true, KernelArgs: []string{"rw"}},
+			false, cfg("os:1"), cfg("os:2"), false, nil, nil},
+		{"fallback: booted lacks current's", phases.BootedOS{Image: "os:1", KernelArgs: []string{"rw", "a", "a"}},
+			false, cfg("os:2", "b"), cfg("os:2", "b", "c"), true, nil, []string{"b", "c"}},
+		{"image fallback alone keeps the kernel argument diff", phases.BootedOS{Image: "os:1", KernelArgs: []string{"rw", "a", "b"}},
+			false, cfg("os:2", "a", "b"), cfg("os:2", "b", "c"), true, []string{"a"}, []string{"c"}},
+		{"fallback: removed only as often as booted has more", phases.BootedOS{Image: "os:1", IsImage: true, KernelArgs: []string{"x", "x"}},
+			false, cfg("os:1", "x", "y"), cfg("os:1", "x"), false, []string{"x"}, nil},
+		{"adopting: add only what is missing", phases.BootedOS{Image: "os:1", IsImage: true, KernelArgs: []string{"rw", "nosmt"}},
+			true, cfg(""), cfg("os:1", "nosmt", "quiet"), false, nil, []string{"quiet"}},
+		{"adopting another image", phases.BootedOS{Image: "os:0", KernelArgs: []string{"rw", "nosmt"}},
+			true, cfg(""), cfg("os:1", "nosmt"), true, nil, nil},
+		{"unknown kernel arguments keep the diff", phases.BootedOS{Image: "os:1", IsImage: true},
+			true, cfg(""), cfg("os:1", "nosmt"), false, nil, []string{"nosmt"}},
+	}
+	for _, tt := range tests {
+		diff, err := plan.Compare(tt.current, tt.desired)
+		if err != nil {
+			t.Fatal(err)
+		}
+		phases.PlanAgainstBooted(tt.booted, tt.adopting, tt.current, tt.desired, &diff)
+		if diff.OSImageChanged != tt.image || !reflect.DeepEqual(diff.KernelArgsRemoved, tt.removed) || !reflect.DeepEqual(diff.KernelArgsAdded, tt.added) {
+			t.Errorf("%s: image %v -%q +%q, want %v -%q +%q", tt.name, diff.OSImageChanged, diff.KernelArgsRemoved, diff.KernelArgsAdded,
+				tt.image, tt.removed, tt.added)
+		}
+	}
+}
+
+// After the reboot, a restarted daemon reloads the planned OS change from
+// the progress record rather than asking the (changed) OS again: the post
+// action stays the reboot, and the booted OS is checked.
+func TestOSReloadKeepsPlan(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	units, w := &systemd.Fake{}, &writes{}
+	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1"}}
+	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", empty, "os:2")}
+	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v", err)
+	}
+	osu.booted = phases.BootedOS{Image: "os:2"} // the boot brought up os:2
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil || rec.OS == nil || !rec.OS.ImageChanged {
+		t.Fatalf("saved OS plan %+v, %v", rec.OS, err)
+	}
+	r2 := osRunner(cfgs, h, units, w, osu, rec, w.last)
+	if err := r2.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Run(context.Background()); err != nil {
+		t.Fatalf("Run after the boot: %v", err)
+	}
+	if c := status.Find(w.last, status.RebootedNode); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "booted OS image os:2; cleaned up") {
+		t.Errorf("RebootedNode = %s %q", c.Status, c.Message)
+	}
+}
+
+// An update with no OS change removes a deployment left pending, and after
+// its reboot checks that the node still runs the desired image.
+func TestOSNoChangeUnstagesAndChecksBoot(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	units, w := &systemd.Fake{}, &writes{}
+	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1"}, pending: true}
+	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:1")}
+	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v", err)
+	}
+	if want := []string{"booted os:1", "unstage"}; !reflect.DeepEqual(osu.calls, want) || osu.pending {
+		t.Errorf("OS calls %q, want %q", osu.calls, want)
+	}
+	if c := status.Find(w.last, status.AppliedFilesAndOS); c.Message != "Applied 1 file. Removed the pending deployment" {
+		t.Errorf("AppliedFilesAndOS message %q", c.Message)
+	}
+	// The boot brought up another image after all.
+	osu.booted = phases.BootedOS{Image: "os:9"}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := osRunner(cfgs, h, units, w, osu, rec, w.last)
+	if err := r2.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	err = r2.Run(context.Background())
+	if err == nil || !strings.Contains(err.Error(), "booted OS image os:9, desired os:1; this update staged no OS change") {
+		t.Fatalf("Run after the boot: %v", err)
 	}
 }

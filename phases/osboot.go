@@ -2,27 +2,39 @@ package phases
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
-// checkBootedOS compares, after the reboot of an update that staged an OS
-// change, the booted deployment with the desired image and kernel
-// arguments. A mismatch means the bootloader fell back to the old
-// deployment: an error naming both. A match cleans up (rpm-ostree drops
-// the rollback deployment); a failed cleanup is reported, not fatal.
+// checkBootedOS compares, after the reboot of an update, the booted
+// deployment with the desired image and kernel arguments. When the update
+// staged an OS change, a mismatch means the bootloader fell back to the old
+// deployment: an error naming both; a match cleans up (rpm-ostree drops
+// the rollback deployment; a failed cleanup is reported, not fatal). When
+// it staged none, the booted image must still be the desired one (a
+// deployment left pending by an earlier fallback must not come up
+// unnoticed).
 func checkBootedOS(ctx context.Context, d Data) (string, error) {
 	u := d.Update()
-	if d.OS() == nil || !u.Diff.OSChanged() {
+	osu := d.OS()
+	staged := u.Diff.OSChanged()
+	if osu == nil || (!staged && u.Desired.OSImageURL == "") {
 		return "", nil
 	}
-	osu := d.OS()
 	image := u.Desired.OSImageURL
 	b, err := osu.Booted(ctx, image)
 	if err != nil {
 		return "", fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
+	}
+	if !staged {
+		if mismatch := BootedMismatch(b, image, u.Desired.KernelArguments, nil); mismatch != "" {
+			return "", fmt.Errorf("the node booted the wrong OS deployment for %s: %s; this update staged no OS change. "+
+				"Not rebooting again: waiting for an administrator or a new desired config", u.DesiredName, mismatch)
+		}
+		return "booted OS image " + b.Image + " as before", nil
 	}
 	if mismatch := BootedMismatch(b, image, u.Desired.KernelArguments, u.Diff.KernelArgsRemoved); mismatch != "" {
 		return "", fmt.Errorf("the node booted the wrong OS deployment for %s: %s; the bootloader fell back to the previous deployment. "+
@@ -37,6 +49,22 @@ func checkBootedOS(ctx context.Context, d Data) (string, error) {
 		return msg + "; cleanup failed: " + err.Error(), nil
 	}
 	return msg + "; " + done, nil
+}
+
+// CheckOS checks that the booted deployment runs cfg's image and kernel
+// arguments (when the updater can read them); nil with no updater.
+func CheckOS(ctx context.Context, osu OSUpdater, cfg plan.Config) error {
+	if osu == nil {
+		return nil
+	}
+	b, err := osu.Booted(ctx, cfg.OSImageURL)
+	if err != nil {
+		return fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
+	}
+	if mismatch := BootedMismatch(b, cfg.OSImageURL, cfg.KernelArguments, nil); mismatch != "" {
+		return errors.New(mismatch)
+	}
+	return nil
 }
 
 // BootedMismatch says how the booted deployment differs from the desired

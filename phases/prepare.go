@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -14,25 +15,31 @@ type UnsupportedError struct{ Msg string }
 
 func (e *UnsupportedError) Error() string { return e.Msg }
 
-// Prepare fetches both rendered configs, validates them, diffs them and
-// chooses the post action. Nothing on the node is touched.
+// Prepare fetches both rendered configs, validates them, diffs them, checks
+// the OS change against the booted deployment and chooses the post action.
+// Nothing on the node is touched. The planned OS change is kept in the
+// progress record, so a restart (after the reboot, say) reloads the same
+// plan.
 func Prepare() Phase {
 	return Phase{
 		Name: "prepare", Group: status.UpdatePrepared, Condition: status.UpdateCompatible,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
-			if err := Plan(ctx, d); err != nil {
+			if err := Plan(ctx, d, nil); err != nil {
 				return Outcome{}, err
 			}
 			u := d.Update()
+			d.Progress().OS = &progress.OSPlan{ImageChanged: u.Diff.OSImageChanged,
+				KernelArgsRemoved: u.Diff.KernelArgsRemoved, KernelArgsAdded: u.Diff.KernelArgsAdded}
 			d.SetDesiredVersion(u.DesiredName)
 			return Outcome{Message: plan.Summary(u.Diff, u.Action)}, nil
 		},
-		Reload: Plan,
+		Reload: func(ctx context.Context, d Data) error { return Plan(ctx, d, d.Progress().OS) },
 	}
 }
 
-// Plan fills the update's configs, diff and post action.
-func Plan(ctx context.Context, d Data) error {
+// Plan fills the update's configs, diff and post action. The OS change is
+// saved when not nil (a reload), else checked against the booted OS.
+func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	u := d.Update()
 	desired, err := fetch(ctx, d, u.DesiredName)
 	if err != nil {
@@ -48,7 +55,10 @@ func Plan(ctx context.Context, d Data) error {
 	if err != nil {
 		return err
 	}
-	if err := checkOS(ctx, d, desired, &diff); err != nil {
+	if saved != nil {
+		diff.OSImageChanged = saved.ImageChanged
+		diff.KernelArgsRemoved, diff.KernelArgsAdded = saved.KernelArgsRemoved, saved.KernelArgsAdded
+	} else if err := checkOS(ctx, d, u.CurrentName == "", current, desired, &diff); err != nil {
 		return err
 	}
 	u.Current, u.Desired, u.Diff = current, desired, diff
@@ -67,12 +77,12 @@ func fetch(ctx context.Context, d Data, name string) (plan.Config, error) {
 // NoOSUpdaterMessage refuses an OS change on a node with no OS updater.
 const NoOSUpdaterMessage = "OS image changes need rpm-ostree or bootc; this node has neither"
 
-// checkOS refuses OS changes the node cannot make, and marks the image as
-// changed when the node does not run the desired image although the
-// configs agree (an earlier update's boot fell back to the old one): the
-// image is then staged again. It never unmarks a change, so a reload after
-// the boot plans the same update.
-func checkOS(ctx context.Context, d Data, desired plan.Config, diff *plan.Diff) error {
+// checkOS refuses OS changes the node cannot make, and plans the OS change
+// against the booted deployment: the image is changed when the node does
+// not run the desired one (also when the configs agree: an earlier boot
+// fell back), and the kernel arguments are edited from the booted ones when
+// those are not the current config's (no current config, or a fallback).
+func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.Config, diff *plan.Diff) error {
 	osu := d.OS()
 	if osu == nil {
 		if diff.OSChanged() {
@@ -80,19 +90,47 @@ func checkOS(ctx context.Context, d Data, desired plan.Config, diff *plan.Diff) 
 		}
 		return nil
 	}
-	if !diff.OSImageChanged && desired.OSImageURL != "" {
-		b, err := osu.Booted(ctx, desired.OSImageURL)
-		if err != nil {
-			return fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
-		}
-		diff.OSImageChanged = !b.IsImage
+	b, err := osu.Booted(ctx, desired.OSImageURL)
+	if err != nil {
+		return fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
 	}
+	PlanAgainstBooted(b, adopting, current, desired, diff)
 	if !diff.OSChanged() {
 		return nil
 	}
+	image := ""
+	if diff.OSImageChanged {
+		image = desired.OSImageURL
+	}
 	kargs := len(diff.KernelArgsRemoved)+len(diff.KernelArgsAdded) > 0
-	if err := osu.Supports(diff.OSImageChanged, kargs); err != nil {
+	if err := osu.Supports(image, kargs); err != nil {
 		return &UnsupportedError{Msg: fmt.Sprintf("this node's OS updater %s cannot make the change: %v", osu.Name(), err)}
 	}
 	return nil
+}
+
+// PlanAgainstBooted corrects diff's OS change with the booted deployment
+// b. The image changes exactly when b does not run the desired one. When b
+// lacks the current config's kernel arguments, or there is no current
+// config (adopting), the kernel argument edit is made from b's: add what
+// the desired config has more of, remove what the current config (or the
+// diff) names and b has more of than desired. Unknown kernel arguments
+// (b.KernelArgs nil) leave the config diff.
+func PlanAgainstBooted(b BootedOS, adopting bool, current, desired plan.Config, diff *plan.Diff) {
+	diff.OSImageChanged = desired.OSImageURL != "" && !b.IsImage
+	kb := BootedOS{IsImage: true, KernelArgs: b.KernelArgs}
+	if b.KernelArgs == nil || (!adopting && BootedMismatch(kb, "", current.KernelArguments, nil) == "") {
+		return
+	}
+	named := append(append([]string(nil), current.KernelArguments...), diff.KernelArgsRemoved...)
+	diff.KernelArgsAdded = plan.MultisetMinus(desired.KernelArguments, b.KernelArgs)
+	diff.KernelArgsRemoved = nil
+	if adopting {
+		return
+	}
+	for _, k := range dedupe(named) {
+		for n := count(b.KernelArgs, k) - count(desired.KernelArguments, k); n > 0; n-- {
+			diff.KernelArgsRemoved = append(diff.KernelArgsRemoved, k)
+		}
+	}
 }

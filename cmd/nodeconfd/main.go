@@ -93,10 +93,10 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.DurationVar(&o.backoffInitial, "retry-initial", 5*time.Second, "first retry delay after a failed update")
 	fs.DurationVar(&o.backoffMax, "retry-max", 5*time.Minute, "longest retry delay after failed updates")
-	fs.IntVar(&o.pullRetry.Attempts, "os-pull-attempts", osupdate.DefaultRetry.Attempts, "tries of an OS image pull (rpm-ostree rebase, bootc switch) before the update fails")
-	fs.DurationVar(&o.pullRetry.Initial, "os-pull-retry-initial", osupdate.DefaultRetry.Initial, "first wait before retrying a failed OS image pull")
-	fs.DurationVar(&o.pullRetry.Max, "os-pull-retry-max", osupdate.DefaultRetry.Max, "longest wait between OS image pull retries")
-	fs.DurationVar(&o.osTimeout, "os-command-timeout", 20*time.Minute, "how long one rpm-ostree or bootc command may run")
+	fs.IntVar(&o.pullRetry.Attempts, "os-pull-attempts", osupdate.DefaultRetry().Attempts, "tries of an OS image pull (rpm-ostree rebase, bootc switch) before the update fails")
+	fs.DurationVar(&o.pullRetry.Initial, "os-pull-retry-initial", osupdate.DefaultRetry().Initial, "first wait before retrying a failed OS image pull")
+	fs.DurationVar(&o.pullRetry.Max, "os-pull-retry-max", osupdate.DefaultRetry().Max, "longest wait between OS image pull retries")
+	fs.DurationVar(&o.osTimeout, "os-command-timeout", osupdate.DefaultTimeout, "how long one rpm-ostree or bootc command may run")
 	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "nodeconfd"), "the daemon's namespace, where the disruption budget's Leases live (default $POD_NAMESPACE, else nodeconfd)")
 	fs.StringVar(&o.budgetName, "disruption-budget", budget.DefaultName, "name of the cluster-wide disruption budget: its slots are the Leases <name>-0 … <name>-(N-1)")
 	fs.IntVar(&o.slots, "disruption-slots", budget.DefaultSlots, "how many nodes may be disrupted (cordoned, drained, rebooted) at once, cluster-wide")
@@ -175,7 +175,9 @@ func start(args []string) error {
 	}
 	defer units.Close()
 
-	osu, err := osupdate.Detect(ctx, o.rootMount, osupdate.Chroot{Root: o.rootMount, Timeout: o.osTimeout}, o.pullRetry)
+	retry := o.pullRetry
+	retry.Log = log.Named("osupdate").With(zap.String("node", o.nodeName))
+	osu, err := osupdate.Detect(ctx, o.rootMount, osupdate.Chroot{Root: o.rootMount, Timeout: o.osTimeout}, retry)
 	if err != nil {
 		return fmt.Errorf("detecting the node's OS updater: %w", err)
 	}

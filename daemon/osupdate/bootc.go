@@ -4,9 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
 // Bootc stages images with bootc, and kernel arguments with rpm-ostree when
@@ -21,62 +21,79 @@ var _ phases.OSUpdater = (*Bootc)(nil)
 // Name is "bootc".
 func (u *Bootc) Name() string { return NameBootc }
 
-// Supports refuses kernel argument changes when rpm-ostree is missing.
-func (u *Bootc) Supports(imageChanged, kargsChanged bool) error {
+// Supports refuses images bootc cannot verify, and kernel argument
+// changes when rpm-ostree is missing.
+func (u *Bootc) Supports(image string, kargsChanged bool) error {
+	if image != "" {
+		if _, err := SwitchArgs(image); err != nil {
+			return err
+		}
+	}
 	if kargsChanged && !u.Run.Has(NameRpmOstree) {
 		return errors.New("kernel argument changes on a bootc host need rpm-ostree, which is not installed; bootc takes kernel arguments from the image (/usr/lib/bootc/kargs.d)")
 	}
 	return nil
 }
 
-// Stage switches to image (unless it is staged, or booted with nothing
-// staged) and makes the kernel argument changes through rpm-ostree.
-func (u *Bootc) Stage(ctx context.Context, image string, removed, added []string) (string, error) {
-	var done []string
-	if image != "" {
-		msg, err := u.switchTo(ctx, image)
-		if err != nil {
+// Stage switches to the image (unless the entry that boots next has it)
+// and makes the kernel argument changes through rpm-ostree.
+func (u *Bootc) Stage(ctx context.Context, c phases.OSChange) (string, error) {
+	var msg stageMessage
+	if c.Image != "" {
+		if err := u.switchTo(ctx, c.Image, &msg); err != nil {
 			return "", err
 		}
-		done = append(done, msg)
 	}
-	if len(removed)+len(added) > 0 {
-		if err := u.Supports(false, true); err != nil {
+	if len(c.Removed)+len(c.Added) > 0 {
+		if err := u.Supports("", true); err != nil {
 			return "", err
 		}
-		msg, err := stageKargs(ctx, u.Run, removed, added)
-		if err != nil {
+		if err := stageKargs(ctx, u.Run, c, &msg); err != nil {
 			return "", err
 		}
-		done = append(done, msg)
 	}
-	return strings.Join(done, "; "), nil
+	return msg.String(), nil
 }
 
-func (u *Bootc) switchTo(ctx context.Context, image string) (string, error) {
+func (u *Bootc) switchTo(ctx context.Context, image string, msg *stageMessage) error {
 	host, err := bootcStatus(ctx, u.Run)
 	if err != nil {
-		return "", err
+		return err
 	}
-	next := host.Status.Staged
-	if next == nil {
-		next = host.Status.Booted
-	}
-	if next != nil && next.Image != nil && SameImage(next.Image.Image.Ref().String(), image) {
-		return "OS image " + image + " already staged", nil
+	next, booted := host.Next()
+	if next != nil && next.Image != nil && plan.SameImage(next.Image.Image.Ref().String(), image) {
+		msg.already("OS image "+image, booted)
+		return nil
 	}
 	args, err := SwitchArgs(image)
 	if err != nil {
-		return "", err
+		return err
 	}
-	err = u.Retry.do(ctx, func() error {
+	err = u.Retry.do(ctx, "pulling OS image "+image, func() error {
 		_, err := u.Run.Run(ctx, NameBootc, args...)
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("pulling OS image %s: %w", image, err)
+		return fmt.Errorf("pulling OS image %s: %w", image, err)
 	}
-	return "Staged OS image " + image, nil
+	msg.staged("OS image " + image)
+	return nil
+}
+
+// Unstage removes the staged or queued entry through rpm-ostree (bootc has
+// no command for it; `bootc rollback` would queue the rollback entry).
+func (u *Bootc) Unstage(ctx context.Context) (string, error) {
+	host, err := bootcStatus(ctx, u.Run)
+	if err != nil {
+		return "", err
+	}
+	if next, booted := host.Next(); next == nil || booted {
+		return "", nil
+	}
+	if !u.Run.Has(NameRpmOstree) {
+		return "", errors.New("bootc cannot remove a staged or queued deployment and rpm-ostree is not installed; remove it by hand (ostree admin undeploy)")
+	}
+	return unstage(ctx, u.Run)
 }
 
 // Booted reads the booted image, and the kernel arguments when rpm-ostree
@@ -90,7 +107,7 @@ func (u *Bootc) Booted(ctx context.Context, image string) (phases.BootedOS, erro
 		return phases.BootedOS{}, errors.New("bootc status shows no booted image")
 	}
 	ref := host.Status.Booted.Image.Image.Ref().String()
-	b := phases.BootedOS{Image: ref, IsImage: image == "" || SameImage(ref, image)}
+	b := phases.BootedOS{Image: ref, IsImage: image == "" || plan.SameImage(ref, image)}
 	if u.Run.Has(NameRpmOstree) {
 		st, err := rpmOstreeStatus(ctx, u.Run)
 		if err != nil {

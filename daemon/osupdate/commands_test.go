@@ -104,26 +104,6 @@ func TestSwitchArgs(t *testing.T) {
 	}
 }
 
-func TestSameImage(t *testing.T) {
-	img := "quay.io/os@" + digest
-	tests := []struct {
-		a, b string
-		want bool
-	}{
-		{"ostree-unverified-registry:" + img, img, true},
-		{"ostree-unverified-image:docker://" + img, "docker://" + img, true},
-		{"ostree-unverified-registry:" + img, "quay.io/os@sha256:0000", false},
-		{"ostree-remote-registry:fedora:" + img, img, false},
-		{"ostree-image-signed:registry:" + img, img, false},
-		{"fedora:fedora/39/x86_64/silverblue", "fedora:fedora/39/x86_64/silverblue", true},
-	}
-	for _, tt := range tests {
-		if got := SameImage(tt.a, tt.b); got != tt.want {
-			t.Errorf("SameImage(%q, %q) = %v, want %v", tt.a, tt.b, got, tt.want)
-		}
-	}
-}
-
 func TestApplyKargs(t *testing.T) {
 	base := []string{"rw", "root=LABEL=root", "console=tty0", "console=ttyS0", "a", "a"}
 	tests := []struct {

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"go.uber.org/zap"
 )
 
 // Runner runs the node's OS tools.
@@ -27,12 +29,16 @@ type Runner interface {
 // itself would run them. The daemon runs as root.
 type Chroot struct {
 	Root string
-	// Timeout bounds each command (0: 10 minutes).
+	// Timeout bounds each command (0: DefaultTimeout).
 	Timeout time.Duration
 }
 
-// binDirs is where Has looks for programs, as a root's PATH would.
-var binDirs = []string{"/usr/local/sbin", "/usr/local/bin", "/usr/sbin", "/usr/bin", "/sbin", "/bin"}
+// DefaultTimeout bounds one rpm-ostree or bootc command (a pull of a large
+// image included).
+const DefaultTimeout = 20 * time.Minute
+
+// binPath is where Has looks for programs, as a root's PATH would.
+const binPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 
 // stderrMax bounds how much of a command's standard error an error carries.
 const stderrMax = 512
@@ -41,8 +47,9 @@ const stderrMax = 512
 func (c Chroot) Run(ctx context.Context, name string, args ...string) ([]byte, error) {
 	timeout := c.Timeout
 	if timeout <= 0 {
-		timeout = 10 * time.Minute
+		timeout = DefaultTimeout
 	}
+	parent := ctx
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	prog, err := c.find(name)
@@ -51,13 +58,17 @@ func (c Chroot) Run(ctx context.Context, name string, args ...string) ([]byte, e
 	}
 	cmd := exec.CommandContext(ctx, prog, args...)
 	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=" + strings.Join(binDirs, ":"), "LANG=C.UTF-8"}
+	cmd.Env = []string{"PATH=" + binPath, "LANG=C.UTF-8"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: c.Root}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
-	if ctx.Err() == context.DeadlineExceeded {
-		return stdout.Bytes(), fmt.Errorf("running %s: timed out after %s", commandLine(name, args), timeout)
+	switch {
+	case err == nil:
+	case parent.Err() != nil:
+		err = parent.Err() // the caller gave up, not the program
+	case ctx.Err() != nil:
+		err = &timeoutError{timeout}
 	}
 	if err != nil {
 		return stdout.Bytes(), &CommandError{Command: commandLine(name, args), Err: err, Stderr: stderr.String()}
@@ -72,7 +83,7 @@ func (c Chroot) find(name string) (string, error) {
 		return "", fmt.Errorf("opening the root mount %s: %w", c.Root, err)
 	}
 	defer root.Close()
-	for _, dir := range binDirs {
+	for _, dir := range strings.Split(binPath, ":") {
 		p := path.Join(dir, name)
 		// Lstat: a link may be absolute, which os.Root does not follow.
 		if fi, err := root.Lstat(strings.TrimPrefix(p, "/")); err == nil && (fi.Mode().IsRegular() || fi.Mode()&fs.ModeSymlink != 0) {
@@ -105,6 +116,20 @@ func (e *CommandError) Error() string {
 
 func (e *CommandError) Unwrap() error { return e.Err }
 
+// timeoutError is a command killed at its timeout.
+type timeoutError struct{ after time.Duration }
+
+func (e *timeoutError) Error() string { return "timed out after " + e.after.String() }
+
+// retryable reports whether a failed command is worth running again: it
+// ran and failed, rather than timing out or being cancelled.
+func retryable(err error) bool {
+	var ce *CommandError
+	var te *timeoutError
+	return errors.As(err, &ce) && !errors.As(err, &te) &&
+		!errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
+
 // ExitCode is the command's exit code, or -1.
 func (e *CommandError) ExitCode() int {
 	var ee *exec.ExitError
@@ -119,18 +144,24 @@ func commandLine(name string, args []string) string {
 }
 
 // Retry bounds the retries of a failed pull: Attempts tries in all, waiting
-// Initial, then twice as long each time, at most Max.
+// Initial, then twice as long each time, at most Max. A command that timed
+// out or was cancelled is not retried. Log, when set, gets a line for each
+// failed attempt.
 type Retry struct {
 	Attempts     int
 	Initial, Max time.Duration
+	Log          *zap.Logger
 }
 
 // DefaultRetry is the pull retry of a real node.
-var DefaultRetry = Retry{Attempts: 5, Initial: 5 * time.Second, Max: time.Minute}
+func DefaultRetry() Retry {
+	return Retry{Attempts: 5, Initial: 5 * time.Second, Max: time.Minute}
+}
 
-// do runs f until it succeeds, the attempts are used up or ctx ends; it
-// returns the last error, saying how many attempts failed.
-func (r Retry) do(ctx context.Context, f func() error) error {
+// do runs f until it succeeds, fails in a way not worth retrying, the
+// attempts are used up or ctx ends; it returns the last error, saying how
+// many attempts failed.
+func (r Retry) do(ctx context.Context, what string, f func() error) error {
 	attempts := max(r.Attempts, 1)
 	delay := r.Initial
 	var err error
@@ -138,9 +169,14 @@ func (r Retry) do(ctx context.Context, f func() error) error {
 		if err = f(); err == nil {
 			return nil
 		}
-		if i >= attempts {
-			if attempts > 1 {
-				return fmt.Errorf("%w (failed %d times)", err, attempts)
+		last := i >= attempts || !retryable(err)
+		if r.Log != nil {
+			r.Log.Warn("OS command failed", zap.String("doing", what), zap.Int("attempt", i), zap.Int("attempts", attempts),
+				zap.Bool("retrying", !last), zap.Duration("wait", delay), zap.Error(err))
+		}
+		if last {
+			if i > 1 {
+				return fmt.Errorf("%w (failed %d times)", err, i)
 			}
 			return err
 		}

@@ -21,50 +21,79 @@ var _ phases.OSUpdater = (*RpmOstree)(nil)
 // Name is "rpm-ostree".
 func (u *RpmOstree) Name() string { return NameRpmOstree }
 
-// Supports: rpm-ostree makes every OS change.
-func (u *RpmOstree) Supports(imageChanged, kargsChanged bool) error { return nil }
-
-// Stage rebases to image (unless the pending deployment has it) and makes
-// the kernel argument changes in one kargs call.
-func (u *RpmOstree) Stage(ctx context.Context, image string, removed, added []string) (string, error) {
-	st, err := rpmOstreeStatus(ctx, u.Run)
-	if err != nil {
-		return "", err
+// Supports: rpm-ostree makes every OS change of an image it can parse.
+func (u *RpmOstree) Supports(image string, kargsChanged bool) error {
+	if image == "" {
+		return nil
 	}
-	var done []string
-	if image != "" {
-		msg, err := u.rebase(ctx, st, image)
-		if err != nil {
-			return "", err
-		}
-		done = append(done, msg)
-	}
-	if len(removed)+len(added) > 0 {
-		msg, err := stageKargs(ctx, u.Run, removed, added)
-		if err != nil {
-			return "", err
-		}
-		done = append(done, msg)
-	}
-	return strings.Join(done, "; "), nil
+	_, err := RebaseArgs(image)
+	return err
 }
 
-func (u *RpmOstree) rebase(ctx context.Context, st RpmOstreeStatus, image string) (string, error) {
-	if SameImage(st.Deployments[0].Image(), image) {
-		return "OS image " + image + " already staged", nil
+// Stage rebases to the image (unless the deployment that boots next has
+// it) and makes the kernel argument changes in one kargs call (unless that
+// deployment has them).
+func (u *RpmOstree) Stage(ctx context.Context, c phases.OSChange) (string, error) {
+	var msg stageMessage
+	if c.Image != "" {
+		st, err := rpmOstreeStatus(ctx, u.Run)
+		if err != nil {
+			return "", err
+		}
+		if err := u.rebase(ctx, st, c.Image, &msg); err != nil {
+			return "", err
+		}
+	}
+	if len(c.Removed)+len(c.Added) > 0 {
+		if err := stageKargs(ctx, u.Run, c, &msg); err != nil {
+			return "", err
+		}
+	}
+	return msg.String(), nil
+}
+
+func (u *RpmOstree) rebase(ctx context.Context, st RpmOstreeStatus, image string, msg *stageMessage) error {
+	if next := st.Deployments[0]; plan.SameImage(next.Image(), image) {
+		msg.already("OS image "+image, next.Booted)
+		return nil
 	}
 	args, err := RebaseArgs(image)
 	if err != nil {
-		return "", err
+		return err
 	}
-	err = u.Retry.do(ctx, func() error {
+	err = u.Retry.do(ctx, "pulling OS image "+image, func() error {
 		_, err := u.Run.Run(ctx, NameRpmOstree, args...)
 		return err
 	})
 	if err != nil {
-		return "", fmt.Errorf("pulling OS image %s: %w", image, err)
+		return fmt.Errorf("pulling OS image %s: %w", image, err)
 	}
-	return "Staged OS image " + image, nil
+	msg.staged("OS image " + image)
+	return nil
+}
+
+// Unstage removes the pending deployment (rpm-ostree cleanup -p) when
+// there is one.
+func (u *RpmOstree) Unstage(ctx context.Context) (string, error) {
+	return unstage(ctx, u.Run)
+}
+
+func unstage(ctx context.Context, run Runner) (string, error) {
+	st, err := rpmOstreeStatus(ctx, run)
+	if err != nil {
+		return "", err
+	}
+	_, bi, err := st.Booted()
+	if err != nil {
+		return "", err
+	}
+	if bi == 0 {
+		return "", nil
+	}
+	if _, err := run.Run(ctx, NameRpmOstree, "cleanup", "-p"); err != nil {
+		return "", fmt.Errorf("removing the pending deployment: %w", err)
+	}
+	return "removed the pending deployment " + st.Deployments[0].Image(), nil
 }
 
 // Booted reads the booted deployment and its kernel arguments.
@@ -81,7 +110,7 @@ func (u *RpmOstree) Booted(ctx context.Context, image string) (phases.BootedOS, 
 	if err != nil {
 		return phases.BootedOS{}, err
 	}
-	return phases.BootedOS{Image: d.Image(), IsImage: image == "" || SameImage(d.Image(), image), KernelArgs: kargs}, nil
+	return phases.BootedOS{Image: d.Image(), IsImage: image == "" || plan.SameImage(d.Image(), image), KernelArgs: kargs}, nil
 }
 
 // Cleanup removes the rollback deployment.
@@ -100,7 +129,9 @@ func rpmOstreeStatus(ctx context.Context, run Runner) (RpmOstreeStatus, error) {
 	return ParseRpmOstreeStatus(out)
 }
 
-// deploymentKargs reads the kernel arguments of deployment i.
+// deploymentKargs reads the kernel arguments of deployment i, less the
+// ostree= argument ostree adds to each deployment's boot entry (it names
+// the deployment, not the config).
 func deploymentKargs(ctx context.Context, run Runner, i int) ([]string, error) {
 	out, err := run.Run(ctx, NameRpmOstree, "kargs", "--deploy-index="+strconv.Itoa(i))
 	if err != nil {
@@ -110,38 +141,82 @@ func deploymentKargs(ctx context.Context, run Runner, i int) ([]string, error) {
 	if !ok {
 		return nil, fmt.Errorf("reading the kernel arguments of deployment %d: unbalanced quote in %q", i, cut(string(out), 200))
 	}
-	return args, nil
+	kargs := []string{}
+	for _, a := range args {
+		if k, _, _ := strings.Cut(a, "="); k != "ostree" {
+			kargs = append(kargs, a)
+		}
+	}
+	return kargs, nil
 }
 
-// stageKargs makes the kernel argument changes in one kargs call, unless
-// the pending deployment already has them (a resumed update).
-func stageKargs(ctx context.Context, run Runner, removed, added []string) (string, error) {
+// stageKargs makes the kernel argument change in one kargs call, on the
+// deployment that boots next (the pending one, else the booted one). When
+// that deployment has the desired arguments already (a resumed update, a
+// reboot before the write was recorded) nothing is done. The change is
+// relative to the booted deployment; a pending one with other arguments
+// (left by a fallback) gets the edit that makes it the same.
+func stageKargs(ctx context.Context, run Runner, c phases.OSChange, msg *stageMessage) error {
 	st, err := rpmOstreeStatus(ctx, run)
 	if err != nil {
-		return "", err
+		return err
 	}
 	_, bi, err := st.Booted()
 	if err != nil {
-		return "", err
+		return err
 	}
-	what := "kernel arguments " + DescribeKargs(removed, added)
+	what := "kernel arguments " + DescribeKargs(c.Removed, c.Added)
+	booted, err := deploymentKargs(ctx, run, bi)
+	if err != nil {
+		return err
+	}
+	next := booted
 	if bi > 0 {
-		booted, err := deploymentKargs(ctx, run, bi)
-		if err != nil {
-			return "", err
+		if next, err = deploymentKargs(ctx, run, 0); err != nil {
+			return err
 		}
-		pending, err := deploymentKargs(ctx, run, 0)
-		if err != nil {
-			return "", err
-		}
-		if SameKargs(pending, ApplyKargs(booted, removed, added)) && !SameKargs(pending, booted) {
-			return what + " already staged", nil
-		}
+	}
+	if phases.BootedMismatch(phases.BootedOS{IsImage: true, KernelArgs: next}, "", c.KernelArgs, c.Removed) == "" {
+		msg.already(what, bi == 0)
+		return nil
+	}
+	removed, added := c.Removed, c.Added
+	if !SameKargs(next, booted) {
+		goal := ApplyKargs(booted, c.Removed, c.Added)
+		removed, added = plan.MultisetMinus(next, goal), plan.MultisetMinus(goal, next)
 	}
 	if _, err := run.Run(ctx, NameRpmOstree, KargsArgs(removed, added)...); err != nil {
-		return "", fmt.Errorf("staging %s: %w", what, err)
+		return fmt.Errorf("staging %s: %w", what, err)
 	}
-	return what, nil
+	msg.staged(what)
+	return nil
+}
+
+// stageMessage sums up a Stage: "Staged OS image x; kernel arguments +a",
+// then what was there already.
+type stageMessage struct{ done, there []string }
+
+func (m *stageMessage) staged(what string) { m.done = append(m.done, what) }
+
+func (m *stageMessage) already(what string, booted bool) {
+	if booted {
+		m.there = append(m.there, what+" already booted")
+	} else {
+		m.there = append(m.there, what+" already staged")
+	}
+}
+
+func (m *stageMessage) String() string {
+	var parts []string
+	if len(m.done) > 0 {
+		parts = append(parts, "Staged "+strings.Join(m.done, "; "))
+	}
+	parts = append(parts, m.there...)
+	s := strings.Join(parts, "; ")
+	if s == "" {
+		return s
+	}
+	return strings.ToUpper(s[:1]) + s[1:]
 }
 
 // ApplyKargs is args after rpm-ostree's --delete-if-present of each removed

@@ -3,6 +3,9 @@ package osupdate
 import (
 	"encoding/json"
 	"fmt"
+	"unicode/utf8"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
 // RpmOstreeStatus is the part of `rpm-ostree status --json` the daemon reads.
@@ -10,8 +13,6 @@ import (
 // the booted one, then the rollback.
 type RpmOstreeStatus struct {
 	Deployments []Deployment `json:"deployments"`
-	// Transaction names the running transaction, or is null.
-	Transaction []string `json:"transaction"`
 }
 
 // Deployment is one deployment of `rpm-ostree status --json`.
@@ -121,10 +122,22 @@ func (h BootcHost) BootedFromImage() bool {
 	return h.Status.Booted != nil && h.Status.Booted.Image != nil
 }
 
+// Next is the entry the next boot brings up: the staged one, the rollback
+// one when it is queued, else the booted one (booted is then true).
+func (h BootcHost) Next() (e *BootcEntry, booted bool) {
+	switch {
+	case h.Status.Staged != nil:
+		return h.Status.Staged, false
+	case h.Status.RollbackQueued && h.Status.Rollback != nil:
+		return h.Status.Rollback, false
+	}
+	return h.Status.Booted, true
+}
+
 // Ref is the image as an ostree container reference, comparable with
 // SameImage.
-func (r BootcImageRef) Ref() ImageRef {
-	ref := ImageRef{Verify: "unverified", Transport: r.Transport, Name: r.Image}
+func (r BootcImageRef) Ref() plan.ImageRef {
+	ref := plan.ImageRef{Verify: "unverified", Transport: r.Transport, Name: r.Image}
 	if ref.Transport == "" {
 		ref.Transport = "registry"
 	}
@@ -141,10 +154,14 @@ func (r BootcImageRef) Ref() ImageRef {
 	return ref
 }
 
-// cut shortens s to n bytes for an error message, saying how much was cut.
+// cut shortens s to at most n bytes for an error message, at a character
+// boundary, saying how much was cut.
 func cut(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return fmt.Sprintf("%s... [%d more bytes]", s[:n], len(s)-n)
 }

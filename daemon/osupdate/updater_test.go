@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/test/testbed/osfake"
 )
 
@@ -95,7 +96,7 @@ func TestRpmOstreeStageBootCleanup(t *testing.T) {
 	if err != nil || Name(u) != "rpm-ostree" {
 		t.Fatalf("Detect = %v, %v", Name(u), err)
 	}
-	msg, err := u.Stage(ctx, newImage, []string{"b"}, []string{"a", "a"})
+	msg, err := u.Stage(ctx, phases.OSChange{Image: newImage, KernelArgs: []string{"c=1", "a", "a"}, Removed: []string{"b"}, Added: []string{"a", "a"}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,7 +115,7 @@ func TestRpmOstreeStageBootCleanup(t *testing.T) {
 	}
 	// A resumed write stages nothing twice.
 	n := len(tools.calls(t, 0))
-	msg, err = u.Stage(ctx, newImage, []string{"b"}, []string{"a", "a"})
+	msg, err = u.Stage(ctx, phases.OSChange{Image: newImage, KernelArgs: []string{"c=1", "a", "a"}, Removed: []string{"b"}, Added: []string{"a", "a"}})
 	if err != nil || !strings.Contains(msg, "OS image "+newImage+" already staged") || !strings.Contains(msg, "+a +a -b already staged") {
 		t.Errorf("second Stage = %q, %v", msg, err)
 	}
@@ -152,11 +153,11 @@ func TestRpmOstreePullRetry(t *testing.T) {
 		}
 	}
 	failPulls(2)
-	if _, err := u.Stage(ctx, newImage, nil, nil); err != nil {
+	if _, err := u.Stage(ctx, phases.OSChange{Image: newImage}); err != nil {
 		t.Errorf("two failed pulls then one good: %v", err)
 	}
 	failPulls(3)
-	_, err := u.Stage(ctx, "quay.io/os@sha256:3333", nil, nil)
+	_, err := u.Stage(ctx, phases.OSChange{Image: "quay.io/os@sha256:3333"})
 	if err == nil || !strings.Contains(err.Error(), "pinging container registry quay.io") || !strings.Contains(err.Error(), "(failed 3 times)") ||
 		!strings.Contains(err.Error(), "exit status 1") {
 		t.Errorf("three failed pulls: %v", err)
@@ -176,7 +177,7 @@ func TestRpmOstreeFallbackBoot(t *testing.T) {
 	ctx := context.Background()
 	tools := newNode(t, osfake.Options{RpmOstree: true, Image: "ostree-unverified-registry:" + oldImage})
 	u := &RpmOstree{Run: tools, Retry: fastRetry}
-	if _, err := u.Stage(ctx, newImage, nil, nil); err != nil {
+	if _, err := u.Stage(ctx, phases.OSChange{Image: newImage}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(tools.root, osfake.FallbackFile), nil, 0o644); err != nil {
@@ -188,7 +189,7 @@ func TestRpmOstreeFallbackBoot(t *testing.T) {
 		t.Errorf("Booted after a fallback = %+v, %v", b, err)
 	}
 	// The new deployment is still pending: staging it again does nothing.
-	if msg, err := u.Stage(ctx, newImage, nil, nil); err != nil || !strings.Contains(msg, "already staged") {
+	if msg, err := u.Stage(ctx, phases.OSChange{Image: newImage}); err != nil || !strings.Contains(msg, "already staged") {
 		t.Errorf("Stage after the fallback = %q, %v", msg, err)
 	}
 }
@@ -200,13 +201,16 @@ func TestBootc(t *testing.T) {
 	if err != nil || Name(u) != "bootc" {
 		t.Fatalf("Detect = %v, %v", Name(u), err)
 	}
-	if err := u.Supports(false, true); err == nil || !strings.Contains(err.Error(), "need rpm-ostree") {
+	if err := u.Supports("", true); err == nil || !strings.Contains(err.Error(), "need rpm-ostree") {
 		t.Errorf("Supports(kargs) = %v", err)
 	}
-	if err := u.Supports(true, false); err != nil {
+	if err := u.Supports(newImage, false); err != nil {
 		t.Errorf("Supports(image) = %v", err)
 	}
-	msg, err := u.Stage(ctx, newImage, nil, nil)
+	if err := u.Supports("ostree-remote-registry:fedora:"+newImage, false); err == nil || !strings.Contains(err.Error(), "cannot verify images with an ostree remote") {
+		t.Errorf("Supports(remote-verified image) = %v", err)
+	}
+	msg, err := u.Stage(ctx, phases.OSChange{Image: newImage})
 	if err != nil || msg != "Staged OS image "+newImage {
 		t.Fatalf("Stage = %q, %v", msg, err)
 	}

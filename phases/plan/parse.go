@@ -48,6 +48,11 @@ func Parse(mc *mcfgv1.MachineConfig) (Config, error) {
 	p.passwd(&cfg, ignCfg.Passwd)
 	p.unreconcilableSections(&cfg, ignCfg)
 	cfg.KernelArguments = p.kernelArguments(mc.Spec.KernelArguments)
+	if mc.Spec.OSImageURL != "" {
+		if _, err := ParseImage(mc.Spec.OSImageURL); err != nil {
+			p.add("spec.osImageURL", "%v", err)
+		}
+	}
 	if mc.Spec.FIPS {
 		cfg.Unreconcilable["spec.fips"] = "true"
 	}

@@ -34,6 +34,17 @@ type Record struct {
 	// RebootFromBootID is the boot ID the node had when the daemon asked for
 	// the reboot; a different boot ID afterwards proves the reboot happened.
 	RebootFromBootID string `json:"rebootFromBootID,omitempty"`
+	// OS is the OS change prepare planned, checked against the booted
+	// deployment before anything was written; a restart reloads it rather
+	// than asking the OS again (after the reboot the OS has changed).
+	OS *OSPlan `json:"os,omitempty"`
+}
+
+// OSPlan is the planned OS change of an update.
+type OSPlan struct {
+	ImageChanged      bool     `json:"imageChanged,omitempty"`
+	KernelArgsRemoved []string `json:"kernelArgsRemoved,omitempty"`
+	KernelArgsAdded   []string `json:"kernelArgsAdded,omitempty"`
 }
 
 // New starts the record of an update.

@@ -9,19 +9,21 @@ import (
 // boot runs at every boot of the node, before the daemon starts: it
 // finalizes a staged deployment (keeping it and the one booted before it;
 // older ones go), then boots the bootloader's default entry, the first
-// deployment, or, when FallbackFile is there, the next one, as a
-// bootloader falling back would (the file is then removed).
+// deployment; or, when this boot finalized a staged deployment and
+// FallbackFile is there, the next one, as a bootloader falling back would
+// (the file is then removed).
 func (f *fake) boot() error {
 	if err := f.load(); err != nil {
 		return err
 	}
-	if len(f.state.Deployments) > 0 && f.state.Deployments[0].Staged {
+	finalized := len(f.state.Deployments) > 0 && f.state.Deployments[0].Staged
+	if finalized {
 		f.state.Deployments[0].Staged = false
 		prev := f.state.Deployments[f.state.Booted]
 		f.state.Deployments = []Deployment{f.state.Deployments[0], prev}
 	}
 	f.state.Booted = 0
-	if len(f.state.Deployments) > 1 {
+	if finalized {
 		err := os.Remove(f.path(FallbackFile))
 		switch {
 		case err == nil:

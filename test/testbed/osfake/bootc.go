@@ -64,7 +64,10 @@ func (f *fake) bootcStatus(args []string) error {
 	if err != nil {
 		return exitError{2, "error: " + err.Error()}
 	}
+	// As bootc: an entry neither booted nor staged is the rollback one; when
+	// it comes before the booted one the next boot brings it up (queued).
 	var staged, booted, rollback any
+	rollbackQueued := false
 	for i, d := range f.state.Deployments {
 		switch {
 		case i == f.state.Booted:
@@ -73,6 +76,7 @@ func (f *fake) bootcStatus(args []string) error {
 			staged = f.bootcEntry(d)
 		case rollback == nil:
 			rollback = f.bootcEntry(d)
+			rollbackQueued = i < f.state.Booted
 		}
 	}
 	next := f.state.Deployments[0]
@@ -80,7 +84,7 @@ func (f *fake) bootcStatus(args []string) error {
 	host := map[string]any{
 		"apiVersion": "org.containers.bootc/v1", "kind": "BootcHost", "metadata": map[string]any{"name": "host"},
 		"spec":   map[string]any{"image": map[string]any{"image": name, "transport": transport}, "bootOrder": "default"},
-		"status": map[string]any{"staged": staged, "booted": booted, "rollback": rollback, "rollbackQueued": false, "type": "bootcHost"},
+		"status": map[string]any{"staged": staged, "booted": booted, "rollback": rollback, "rollbackQueued": rollbackQueued, "type": "bootcHost"},
 	}
 	if !fl.has("json") && fl.last("format") != "json" {
 		fmt.Fprintf(f.stdout, "● Booted image: %s\n        Digest: %s\n", f.state.Deployments[f.state.Booted].Image, digest(f.state.Deployments[f.state.Booted].Image))

@@ -143,7 +143,7 @@ func (f *fake) kargs(args []string) error {
 		edits += len(fl.values[o])
 	}
 	if edits == 0 {
-		fmt.Fprintln(f.stdout, strings.Join(base.Kargs, " "))
+		fmt.Fprintln(f.stdout, strings.Join(f.bootKargs(base), " "))
 		return nil
 	}
 	kargs := append([]string{}, base.Kargs...)
@@ -155,9 +155,15 @@ func (f *fake) kargs(args []string) error {
 		kargs = append(kargs[:i], kargs[i+1:]...)
 	}
 	for _, a := range fl.values["delete-if-present"] {
-		if i, err := findKarg(kargs, a); err == nil {
-			kargs = append(kargs[:i], kargs[i+1:]...)
+		// As ostree: a present key is deleted as --delete would, errors included.
+		if !hasKey(kargs, a) {
+			continue
 		}
+		i, err := findKarg(kargs, a)
+		if err != nil {
+			return err
+		}
+		kargs = append(kargs[:i], kargs[i+1:]...)
 	}
 	kargs = append(kargs, fl.values["append"]...)
 	for _, a := range fl.values["append-if-missing"] {
@@ -184,6 +190,26 @@ func (f *fake) kargs(args []string) error {
 	}
 	fmt.Fprintln(f.stdout, "Kernel arguments updated.\nRun \"systemctl reboot\" to start a reboot")
 	return nil
+}
+
+// bootKargs are d's kernel arguments as its boot entry has them: a
+// finalized deployment's entry also names the deployment with ostree=.
+func (f *fake) bootKargs(d Deployment) []string {
+	if d.Staged {
+		return d.Kargs
+	}
+	return append(append([]string{}, d.Kargs...), fmt.Sprintf("ostree=/ostree/boot.1/%s/%s/%d", f.state.OSName, d.Checksum, d.Serial))
+}
+
+// hasKey reports whether kargs has an argument with a's key.
+func hasKey(kargs []string, a string) bool {
+	key, _, _ := strings.Cut(a, "=")
+	for _, k := range kargs {
+		if kk, _, _ := strings.Cut(k, "="); kk == key {
+			return true
+		}
+	}
+	return false
 }
 
 // findKarg finds the argument a (key=value, or a key with one value) as
