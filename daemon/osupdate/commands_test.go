@@ -4,6 +4,10 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
 const digest = "sha256:e0a1b2c3d4e5f60718293a4b5c6d7e8f90a1b2c3d4e5f60718293a4b5c6d7e8f"
@@ -126,4 +130,49 @@ func TestApplyKargs(t *testing.T) {
 	if !SameKargs([]string{"a", "b", "a"}, []string{"a", "a", "b"}) || SameKargs([]string{"a", "b"}, []string{"a", "a", "b"}) {
 		t.Error("SameKargs compares multisets")
 	}
+}
+
+// The kargs command line for a config pair: the configs' diff, removed
+// then added, in the configs' order, duplicates and quotes kept.
+func TestKargsCommandForConfigs(t *testing.T) {
+	tests := []struct {
+		name             string
+		current, desired []string
+		want             string
+	}{
+		{"none to one", nil, []string{"nosmt"}, "kargs --append=nosmt"},
+		{"one to none", []string{"nosmt"}, nil, "kargs --delete-if-present=nosmt"},
+		{"unchanged", []string{"a", "b=1"}, []string{"b=1", "a"}, ""},
+		{"value changed", []string{"hugepages=1"}, []string{"hugepages=2"}, "kargs --delete-if-present=hugepages=1 --append=hugepages=2"},
+		{"key to key=value", []string{"quiet"}, []string{"quiet=1"}, "kargs --delete-if-present=quiet --append=quiet=1"},
+		{"one more duplicate", []string{"console=tty0"}, []string{"console=tty0", "console=tty0"}, "kargs --append=console=tty0"},
+		{"one duplicate less", []string{"x", "x", "x"}, []string{"x"}, "kargs --delete-if-present=x --delete-if-present=x"},
+		{"several in order", []string{"a", "b", "c"}, []string{"c", "e", "d", "a"}, "kargs --delete-if-present=b --append=e --append=d"},
+		{"quoted value", []string{`dyndbg="a b"`}, []string{`dyndbg="a c"`}, `kargs --delete-if-present=dyndbg="a b" --append=dyndbg="a c"`},
+		{"entry with several arguments", nil, []string{`a=1 b="x y"`}, `kargs --append=a=1 --append=b="x y"`},
+	}
+	for _, tt := range tests {
+		cur, err := plan.Parse(kargsMC("cur", tt.current))
+		if err != nil {
+			t.Fatal(err)
+		}
+		des, err := plan.Parse(kargsMC("des", tt.desired))
+		if err != nil {
+			t.Fatal(err)
+		}
+		d, err := plan.Compare(cur, des)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Join(KargsArgs(d.KernelArgsRemoved, d.KernelArgsAdded), " "); got != tt.want {
+			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+func kargsMC(name string, kargs []string) *mcfgv1.MachineConfig {
+	mc := &mcfgv1.MachineConfig{}
+	mc.Name = name
+	mc.Spec.KernelArguments = kargs
+	return mc
 }

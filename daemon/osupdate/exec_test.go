@@ -8,6 +8,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed/osfake"
 )
@@ -58,5 +62,46 @@ func TestChrootRunner(t *testing.T) {
 	}
 	if _, err := run.Run(ctx, "bootc", "status"); err == nil || !strings.Contains(err.Error(), "bootc is not installed on the node") {
 		t.Errorf("missing tool: %v", err)
+	}
+}
+
+// Only a command that ran and failed is retried: not one that timed out or
+// whose caller gave up. Each failed attempt is logged.
+func TestRetryOnlyFailures(t *testing.T) {
+	tests := []struct {
+		name  string
+		err   error
+		tries int
+	}{
+		{"exit status", &CommandError{Command: "rpm-ostree rebase x", Err: errors.New("exit status 1"), Stderr: "pinging container registry"}, 3},
+		{"timeout", &CommandError{Command: "rpm-ostree rebase x", Err: &timeoutError{time.Minute}, Stderr: "Pulling"}, 1},
+		{"cancelled", &CommandError{Command: "rpm-ostree rebase x", Err: context.Canceled}, 1},
+		{"not a command", errors.New("no such program"), 1},
+	}
+	for _, tt := range tests {
+		core, logs := observer.New(zap.WarnLevel)
+		r := fastRetry
+		r.Log = zap.New(core)
+		tries := 0
+		err := r.do(context.Background(), "pulling OS image x", func() error { tries++; return tt.err })
+		if tries != tt.tries || !errors.Is(err, tt.err) {
+			t.Errorf("%s: %d tries, %v; want %d", tt.name, tries, err, tt.tries)
+		}
+		if logs.Len() != tt.tries {
+			t.Errorf("%s: %d log lines, want %d", tt.name, logs.Len(), tt.tries)
+		}
+	}
+	err := &CommandError{Command: "bootc switch x", Err: &timeoutError{time.Minute}, Stderr: "layers needed: 52"}
+	if err.Error() != "running bootc switch x: timed out after 1m0s: layers needed: 52" {
+		t.Errorf("timeout error %q", err.Error())
+	}
+}
+
+func TestCutKeepsCharacters(t *testing.T) {
+	if got := cut("ab€cd", 3); got != "ab... [5 more bytes]" {
+		t.Errorf("cut = %q", got)
+	}
+	if got := cut("abc", 3); got != "abc" {
+		t.Errorf("cut = %q", got)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -231,5 +232,109 @@ func TestDetectNone(t *testing.T) {
 	u, err := Detect(context.Background(), root, fakeTools{root: root}, fastRetry)
 	if err != nil || u != nil || Name(u) != "none" {
 		t.Errorf("Detect on a plain root = %v, %v", u, err)
+	}
+}
+
+// A kargs failure after a good rebase leaves a staged deployment; Unstage
+// removes it (rpm-ostree cleanup -p), and does nothing when none is pending.
+func TestRpmOstreeUnstage(t *testing.T) {
+	ctx := context.Background()
+	tools := newNode(t, osfake.Options{RpmOstree: true, Image: "ostree-unverified-registry:" + oldImage, Kargs: []string{"rw", "c=1", "c=2"}})
+	u := &RpmOstree{Run: tools, Retry: fastRetry}
+	_, err := u.Stage(ctx, phases.OSChange{Image: newImage, KernelArgs: []string{"x"}, Removed: []string{"c"}, Added: []string{"x"}})
+	if err == nil || !strings.Contains(err.Error(), "Multiple values for key 'c' found") {
+		t.Fatalf("Stage removing c from c=1 c=2: %v", err)
+	}
+	msg, err := u.Unstage(ctx)
+	if err != nil || msg != "removed the pending deployment ostree-unverified-registry:"+newImage {
+		t.Errorf("Unstage = %q, %v", msg, err)
+	}
+	if st, err := rpmOstreeStatus(ctx, tools); err != nil || len(st.Deployments) != 1 {
+		t.Errorf("after Unstage: %+v, %v", st, err)
+	}
+	n := len(tools.calls(t, 0))
+	if msg, err := u.Unstage(ctx); err != nil || msg != "" || len(tools.calls(t, n)) != 1 {
+		t.Errorf("Unstage with nothing pending = %q, %v, calls %q", msg, err, tools.calls(t, n))
+	}
+}
+
+// A reboot between Stage and the write being recorded finalizes the staged
+// deployment; the write runs again and stages nothing twice.
+func TestRpmOstreeRestageAfterReboot(t *testing.T) {
+	ctx := context.Background()
+	tools := newNode(t, osfake.Options{RpmOstree: true, Image: "ostree-unverified-registry:" + oldImage, Kargs: []string{"rw"}})
+	u := &RpmOstree{Run: tools, Retry: fastRetry}
+	c := phases.OSChange{Image: newImage, KernelArgs: []string{"x", "x"}, Added: []string{"x", "x"}}
+	if _, err := u.Stage(ctx, c); err != nil {
+		t.Fatal(err)
+	}
+	tools.boot(t)
+	n := len(tools.calls(t, 0))
+	msg, err := u.Stage(ctx, c)
+	if err != nil || msg != "OS image "+newImage+" already booted; kernel arguments +x +x already booted" {
+		t.Errorf("Stage after the reboot = %q, %v", msg, err)
+	}
+	for _, call := range tools.calls(t, n) {
+		if strings.Contains(call, "rebase") || strings.Contains(call, "--append") {
+			t.Errorf("Stage after the reboot ran %q", call)
+		}
+	}
+	if b, err := u.Booted(ctx, newImage); err != nil || !reflect.DeepEqual(b.KernelArgs, []string{"rw", "x", "x"}) {
+		t.Errorf("Booted = %+v, %v", b, err)
+	}
+}
+
+// After a fallback the pending deployment has the failed update's kernel
+// arguments; a new change relative to the booted ones edits the pending one
+// into the goal.
+func TestRpmOstreeKargsOverFallback(t *testing.T) {
+	ctx := context.Background()
+	tools := newNode(t, osfake.Options{RpmOstree: true, Image: "ostree-unverified-registry:" + oldImage, Kargs: []string{"rw", "a"}})
+	u := &RpmOstree{Run: tools, Retry: fastRetry}
+	if _, err := u.Stage(ctx, phases.OSChange{KernelArgs: []string{"b"}, Removed: []string{"a"}, Added: []string{"b"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(tools.root, osfake.FallbackFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tools.boot(t)
+	// Booted: rw a; pending: rw b. Desired now: c (from a).
+	n := len(tools.calls(t, 0))
+	if _, err := u.Stage(ctx, phases.OSChange{KernelArgs: []string{"c"}, Removed: []string{"a"}, Added: []string{"c"}}); err != nil {
+		t.Fatal(err)
+	}
+	calls := tools.calls(t, n)
+	if last := calls[len(calls)-1]; last != "rpm-ostree kargs --delete-if-present=b --append=c" {
+		t.Errorf("kargs call %q", last)
+	}
+	out, err := tools.Run(ctx, "rpm-ostree", "kargs", "--deploy-index=0")
+	if err != nil || strings.TrimSpace(string(out)) != "rw c" {
+		t.Errorf("pending kernel arguments %q, %v", out, err)
+	}
+}
+
+// The fake's kargs as ostree's: --delete-if-present of a key with another
+// value fails; ostree= names finalized deployments.
+func TestFakeKargs(t *testing.T) {
+	ctx := context.Background()
+	tools := newNode(t, osfake.Options{RpmOstree: true, Image: "ostree-unverified-registry:" + oldImage, Kargs: []string{"rw", "a=2", "c=1", "c=2"}})
+	for _, tt := range []struct{ arg, err string }{
+		{"a=1", "No karg 'a=1' found"},
+		{"c", "Multiple values for key 'c' found"},
+		{"c=3", "No karg 'c=3' found"},
+	} {
+		if _, err := tools.Run(ctx, "rpm-ostree", "kargs", "--delete-if-present="+tt.arg); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("--delete-if-present=%s: %v, want %q", tt.arg, err, tt.err)
+		}
+	}
+	if _, err := tools.Run(ctx, "rpm-ostree", "kargs", "--delete-if-present=nosmt", "--delete-if-present=a", "--delete-if-present=c=2"); err != nil {
+		t.Errorf("absent key, single value by key, one value by key=value: %v", err)
+	}
+	out, err := tools.Run(ctx, "rpm-ostree", "kargs", "--deploy-index=1")
+	if err != nil || !regexp.MustCompile(`^rw a=2 c=1 c=2 ostree=/ostree/boot.1/fedora-coreos/[0-9a-f]{64}/0\n$`).Match(out) {
+		t.Errorf("booted kargs %q, %v", out, err)
+	}
+	if out, err := tools.Run(ctx, "rpm-ostree", "kargs", "--deploy-index=0"); err != nil || string(out) != "rw c=1\n" {
+		t.Errorf("staged kargs %q, %v", out, err)
 	}
 }

@@ -138,4 +138,3 @@ func SameImage(a, b string) bool {
 	}
 	return ra == rb
 }
-
