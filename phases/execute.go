@@ -161,10 +161,13 @@ func Write() Phase {
 				// A deployment staged before the failure (an image before
 				// its kernel arguments) would come up at the next reboot.
 				if u.Diff.OSChanged() {
-					if _, usErr := d.OS().Unstage(ctx); usErr != nil {
+					removed, usErr := d.OS().Unstage(ctx)
+					if usErr != nil {
 						return Outcome{}, fmt.Errorf("%w (rolled back this update's writes; removing the staged OS deployment failed: %v)", err, usErr)
 					}
-					return Outcome{}, fmt.Errorf("%w (rolled back this update's writes and the staged OS deployment)", err)
+					if removed != "" {
+						return Outcome{}, fmt.Errorf("%w (rolled back this update's writes; %s)", err, removed)
+					}
 				}
 				return Outcome{}, fmt.Errorf("%w (rolled back this update's writes)", err)
 			}

@@ -106,7 +106,7 @@ func TestOSStageFailureRollsBack(t *testing.T) {
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:2", "nosmt")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
 	err := r.Run(context.Background())
-	if err == nil || !strings.Contains(err.Error(), "staging the OS update with fake-os: pull failed (rolled back this update's writes and the staged OS deployment)") {
+	if err == nil || !strings.Contains(err.Error(), "staging the OS update with fake-os: pull failed (rolled back this update's writes; removed the pending deployment)") {
 		t.Fatalf("Run: %v", err)
 	}
 	if !h.rolled || len(h.files) != 0 || !reflect.DeepEqual(h.written, []string{"/etc/a"}) {
