@@ -178,10 +178,15 @@ func TestRpmOstreeFallbackBoot(t *testing.T) {
 	ctx := context.Background()
 	tools := newNode(t, osfake.Options{RpmOstree: true, Image: "ostree-unverified-registry:" + oldImage})
 	u := &RpmOstree{Run: tools, Retry: fastRetry}
-	if _, err := u.Stage(ctx, phases.OSChange{Image: newImage}); err != nil {
+	if err := os.WriteFile(filepath.Join(tools.root, osfake.FallbackFile), nil, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(tools.root, osfake.FallbackFile), nil, 0o644); err != nil {
+	// The switch waits for the boot that finalizes a staged deployment.
+	tools.boot(t)
+	if _, err := os.Stat(filepath.Join(tools.root, osfake.FallbackFile)); err != nil {
+		t.Errorf("a boot with nothing staged used the fallback switch: %v", err)
+	}
+	if _, err := u.Stage(ctx, phases.OSChange{Image: newImage}); err != nil {
 		t.Fatal(err)
 	}
 	tools.boot(t)
@@ -192,6 +197,15 @@ func TestRpmOstreeFallbackBoot(t *testing.T) {
 	// The new deployment is still pending: staging it again does nothing.
 	if msg, err := u.Stage(ctx, phases.OSChange{Image: newImage}); err != nil || !strings.Contains(msg, "already staged") {
 		t.Errorf("Stage after the fallback = %q, %v", msg, err)
+	}
+	// A later boot, finalizing nothing, boots the default entry: the
+	// pending deployment (as GRUB would after a one-time manual fallback).
+	if err := os.WriteFile(filepath.Join(tools.root, osfake.FallbackFile), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tools.boot(t)
+	if b, err := u.Booted(ctx, newImage); err != nil || !b.IsImage {
+		t.Errorf("Booted after a later boot = %+v, %v", b, err)
 	}
 }
 
