@@ -43,13 +43,18 @@ func TestDrainMixedWorkload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
+	// The update's check before the cordon names the pod.
+	var ue *drain.UnownedError
+	if err := d.CheckDrain(ctx); !errors.As(err, &ue) || strings.Join(ue.Pods, ",") != name+"/bare" ||
+		!errors.Is(err, phases.ErrCannotDrain) {
+		t.Fatalf("CheckDrain without --evict-unowned-pods: %v, want an error naming %s/bare", err, name)
+	}
 	cordoned, err := d.Cordon(ctx)
 	if err != nil || !cordoned {
 		t.Fatalf("Cordon: %v %v", cordoned, err)
 	}
 	_, err = d.Drain(ctx, newProgressLog())
-	var ue *drain.UnownedError
-	if !errors.As(err, &ue) || strings.Join(ue.Pods, ",") != name+"/bare" {
+	if !errors.As(err, &ue) || strings.Join(ue.Pods, ",") != name+"/bare" || !errors.Is(err, phases.ErrCannotDrain) {
 		t.Fatalf("drain without --evict-unowned-pods: %v, want an error naming %s/bare", err, name)
 	}
 	if n := len(podsOn(t, name)); n != 56 {
@@ -57,6 +62,9 @@ func TestDrainMixedWorkload(t *testing.T) {
 	}
 
 	d.EvictUnowned = true
+	if err := d.CheckDrain(ctx); err != nil {
+		t.Fatalf("CheckDrain with --evict-unowned-pods: %v", err)
+	}
 	res, err := d.Drain(ctx, newProgressLog())
 	if err != nil {
 		t.Fatal(err)
