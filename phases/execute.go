@@ -150,8 +150,12 @@ func undoCordon(ctx context.Context, d Data, drainErr error) error {
 		if err := d.SaveProgress(); err != nil {
 			return fmt.Errorf("draining node %s: %w; uncordoned it, then %v", node, drainErr, err)
 		}
+		why := "the drain timed out"
+		if !errors.Is(drainErr, ErrDrainTimedOut) {
+			why = "the drain could not go on"
+		}
 		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned),
-			"Uncordoned after the drain gave up; the retry cordons again")
+			"Uncordoned after "+why+"; the retry cordons again")
 		outcome = "uncordoned the node, nothing was written"
 	}
 	// The retry waits for a slot again before it cordons.
