@@ -24,6 +24,7 @@ const (
 func Validate() Phase {
 	return Phase{
 		Name: "validate", Group: status.UpdateComplete,
+		Wait: keepSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			cfg := d.Update().Desired
 			if err := CheckOnDisk(ctx, d.Host(), d.Units(), cfg); err != nil {
@@ -102,7 +103,7 @@ func Uncordon() Phase {
 		},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			if err := d.Cluster().Uncordon(ctx); err != nil {
-				return Outcome{}, fmt.Errorf("uncordoning node %s: %w", d.Update().Node, err)
+				return Outcome{}, err
 			}
 			d.Progress().CordonedByUs = false
 			if err := releaseSlot(ctx, d); err != nil {

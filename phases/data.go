@@ -24,10 +24,18 @@ type Configs interface {
 
 // Cluster is what the phases do to the node's API objects.
 type Cluster interface {
-	// Cordon marks the node unschedulable and reports whether it was
-	// schedulable before (that is, whether this call cordoned it).
-	Cordon(ctx context.Context) (cordoned bool, err error)
+	// Cordon marks the node unschedulable and reports whether the cordon
+	// is this daemon's: true when this call cordoned it or the daemon had
+	// (its cordon annotation is there), false when an administrator had.
+	// Its errors name the node.
+	Cordon(ctx context.Context) (ours bool, err error)
+	// Uncordon lifts this daemon's cordon; a node without its annotation is
+	// left alone. Its errors name the node.
 	Uncordon(ctx context.Context) error
+	// CheckDrain reports whether a drain could start: it fails, without
+	// touching anything, when the node has pods the drain would refuse to
+	// evict (the error then wraps ErrCannotDrain).
+	CheckDrain(ctx context.Context) error
 	// Drain evicts the node's pods and tells progress how it goes. With the
 	// fail policy it gives up after its timeout with an error that wraps
 	// ErrDrainTimedOut.
@@ -51,6 +59,11 @@ type DrainProgress interface {
 // timeout (the fail policy). The Drain phase then undoes its cordon, and the
 // update is retried later from the cordon.
 var ErrDrainTimedOut = errors.New("drain timed out")
+
+// ErrCannotDrain is wrapped by the error of a drain that cannot go on
+// whatever it waits for (pods without a controller, which the drain does
+// not evict). The Drain phase undoes its cordon then, as after a timeout.
+var ErrCannotDrain = errors.New("node cannot be drained")
 
 // DrainResult sums up a finished drain (the figures for metrics).
 type DrainResult struct {
@@ -158,6 +171,9 @@ type Disruption interface {
 	// already. While it waits, report receives a message naming the nodes
 	// that hold the slots, when it changes and at most every few seconds.
 	Acquire(ctx context.Context, report func(message string)) error
+	// Keep takes a slot without waiting and reports whether the node holds
+	// one: the one it holds, its own (after a restart), or a free one.
+	Keep(ctx context.Context) (bool, error)
 	// Release gives the node's slot back; a no-op when it holds none.
 	Release(ctx context.Context) error
 }

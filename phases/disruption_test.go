@@ -3,6 +3,7 @@ package phases_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -18,15 +19,32 @@ import (
 // and reports so (then calls waiting, from the runner's goroutine) before
 // getting it, unless block is set, in which case it waits for ctx.
 type slots struct {
-	held               bool
-	acquires, releases int
-	waited             bool
-	block              bool
-	waiting            func()
+	held                      bool
+	acquires, releases, keeps int
+	waited                    bool
+	block                     bool
+	waiting                   func()
+	// log, when set, receives "acquire", "keep" and "release" in order
+	// (shared with a cluster fake's calls, to check the order of both).
+	log *[]string
+}
+
+func (s *slots) note(what string) {
+	if s.log != nil {
+		*s.log = append(*s.log, what)
+	}
+}
+
+func (s *slots) Keep(context.Context) (bool, error) {
+	s.keeps++
+	s.note("keep")
+	s.held = true
+	return true, nil
 }
 
 func (s *slots) Acquire(ctx context.Context, report func(string)) error {
 	s.acquires++
+	s.note("acquire")
 	if s.held {
 		return nil
 	}
@@ -47,6 +65,7 @@ func (s *slots) Acquire(ctx context.Context, report func(string)) error {
 
 func (s *slots) Release(context.Context) error {
 	s.releases++
+	s.note("release")
 	s.held = false
 	return nil
 }
@@ -98,11 +117,15 @@ func TestRunnerWaitsForDisruptionSlot(t *testing.T) {
 	r2.Env.Disruption = b2
 	r2.Start("n1")
 	r2.Replay()
+	if err := r2.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
 	if err := r2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if b2.acquires != 0 || b2.releases == 0 {
-		t.Errorf("after the reboot: %d acquires (want 0), %d releases (want some)", b2.acquires, b2.releases)
+	if b2.acquires != 0 || b2.keeps == 0 || b2.releases == 0 || b2.held {
+		t.Errorf("after the reboot: %d acquires (want 0), %d keeps, %d releases (want some of both), held %v",
+			b2.acquires, b2.keeps, b2.releases, b2.held)
 	}
 	if c := status.Find(w.last, status.Updated); c.Status != metav1.ConditionTrue {
 		t.Errorf("Updated = %s", c.Status)
@@ -143,5 +166,103 @@ func TestRunnerStopsWhileWaitingForSlot(t *testing.T) {
 	}
 	if c := status.Find(w.last, status.NodeDegraded); c.Status != metav1.ConditionFalse {
 		t.Errorf("NodeDegraded = %s after a stop", c.Status)
+	}
+}
+
+// After the reboot the slot is kept (not waited for) and stays held while
+// a failed validation keeps the node cordoned; the uncordon of the retry
+// gives it back.
+func TestRunnerKeepsSlotWhileValidationFails(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	r.Env.Disruption = &slots{waited: true}
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v", err)
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The node comes back with the file changed behind the daemon's back.
+	h.files["/etc/motd"] = "tampered"
+	var calls []string
+	b := &slots{log: &calls}
+	env := r.Env
+	env.Disruption = b
+	run := func() error {
+		r2 := &phases.Runner{Env: env, Status: w, Log: r.Log, Now: r.Now, Phases: phases.All(), Record: rec, Conditions: w.last}
+		r2.Start("n1")
+		r2.Replay()
+		if err := r2.Reload(context.Background()); err != nil {
+			return err
+		}
+		return r2.Run(context.Background())
+	}
+	if err := run(); err == nil || !strings.Contains(err.Error(), "validating") {
+		t.Fatalf("Run after the boot: %v, want a validation failure", err)
+	}
+	if !b.held || b.releases != 0 || b.acquires != 0 || rec.Done("uncordon") {
+		t.Errorf("after the failed validation: held %v, %d releases, %d acquires (want held, 0, 0); calls %v",
+			b.held, b.releases, b.acquires, calls)
+	}
+	// The daemon restarts (the reboot step is done): validate keeps the
+	// slot again before it fails again.
+	b = &slots{log: &calls}
+	env.Disruption = b
+	if err := run(); err == nil || !b.held || b.keeps == 0 || b.releases != 0 {
+		t.Errorf("after a restart and a failed validation: %v; held %v, %d keeps, %d releases (want held, some, 0)",
+			err, b.held, b.keeps, b.releases)
+	}
+	h.files["/etc/motd"] = "x"
+	if err := run(); err != nil {
+		t.Fatal(err)
+	}
+	if b.held || b.acquires != 0 {
+		t.Errorf("after the update: held %v, %d acquires; calls %v", b.held, b.acquires, calls)
+	}
+}
+
+// Pods the drain would refuse (no controller) fail the update before the
+// cordon: no slot taken, nothing cordoned, NodeDegraded names the pods.
+func TestRunnerUndrainableFailsBeforeCordon(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl := &cluster{checkErr: fmt.Errorf("1 pod without a controller that would recreate them: apps/bare: %w", phases.ErrCannotDrain)}
+	units, w := &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	b := &slots{waited: true}
+	r.Env.Disruption = b
+	err := r.Run(context.Background())
+	var se *phases.StepError
+	if !errors.As(err, &se) || se.Phase != "cordon" || !errors.Is(err, phases.ErrCannotDrain) {
+		t.Fatalf("Run: %v, want the cordon step failing on the check", err)
+	}
+	if err := r.Fail(context.Background(), err); err != nil {
+		t.Fatal(err)
+	}
+	if len(cl.calls) != 0 || b.acquires != 0 || cl.checks != 1 {
+		t.Errorf("cluster calls %v, %d acquires, %d checks: want none, 0, 1", cl.calls, b.acquires, cl.checks)
+	}
+	if c := status.Find(w.last, status.NodeDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "apps/bare") {
+		t.Errorf("NodeDegraded = %s %q", c.Status, c.Message)
+	}
+}
+
+// The cordon's intent is saved before the cordon: a crash between the
+// cordon and the save of its outcome leaves a record that uncordons.
+func TestRunnerSavesCordonIntent(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{cordonErr: errors.New("the daemon died here")}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	saved := false
+	cl.onCordon = func() {
+		rec, err := progress.Unmarshal(h.state[progress.FileName])
+		saved = err == nil && rec.CordonedByUs
+	}
+	if err := r.Run(context.Background()); err == nil {
+		t.Fatal("Run succeeded")
+	}
+	if !saved {
+		t.Error("the record on disk did not say CordonedByUs when Cordon ran")
 	}
 }

@@ -23,19 +23,37 @@ func needsDrain(d Data) (bool, string) {
 
 // Cordon marks the node unschedulable before a disruptive post action and
 // remembers whether this daemon did it, so the uncordon never undoes an
-// administrator's cordon. It first waits for a cluster-wide disruption slot.
+// administrator's cordon. It first checks that the drain could start (pods
+// without a controller fail the update here, with nothing cordoned and no
+// slot taken), then waits for a cluster-wide disruption slot.
 func Cordon() Phase {
 	return Phase{
 		Name: "cordon", Group: status.UpdateExecuted, Condition: status.Cordoned, Needed: needsDrain,
-		Wait: holdSlot,
+		Wait: func(ctx context.Context, d Data) error {
+			if err := d.Cluster().CheckDrain(ctx); err != nil {
+				return fmt.Errorf("checking the pods of node %s before the cordon: %w", d.Update().Node, err)
+			}
+			return holdSlot(ctx, d)
+		},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			// The intent first: a crash right after the cordon, before the
+			// outcome is saved, must not lose the cordon (a new desired
+			// config starts a new record that inherits CordonedByUs, and
+			// its uncordon lifts only a cordon carrying this daemon's
+			// annotation, so an administrator's cordon is safe either way).
+			rec := d.Progress()
+			if !rec.CordonedByUs {
+				rec.CordonedByUs = true
+				if err := d.SaveProgress(); err != nil {
+					return Outcome{}, err
+				}
+			}
 			cordoned, err := d.Cluster().Cordon(ctx)
 			if err != nil {
-				return Outcome{}, fmt.Errorf("cordoning node %s: %w", d.Update().Node, err)
+				return Outcome{}, err
 			}
 			// Cordon reports the truth even after a restart (it finds its own
 			// cordon by its annotation), so the record follows it.
-			rec := d.Progress()
 			rec.CordonedByUs = cordoned
 			if err := d.SaveProgress(); err != nil {
 				return Outcome{}, err
@@ -49,10 +67,12 @@ func Cordon() Phase {
 }
 
 // Drain evicts the node's pods. A drain that gives up at its timeout (the
-// fail policy) undoes the cordon, so the node is not left cordoned by an
-// update that cannot go on, and the retry starts again from the cordon. A
-// drain interrupted for shutdown stops with ErrStopped and runs again at
-// the next start.
+// fail policy) or cannot go on (pods without a controller that arrived
+// after the cordon's check) undoes the cordon, so the node is not left
+// cordoned by an update that cannot go on, and the retry starts again from
+// the cordon. A drain interrupted for shutdown stops with ErrStopped and
+// runs again at the next start. A new desired config does not cancel a
+// drain: it is looked at once the drain ends (or times out).
 func Drain() Phase {
 	return Phase{
 		Name: "drain", Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
@@ -71,7 +91,7 @@ func Drain() Phase {
 			if err != nil && dctx.Err() != nil && ctx.Err() == nil {
 				return Outcome{}, ErrStopped
 			}
-			if errors.Is(err, ErrDrainTimedOut) {
+			if errors.Is(err, ErrDrainTimedOut) || errors.Is(err, ErrCannotDrain) {
 				return Outcome{}, undoCordon(ctx, d, err)
 			}
 			if err != nil {
@@ -109,8 +129,11 @@ func drainedMessage(res DrainResult) string {
 
 // undoCordon is the end of a drain that gave up: the cordon step is undone
 // (the record first, so a crash at any point leaves a record that cordons
-// again), the disruption slot given back, and the node uncordoned if this
-// daemon cordoned it.
+// again), the node uncordoned if this daemon cordoned it, and only then the
+// disruption slot given back: a node waiting for the slot cordons as soon
+// as it gets it, and this node must not be cordoned still. A crash or a
+// failed uncordon before the release keeps the slot (its Lease names this
+// node, which adopts it again), so the retry's cordon holds a slot too.
 func undoCordon(ctx context.Context, d Data, drainErr error) error {
 	node := d.Update().Node
 	rec := d.Progress()
@@ -118,24 +141,28 @@ func undoCordon(ctx context.Context, d Data, drainErr error) error {
 	if err := d.SaveProgress(); err != nil {
 		return fmt.Errorf("draining node %s: %w; then %v", node, drainErr, err)
 	}
+	outcome := "the node stays cordoned (it was cordoned before the update)"
+	if rec.CordonedByUs {
+		if err := d.Cluster().Uncordon(ctx); err != nil {
+			return fmt.Errorf("draining node %s: %w; then %v", node, drainErr, err)
+		}
+		rec.CordonedByUs = false
+		if err := d.SaveProgress(); err != nil {
+			return fmt.Errorf("draining node %s: %w; uncordoned it, then %v", node, drainErr, err)
+		}
+		why := "the drain timed out"
+		if !errors.Is(drainErr, ErrDrainTimedOut) {
+			why = "the drain could not go on"
+		}
+		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned),
+			"Uncordoned after "+why+"; the retry cordons again")
+		outcome = "uncordoned the node, nothing was written"
+	}
 	// The retry waits for a slot again before it cordons.
 	if err := releaseSlot(ctx, d); err != nil {
-		return fmt.Errorf("draining node %s: %w; then %v", node, drainErr, err)
+		return fmt.Errorf("draining node %s: %w; %s, then %v", node, drainErr, outcome, err)
 	}
-	if !rec.CordonedByUs {
-		return fmt.Errorf("draining node %s: %w; the node stays cordoned (it was cordoned before the update); retrying later",
-			node, drainErr)
-	}
-	if err := d.Cluster().Uncordon(ctx); err != nil {
-		return fmt.Errorf("draining node %s: %w; uncordoning it also failed: %v", node, drainErr, err)
-	}
-	rec.CordonedByUs = false
-	if err := d.SaveProgress(); err != nil {
-		return fmt.Errorf("draining node %s: %w; uncordoned it, then %v", node, drainErr, err)
-	}
-	d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned),
-		"Uncordoned after the drain timed out; the retry cordons again")
-	return fmt.Errorf("draining node %s: %w; uncordoned the node, nothing was written; retrying later", node, drainErr)
+	return fmt.Errorf("draining node %s: %w; %s; retrying later", node, drainErr, outcome)
 }
 
 // Write applies files, units, SSH keys and OS changes. A failure rolls back

@@ -184,6 +184,7 @@ func (r *Runner) log() *zap.Logger {
 
 func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	log := r.log().With(zap.String("phase", p.Name))
+	ctx = WithLog(ctx, log)
 	needed, why := true, ""
 	if p.Needed != nil {
 		needed, why = p.Needed(r)

@@ -42,13 +42,27 @@ type cluster struct {
 	drainErr error
 	// drainBlocks makes Drain wait until its context ends.
 	drainBlocks bool
+	// checkErr, when set, is what CheckDrain returns.
+	checkErr error
+	checks   int
+	// onCordon, when set, runs when Cordon is called, before it cordons;
+	// cordonErr is then what Cordon returns.
+	onCordon  func()
+	cordonErr error
 }
 
 func (c *cluster) Cordon(context.Context) (bool, error) {
+	if c.onCordon != nil {
+		c.onCordon()
+	}
+	if c.cordonErr != nil {
+		return false, c.cordonErr
+	}
 	c.calls = append(c.calls, "cordon")
 	return true, nil
 }
-func (c *cluster) Uncordon(context.Context) error { c.calls = append(c.calls, "uncordon"); return nil }
+func (c *cluster) CheckDrain(context.Context) error { c.checks++; return c.checkErr }
+func (c *cluster) Uncordon(context.Context) error   { c.calls = append(c.calls, "uncordon"); return nil }
 func (c *cluster) Drain(ctx context.Context, p phases.DrainProgress) (phases.DrainResult, error) {
 	c.calls = append(c.calls, "drain")
 	if c.drainBlocks {
@@ -252,6 +266,8 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	cl := &cluster{drainErr: fmt.Errorf("%w after 1m0s; waiting on pod default/web-0", phases.ErrDrainTimedOut)}
 	units, w := &systemd.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	b := &slots{waited: true, log: &cl.calls}
+	r.Env.Disruption = b
 	err := r.Run(context.Background())
 	if !errors.Is(err, phases.ErrDrainTimedOut) || !strings.Contains(err.Error(), "uncordoned the node") {
 		t.Fatalf("Run: %v, want a drain timeout that uncordoned", err)
@@ -259,9 +275,12 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	if err := r.Fail(context.Background(), err); err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
-		t.Errorf("cluster calls %s, want cordon,drain,uncordon", got)
+	// The slot goes back only once the node is uncordoned: a waiter that
+	// gets it cordons at once.
+	if got := strings.Join(cl.calls, ","); got != "acquire,cordon,acquire,drain,uncordon,release" {
+		t.Errorf("calls %s, want acquire,cordon,acquire,drain,uncordon,release", got)
 	}
+	cl.calls = nil
 	if len(h.written) != 0 || len(units.CallLog()) != 0 {
 		t.Errorf("wrote %v, systemd calls %v after a failed drain", h.written, units.CallLog())
 	}
@@ -291,8 +310,8 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	if err := r2.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
 		t.Fatalf("retry: %v", err)
 	}
-	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon,cordon,drain" {
-		t.Errorf("cluster calls %s after the retry", got)
+	if got := strings.Join(cl.calls, ","); got != "acquire,cordon,acquire,drain,acquire,acquire" {
+		t.Errorf("calls %s after the retry", got)
 	}
 }
 

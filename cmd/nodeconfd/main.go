@@ -110,8 +110,8 @@ func parseFlags(args []string) (options, error) {
 	if o.slots < 1 {
 		return o, fmt.Errorf("--disruption-slots=%d: want at least 1", o.slots)
 	}
-	if o.leaseDuration < 2*time.Second || o.leaseDuration%time.Second != 0 {
-		return o, fmt.Errorf("--disruption-lease-duration=%s: want whole seconds, at least 2s", o.leaseDuration)
+	if o.leaseDuration < budget.MinDuration || o.leaseDuration%time.Second != 0 {
+		return o, fmt.Errorf("--disruption-lease-duration=%s: want whole seconds, at least %s", o.leaseDuration, budget.MinDuration)
 	}
 	if o.drainTimeoutAction != "retry" && o.drainTimeoutAction != "fail" {
 		return o, fmt.Errorf("--drain-timeout-action %q: want retry or fail", o.drainTimeoutAction)

@@ -20,15 +20,28 @@
 // after the holder died waits a full duration before reclaiming. A node
 // rebooting for its update does not renew (its daemon is down), so the
 // duration must exceed the longest reboot plus the daemon's start: it
-// defaults to 30 minutes. A longer outage lets another node take the slot;
-// the rebooted node's daemon then finishes only what is left after the
-// reboot (validate, uncordon) without a slot, since waiting would only keep
-// it cordoned longer, but before any disruptive step (cordon, drain, write,
-// reboot) it waits until it holds a slot again. For the same reason a node
-// whose update fails after its reboot (say, validation) stays cordoned but
-// lets its slot lapse. A node whose update fails before its reboot keeps
+// defaults to 30 minutes. After the reboot the daemon takes its slot back
+// without waiting (Keep: its own Lease, or a free slot) and renews it until
+// the uncordon, also while a failed validation keeps the node cordoned and
+// the update retries. Only when the outage outlasted the lease and another
+// node took the slot meanwhile does the rebooted node finish what is left
+// (validate, uncordon) without a slot, since waiting would only keep it
+// cordoned longer: then, and only then, more than N nodes are cordoned at
+// once (N holders plus the late one), for as long as its validation and
+// uncordon take. The same holds for any holder that stops renewing (its
+// daemon killed or cut off from the API server) for longer than the lease
+// duration: its slot is reclaimed while its node may still be cordoned; by
+// design, since a dead holder must not stop the rollout for good. Before
+// any disruptive step (cordon, drain, write, reboot) a daemon waits until
+// it holds a slot again. A node whose update fails before its reboot keeps
 // its slot, renewed, while it retries. An administrator frees a slot held
 // by a dead node at once by deleting its Lease.
+//
+// Changing N. Each daemon looks only at the slots below its own N. While
+// daemons run with different N (a rollout of the flag), at most the largest
+// N of them are disrupted at once; after N is lowered, slots at or above
+// the new N stay held until their holders release them, and no daemon
+// takes them again.
 package budget
 
 import (
@@ -39,6 +52,7 @@ import (
 	"time"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,6 +71,18 @@ const (
 
 // reportEvery bounds how often a waiting daemon reports who holds the slots.
 const reportEvery = 5 * time.Second
+
+// MinDuration is the shortest lease duration: the holder renews five times
+// per duration.
+const MinDuration = 2 * time.Second
+
+// A failed renewal is retried after renewRetryFirst, doubling up to
+// renewRetryMax (but never later than the next regular renewal): an API
+// server outage must not cost the slot for lack of a timely retry.
+const (
+	renewRetryFirst = time.Second
+	renewRetryMax   = 15 * time.Second
+)
 
 // Config configures a Budget.
 type Config struct {
@@ -104,8 +130,8 @@ func New(cfg Config) (*Budget, error) {
 		return nil, errors.New("disruption budget: node name is empty")
 	case cfg.Slots < 1:
 		return nil, fmt.Errorf("disruption budget %s: %d slots, want at least 1", cfg.Name, cfg.Slots)
-	case cfg.Duration < time.Second || cfg.Duration%time.Second != 0:
-		return nil, fmt.Errorf("disruption budget %s: lease duration %s, want whole seconds, at least 1s", cfg.Name, cfg.Duration)
+	case cfg.Duration < MinDuration || cfg.Duration%time.Second != 0:
+		return nil, fmt.Errorf("disruption budget %s: lease duration %s, want whole seconds, at least %s", cfg.Name, cfg.Duration, MinDuration)
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
@@ -121,6 +147,7 @@ func New(cfg Config) (*Budget, error) {
 func (b *Budget) Acquire(ctx context.Context, report func(message string)) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	log := b.logger(ctx)
 	if b.held != nil {
 		if time.Since(b.renewed) < b.cfg.Duration/2 {
 			return nil
@@ -132,11 +159,52 @@ func (b *Budget) Acquire(ctx context.Context, report func(message string)) error
 		}
 	}
 	b.stopRenewLocked()
-	if err := b.waitLocked(ctx, report); err != nil {
+	if err := b.waitLocked(ctx, log, report); err != nil {
 		return err
 	}
 	b.startRenewLocked()
 	return nil
+}
+
+// Keep takes a slot without waiting and reports whether the node holds one:
+// the slot it holds already, its own Lease (a daemon restarted after the
+// node's reboot), or a free slot; false when others hold every slot. A slot
+// kept is renewed in the background until Release or Close.
+func (b *Budget) Keep(ctx context.Context) (bool, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.held != nil {
+		return true, nil
+	}
+	found, _, err := b.list(ctx)
+	if err != nil {
+		return false, err
+	}
+	now := time.Now()
+	c := choose(b.cfg.Holder, observations{}.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now)
+	b.synced = true
+	if c.Action == Wait {
+		b.logger(ctx).Info("Disruption slot taken by others; going on without one", zap.Strings("holders", c.Holders))
+		return false, nil
+	}
+	l, err := b.take(ctx, c, found)
+	if lost(err) {
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	b.hold(ctx, c, found, l, now)
+	b.startRenewLocked()
+	return true, nil
+}
+
+// logger is the logger of the phase that called, else the budget's own.
+func (b *Budget) logger(ctx context.Context) *zap.Logger {
+	if l := phases.LogFrom(ctx, nil); l != nil {
+		return l.Named("budget").With(zap.String("budget", b.cfg.Name))
+	}
+	return b.cfg.Log
 }
 
 // Release gives the node's slot back (deletes its Lease); a no-op when the
@@ -183,10 +251,11 @@ func (b *Budget) delete(ctx context.Context, l *coordinationv1.Lease) error {
 		if !apierrors.IsConflict(err) {
 			return fmt.Errorf("deleting Lease %s/%s: %w", b.cfg.Namespace, l.Name, err)
 		}
-		if l, err = leases.Get(ctx, l.Name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
+		name := l.Name
+		if l, err = leases.Get(ctx, name, metav1.GetOptions{}); apierrors.IsNotFound(err) {
 			return nil
 		} else if err != nil {
-			return fmt.Errorf("reading Lease %s/%s: %w", b.cfg.Namespace, l.Name, err)
+			return fmt.Errorf("reading Lease %s/%s: %w", b.cfg.Namespace, name, err)
 		}
 		if holderOf(l) != b.cfg.Holder {
 			return nil
@@ -230,9 +299,14 @@ func (b *Budget) stopRenewLocked() {
 	b.mu.Lock()
 }
 
+// renewLoop renews the held slot every renewInterval; a failed renewal is
+// retried within seconds (renewRetryFirst, doubling), not a whole interval
+// later.
 func (b *Budget) renewLoop(ctx context.Context, done chan struct{}) {
 	defer close(done)
-	t := time.NewTicker(renewInterval(b.cfg.Duration))
+	every := renewInterval(b.cfg.Duration)
+	retry := time.Duration(0)
+	t := time.NewTimer(every)
 	defer t.Stop()
 	for {
 		select {
@@ -240,13 +314,19 @@ func (b *Budget) renewLoop(ctx context.Context, done chan struct{}) {
 			return
 		case <-t.C:
 		}
+		next := every
 		b.mu.Lock()
 		if ctx.Err() == nil && b.held != nil {
 			if err := b.renewLocked(ctx); err != nil && ctx.Err() == nil {
-				b.cfg.Log.Warn("Cannot renew disruption slot; retrying", zap.Error(err))
+				retry = min(max(2*retry, renewRetryFirst), renewRetryMax, every)
+				next = retry
+				b.cfg.Log.Warn("Cannot renew disruption slot; retrying", zap.Error(err), zap.Duration("retryIn", retry))
+			} else {
+				retry = 0
 			}
 		}
 		b.mu.Unlock()
+		t.Reset(next)
 	}
 }
 

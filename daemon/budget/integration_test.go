@@ -11,12 +11,14 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeconfd/nodeconfd/daemon/budget"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
@@ -245,6 +247,112 @@ func TestBudgetOnAPIServer(t *testing.T) {
 			t.Errorf("holder %q, want node-b (the renewal must not overwrite it)", h)
 		}
 	})
+
+	t.Run("UnlabelledLeaseIsAnError", func(t *testing.T) {
+		// A Lease of a slot's name without the budget's label: the list
+		// does not show it, the create finds it. Said at once, not retried
+		// for ever.
+		if _, err := kc.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "odd-0"}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+		b := newBudget(t, "odd", "node-a", 1, 20*time.Second)
+		actx, acancel := context.WithTimeout(ctx, 5*time.Second)
+		defer acancel()
+		err := b.Acquire(actx, nil)
+		if err == nil || !strings.Contains(err.Error(), "Lease budget-test/odd-0 exists without label nodeconfd.io/disruption-budget=odd") {
+			t.Fatalf("Acquire: %v, want an error naming the unlabelled Lease", err)
+		}
+	})
+
+	t.Run("FailedRenewalRetriedSoon", func(t *testing.T) {
+		// Renewals every 4s; the API refuses them for the first 4.5s. The
+		// retry comes about a second after the failure, not 4s later.
+		var failing atomic.Bool
+		b, err := budget.New(budget.Config{Client: flaky{kubetest.API(kc, nil), &failing}, Namespace: ns, Name: "flaky",
+			Slots: 1, Holder: "node-a", Duration: 20 * time.Second, Log: zaptest.NewLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		failing.Store(true)
+		start := time.Now()
+		if err := b.Acquire(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		first := renewTime(t, kc, ns, "flaky-0")
+		time.Sleep(time.Until(start.Add(4500 * time.Millisecond)))
+		failing.Store(false)
+		for renewTime(t, kc, ns, "flaky-0").Equal(first) {
+			if time.Since(start) > 9*time.Second {
+				t.Fatalf("not renewed %s after the start", time.Since(start).Round(time.Millisecond))
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		took := time.Since(start)
+		t.Logf("renewed %s after the start", took.Round(time.Millisecond))
+		if took > 6500*time.Millisecond {
+			t.Errorf("renewed %s after the start, want the retry within about a second of the failure at 4s", took)
+		}
+	})
+
+	t.Run("KeepDoesNotWait", func(t *testing.T) {
+		a := newBudget(t, "keep", "node-a", 1, 20*time.Second)
+		b := newBudget(t, "keep", "node-b", 1, 20*time.Second)
+		if err := a.Acquire(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		// A restarted daemon of node-a keeps its slot; node-b gets none.
+		a.Close()
+		a2 := newBudget(t, "keep", "node-a", 1, 20*time.Second)
+		if ok, err := a2.Keep(ctx); err != nil || !ok || !a2.Holding() {
+			t.Fatalf("Keep of node-a's own slot: %v %v", ok, err)
+		}
+		if ok, err := b.Keep(ctx); err != nil || ok {
+			t.Fatalf("Keep of node-b while node-a holds the slot: %v %v, want false at once", ok, err)
+		}
+		if err := a2.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if ok, err := b.Keep(ctx); err != nil || !ok {
+			t.Fatalf("Keep of node-b with the slot free: %v %v", ok, err)
+		}
+		if h := holderOf(t, "keep-0"); h != "node-b" {
+			t.Errorf("holder %q, want node-b", h)
+		}
+	})
+}
+
+// flaky is the API with Lease updates refused while failing is set: an API
+// server outage, for the renewals only.
+type flaky struct {
+	kube.API
+	failing *atomic.Bool
+}
+
+func (f flaky) Leases(ns string) kube.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList] {
+	return flakyLeases{f.API.Leases(ns), f.failing}
+}
+
+type flakyLeases struct {
+	kube.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
+	failing *atomic.Bool
+}
+
+func (f flakyLeases) Update(ctx context.Context, l *coordinationv1.Lease, opts metav1.UpdateOptions) (*coordinationv1.Lease, error) {
+	if f.failing.Load() {
+		return nil, apierrors.NewServiceUnavailable("the API server is down (test)")
+	}
+	return f.Resource.Update(ctx, l, opts)
+}
+
+func renewTime(t *testing.T, kc kubernetes.Interface, ns, name string) time.Time {
+	t.Helper()
+	l, err := kc.CoordinationV1().Leases(ns).Get(context.Background(), name, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return l.Spec.RenewTime.Time
 }
 
 type testLog struct{ t *testing.T }

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	"go.uber.org/zap"
@@ -15,9 +16,10 @@ import (
 // waitLocked loops until the node holds a slot: it lists the slots, does
 // what choose says, and when every slot is held by others it waits for a
 // change to the Leases or for the first one to expire.
-func (b *Budget) waitLocked(ctx context.Context, report func(string)) error {
+func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(string)) error {
 	obs := observations{}
 	lastMsg, lastAt := "", time.Time{}
+	races := 0
 	for {
 		found, rv, err := b.list(ctx)
 		if err != nil {
@@ -26,23 +28,14 @@ func (b *Budget) waitLocked(ctx context.Context, report func(string)) error {
 		now := time.Now()
 		c := choose(b.cfg.Holder, obs.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now)
 		b.synced = true
-		name := SlotName(b.cfg.Name, c.Slot)
-		var l *coordinationv1.Lease
-		switch c.Action {
-		case Adopt:
-			l, err = b.write(ctx, found[name], false)
-		case Create:
-			l, err = b.create(ctx, name)
-		case TakeOver:
-			l, err = b.write(ctx, found[name], true)
-		case Wait:
+		if c.Action == Wait {
 			msg := waitingMessage(c.Holders, b.cfg.Slots)
 			until := c.Until
 			if msg != lastMsg {
 				if next := lastAt.Add(reportEvery); now.Before(next) {
 					until = earliest(until, next)
 				} else {
-					b.cfg.Log.Info("Waiting for a disruption slot", zap.Strings("holders", c.Holders),
+					log.Info("Waiting for a disruption slot", zap.Strings("holders", c.Holders),
 						zap.Time("firstExpiry", c.Until))
 					if report != nil {
 						report(msg)
@@ -55,21 +48,69 @@ func (b *Budget) waitLocked(ctx context.Context, report func(string)) error {
 			}
 			continue
 		}
-		if apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) {
-			// Another daemon won this slot (or the holder renewed): look again.
-			b.cfg.Log.Debug("Lost a race for a disruption slot", zap.String("lease", name), zap.Error(err))
+		l, err := b.take(ctx, c, found)
+		if lost(err) {
+			// Another daemon won this slot (or the holder renewed): look
+			// again, after a short pause that grows with the races lost.
+			races++
+			log.Debug("Lost a race for a disruption slot", zap.String("lease", SlotName(b.cfg.Name, c.Slot)), zap.Error(err))
+			if err := sleep(ctx, raceBackoff(races)); err != nil {
+				return err
+			}
 			continue
 		}
 		if err != nil {
 			return err
 		}
-		prev := ""
-		if old := found[name]; old != nil {
-			prev = holderOf(old)
-		}
-		b.held, b.renewed = l, now
-		b.cfg.Log.Info("Holding disruption slot", zap.String("lease", name), zap.Stringer("how", c.Action),
-			zap.String("previousHolder", prev))
+		b.hold(ctx, c, found, l, now)
+		return nil
+	}
+}
+
+// take does what the choice c says to slot c.Slot.
+func (b *Budget) take(ctx context.Context, c Choice, found map[string]*coordinationv1.Lease) (*coordinationv1.Lease, error) {
+	name := SlotName(b.cfg.Name, c.Slot)
+	switch c.Action {
+	case Adopt:
+		return b.write(ctx, found[name], false)
+	case Create:
+		return b.create(ctx, name)
+	case TakeOver:
+		return b.write(ctx, found[name], true)
+	}
+	return nil, fmt.Errorf("disruption budget %s: nothing to take (%s)", b.cfg.Name, c.Action)
+}
+
+// hold records the slot taken.
+func (b *Budget) hold(ctx context.Context, c Choice, found map[string]*coordinationv1.Lease, l *coordinationv1.Lease, now time.Time) {
+	prev := ""
+	if old := found[l.Name]; old != nil {
+		prev = holderOf(old)
+	}
+	b.held, b.renewed = l, now
+	b.logger(ctx).Info("Holding disruption slot", zap.String("lease", l.Name), zap.Stringer("how", c.Action),
+		zap.String("previousHolder", prev))
+}
+
+// lost reports whether a take failed because another daemon changed the
+// slot first.
+func lost(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlreadyExists(err) }
+
+// raceBackoff is the pause after the n-th race lost in a row: 50ms
+// doubling up to 1s, with jitter so that the losers do not race again in
+// step.
+func raceBackoff(n int) time.Duration {
+	d := min(50*time.Millisecond<<min(n-1, 5), time.Second)
+	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
 		return nil
 	}
 }
@@ -136,11 +177,23 @@ func (b *Budget) create(ctx context.Context, name string) (*coordinationv1.Lease
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: b.seconds(),
 			AcquireTime: &now, RenewTime: &now},
 	}
-	created, err := b.cfg.Client.Leases(b.cfg.Namespace).Create(ctx, l, metav1.CreateOptions{})
-	if err != nil && !apierrors.IsAlreadyExists(err) {
+	leases := b.cfg.Client.Leases(b.cfg.Namespace)
+	created, err := leases.Create(ctx, l, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		// Another daemon created it first, or a Lease of that name exists
+		// without the budget's label (the list does not show it): that one
+		// would make every daemon retry for ever, so it is an error.
+		cur, gerr := leases.Get(ctx, name, metav1.GetOptions{})
+		if gerr == nil && cur.Labels[Label] != b.cfg.Name {
+			return nil, fmt.Errorf("Lease %s/%s exists without label %s=%s, so it is not a slot of disruption budget %s: "+
+				"delete it, or choose another --disruption-budget", b.cfg.Namespace, name, Label, b.cfg.Name, b.cfg.Name)
+		}
+		return nil, err
+	}
+	if err != nil {
 		return nil, fmt.Errorf("creating Lease %s/%s: %w", b.cfg.Namespace, name, err)
 	}
-	return created, err
+	return created, nil
 }
 
 // write updates a slot's Lease, as read, to this node: a renewal of the

@@ -6,6 +6,12 @@
 // number at a time, retries refused evictions with backoff, and waits for
 // the pods to go with one watch, telling pods apart by UID. While it runs it
 // reports which pods block it and why.
+//
+// A drain is not cancelled by a new desired config (a rollback): the update
+// runner gives it no such signal, so a drain blocked by a
+// PodDisruptionBudget goes on (or times out, per --drain-timeout-action)
+// before the daemon looks at the new config. The daemon's shutdown does end
+// it (the Drain phase's interrupt).
 package drain
 
 import (
@@ -15,6 +21,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
@@ -23,8 +30,13 @@ import (
 	"github.com/nodeconfd/nodeconfd/phases"
 )
 
-// ReportEvery is the shortest interval between two progress reports.
-const ReportEvery = 3 * time.Second
+// ReportEvery is the shortest interval between two progress reports. A
+// report is sent when what the drain waits on changed; while it stays the
+// same, only every RefreshEvery (to refresh the elapsed time it shows).
+const (
+	ReportEvery  = 3 * time.Second
+	RefreshEvery = 30 * time.Second
+)
 
 // DefaultConcurrency bounds the evictions in flight: enough for a node of
 // 100 pods to drain in about a second, few enough to stay well inside the
@@ -74,9 +86,9 @@ func (d *Drainer) Drain(ctx context.Context, progress phases.DrainProgress) (pha
 	if err != nil {
 		return phases.DrainResult{Skipped: sel.Skipped}, err
 	}
-	log := d.logger()
+	log := d.logger(ctx)
 	log.Info("Draining node", zap.Int("pods", len(sel.Evict)), zap.Int("leftInPlace", sel.Skipped))
-	r := newRun(d, sel, start)
+	r := newRun(d, sel, start, log)
 	if len(sel.Evict) > 0 {
 		if err := r.loop(ctx, progress, list.ResourceVersion); err != nil {
 			return r.result(), err
@@ -88,11 +100,33 @@ func (d *Drainer) Drain(ctx context.Context, progress phases.DrainProgress) (pha
 	return res, nil
 }
 
-func (d *Drainer) logger() *zap.Logger {
+// logger is the logger of the phase that called (node, config and phase
+// fields), else the drainer's own with the node.
+func (d *Drainer) logger(ctx context.Context) *zap.Logger {
+	if l := phases.LogFrom(ctx, nil); l != nil {
+		return l.Named("drain")
+	}
 	if d.Log == nil {
 		return zap.NewNop()
 	}
 	return d.Log.With(zap.String("node", d.NodeName))
+}
+
+// CheckDrain lists the node's pods and runs Select on them, without evicting
+// anything: the update calls it before it takes a disruption slot and
+// cordons, so that pods that would make the drain fail (pods without a
+// controller) fail the update while the node is still untouched.
+func (d *Drainer) CheckDrain(ctx context.Context) error {
+	list, err := d.listPods(ctx)
+	if err != nil {
+		return err
+	}
+	pods := make([]*corev1.Pod, len(list.Items))
+	for i := range list.Items {
+		pods[i] = &list.Items[i]
+	}
+	_, err = Select(pods, d.EvictUnowned)
+	return err
 }
 
 func (d *Drainer) podSelector() string {
@@ -109,7 +143,7 @@ func (d *Drainer) listPods(ctx context.Context) (*corev1.PodList, error) {
 
 func (d *Drainer) watchPods(ctx context.Context, rv string) (watch.Interface, error) {
 	w, err := d.Client.Pods(metav1.NamespaceAll).Watch(ctx, metav1.ListOptions{
-		FieldSelector: d.podSelector(), ResourceVersion: rv, AllowWatchBookmarks: true})
+		FieldSelector: d.podSelector(), ResourceVersion: rv})
 	if err != nil {
 		return nil, fmt.Errorf("watching the pods of node %s: %w", d.NodeName, err)
 	}
@@ -118,12 +152,13 @@ func (d *Drainer) watchPods(ctx context.Context, rv string) (watch.Interface, er
 
 // loop runs evictions and follows the pods until every one is gone.
 func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string) error {
-	r.ctx = ctx
+	r.ctx, r.rv = ctx, rv
 	w, err := r.d.watchPods(ctx, rv)
 	if err != nil {
 		return err
 	}
 	defer func() { w.Stop() }()
+	watchedAt := time.Now()
 	ticker := time.NewTicker(ReportEvery)
 	defer ticker.Stop()
 	var timeout <-chan time.Time
@@ -146,13 +181,22 @@ func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string
 				r.onEvent(ev)
 				continue
 			}
-			// The watch ended (or expired): list again, and watch from there.
 			w.Stop()
-			if w, err = r.resync(ctx); err != nil {
+			if ok {
+				// An error event (410 Gone: the resourceVersion expired):
+				// list again, and watch from there.
+				r.log.Debug("Pod watch failed; listing the pods again", zap.Error(apierrors.FromObject(ev.Object)))
+				w, err = r.resync(ctx)
+			} else {
+				// The server ended the watch (its timeout): resume it.
+				w, err = r.rewatch(ctx, watchedAt)
+			}
+			if err != nil {
 				return err
 			}
+			watchedAt = time.Now()
 		case <-ticker.C:
-			r.report(ctx, progress)
+			r.report(ctx, progress, time.Now())
 		case <-timeout:
 			if err := r.timedOut(ctx, progress); err != nil {
 				return err
@@ -160,6 +204,25 @@ func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string
 		}
 	}
 	return nil
+}
+
+// rewatch resumes an ended watch from the last resourceVersion seen, or
+// lists again when that version has expired. A watch that ended within a
+// second of its start is resumed only a second later, so that a server
+// that closes watches at once is not hammered.
+func (r *run) rewatch(ctx context.Context, started time.Time) (watch.Interface, error) {
+	if wait := time.Until(started.Add(time.Second)); wait > 0 {
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-time.After(wait):
+		}
+	}
+	w, err := r.d.watchPods(ctx, r.rv)
+	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+		return r.resync(ctx)
+	}
+	return w, err
 }
 
 // resync lists the node's pods again (the pods not listed are gone) and
@@ -170,22 +233,28 @@ func (r *run) resync(ctx context.Context) (watch.Interface, error) {
 		return nil, err
 	}
 	r.onList(list.Items)
+	r.rv = list.ResourceVersion
 	return r.d.watchPods(ctx, list.ResourceVersion)
 }
 
-// report shows the drain's progress when it changed since the last report.
-func (r *run) report(ctx context.Context, progress phases.DrainProgress) {
-	if msg := r.view(ctx, time.Now()).String(); msg != r.reported {
-		progress.Progress(msg)
-		r.reported = msg
+// report shows the drain's progress when what it waits on changed since the
+// last report, or (to refresh its times) when that report is RefreshEvery
+// old. The times alone never count as a change: a blocked drain would
+// otherwise rewrite the status at every tick.
+func (r *run) report(ctx context.Context, progress phases.DrainProgress, now time.Time) {
+	view := r.view(ctx, now)
+	if key := view.Blocking(); key != r.reported || now.Sub(r.reportedAt) >= RefreshEvery {
+		progress.Progress(view.String())
+		r.reported, r.reportedAt = key, now
 	}
 }
 
 // timedOut applies the timeout policy at the end of each timeout period:
 // give up (FailOnTimeout), or say the drain is blocked and on what.
 func (r *run) timedOut(ctx context.Context, progress phases.DrainProgress) error {
-	view := r.view(ctx, time.Now())
-	log := r.d.logger().With(zap.Duration("timeout", r.d.Timeout))
+	now := time.Now()
+	view := r.view(ctx, now)
+	log := r.log.With(zap.Duration("timeout", r.d.Timeout))
 	if r.d.FailOnTimeout {
 		blocking := view.Blocking()
 		log.Warn("Drain timed out; giving up", zap.String("blocking", blocking))
@@ -194,6 +263,6 @@ func (r *run) timedOut(ctx context.Context, progress phases.DrainProgress) error
 	msg := view.String()
 	log.Warn("Drain blocked past its timeout; still retrying", zap.String("blocking", msg))
 	progress.Blocked(msg)
-	r.reported = msg
+	r.reported, r.reportedAt = view.Blocking(), now
 	return nil
 }

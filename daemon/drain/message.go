@@ -18,6 +18,17 @@ import (
 // counted.
 const maxBlockers = 5
 
+// budgetsFresh is how long the PodDisruptionBudgets read for the progress
+// messages are reused: the reads cost a LIST per namespace, made on the
+// drain's loop, where eviction results and watch events wait for them.
+const budgetsFresh = 15 * time.Second
+
+// budgetList is a namespace's PodDisruptionBudgets as read at a time.
+type budgetList struct {
+	items []policyv1.PodDisruptionBudget
+	at    time.Time
+}
+
 // blocker is a pod the drain waits on, and why.
 type blocker struct {
 	Pod, Why string
@@ -27,7 +38,10 @@ type blocker struct {
 type progressView struct {
 	Evicted, Total, Terminating int
 	Blockers                    []blocker
-	Elapsed, Timeout            time.Duration
+	// Retrying counts the blockers whose evictions are retried (not the
+	// pods stuck terminating, which are only waited for).
+	Retrying         int
+	Elapsed, Timeout time.Duration
 }
 
 // Blocking says what the drain waits on, without the times.
@@ -56,8 +70,8 @@ func (v progressView) Blocking() string {
 // against which timeout.
 func (v progressView) String() string {
 	var when []string
-	if len(v.Blockers) > 0 {
-		when = append(when, "retrying every "+retryMax.String())
+	if v.Retrying > 0 {
+		when = append(when, "retrying at most "+retryMax.String()+" apart")
 	}
 	elapsed := v.Elapsed.Round(time.Second)
 	switch {
@@ -72,11 +86,10 @@ func (v progressView) String() string {
 }
 
 // view sums up the run at now. For pods refused by a disruption budget it
-// reads the budgets of their namespaces (one LIST each) to name them and
-// their allowed disruptions.
+// reads the budgets of their namespaces (one LIST each, reused for
+// budgetsFresh) to name them and their allowed disruptions.
 func (r *run) view(ctx context.Context, now time.Time) progressView {
 	v := progressView{Total: len(r.pods), Elapsed: now.Sub(r.start), Timeout: r.d.Timeout}
-	budgets := map[string][]policyv1.PodDisruptionBudget{}
 	for _, t := range r.pods {
 		switch t.state {
 		case stateGone:
@@ -95,15 +108,12 @@ func (r *run) view(ctx context.Context, now time.Time) progressView {
 		}
 		why := t.refusal
 		if t.byBudget {
-			ns := t.pod.Namespace
-			if _, ok := budgets[ns]; !ok {
-				budgets[ns] = r.d.listBudgets(ctx, ns)
-			}
-			if b := budgetsOf(t.pod, budgets[ns]); len(b) > 0 {
+			if b := budgetsOf(t.pod, r.budgetsIn(ctx, t.pod.Namespace, now)); len(b) > 0 {
 				why = describeBudgets(b)
 			}
 		}
 		v.Blockers = append(v.Blockers, blocker{Pod: podName(t.pod), Why: why})
+		v.Retrying++
 	}
 	return v
 }
@@ -126,14 +136,21 @@ func stuckTerminating(p *corev1.Pod, now time.Time) string {
 	return fmt.Sprintf("still terminating %s past its %ds grace period", past, grace)
 }
 
-// listBudgets lists a namespace's disruption budgets; nil when it cannot.
-func (d *Drainer) listBudgets(ctx context.Context, ns string) []policyv1.PodDisruptionBudget {
-	list, err := d.Client.PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
-	if err != nil {
-		d.logger().Debug("Cannot list disruption budgets", zap.String("namespace", ns), zap.Error(err))
-		return nil
+// budgetsIn returns a namespace's disruption budgets, read at most every
+// budgetsFresh; nil when they cannot be read.
+func (r *run) budgetsIn(ctx context.Context, ns string, now time.Time) []policyv1.PodDisruptionBudget {
+	if b, ok := r.budgets[ns]; ok && now.Sub(b.at) < budgetsFresh {
+		return b.items
 	}
-	return list.Items
+	var items []policyv1.PodDisruptionBudget
+	list, err := r.d.Client.PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		r.log.Debug("Cannot list disruption budgets", zap.String("namespace", ns), zap.Error(err))
+	} else {
+		items = list.Items
+	}
+	r.budgets[ns] = budgetList{items: items, at: now}
+	return items
 }
 
 // budgetsOf picks the budgets that select the pod, as the Eviction API does:

@@ -24,21 +24,26 @@ func TestProgressMessage(t *testing.T) {
 			progressView{Evicted: 7, Total: 12, Terminating: 2, Elapsed: 4200 * time.Millisecond, Timeout: time.Hour},
 			"Evicted 7/12 pods, 2 terminating (4s of 1h0m0s)"},
 		{"blocked by a budget",
-			progressView{Evicted: 11, Total: 12, Blockers: []blocker{pdb}, Elapsed: 192 * time.Second, Timeout: time.Hour},
+			progressView{Evicted: 11, Total: 12, Blockers: []blocker{pdb}, Retrying: 1, Elapsed: 192 * time.Second, Timeout: time.Hour},
 			"Evicted 11/12 pods; waiting on pod apps/web-0: PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3) " +
-				"(retrying every 5s, 3m12s of 1h0m0s)"},
+				"(retrying at most 5s apart, 3m12s of 1h0m0s)"},
 		{"past the timeout",
-			progressView{Evicted: 11, Total: 12, Blockers: []blocker{pdb}, Elapsed: 61 * time.Minute, Timeout: time.Hour},
+			progressView{Evicted: 11, Total: 12, Blockers: []blocker{pdb}, Retrying: 1, Elapsed: 61 * time.Minute, Timeout: time.Hour},
 			"Evicted 11/12 pods; waiting on pod apps/web-0: PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3) " +
-				"(retrying every 5s, 1h1m0s, past the 1h0m0s drain timeout)"},
+				"(retrying at most 5s apart, 1h1m0s, past the 1h0m0s drain timeout)"},
 		{"no timeout", progressView{Evicted: 1, Total: 2, Elapsed: 3 * time.Second}, "Evicted 1/2 pods (3s so far, no timeout)"},
 		{"blockers sorted, several reasons",
 			progressView{Evicted: 0, Total: 3, Blockers: []blocker{
 				{"b/y", "eviction failed: etcdserver: request timed out"},
 				{"a/x", "still terminating 12s past its 30s grace period"},
-			}, Elapsed: 6 * time.Second, Timeout: time.Minute},
+			}, Retrying: 1, Elapsed: 6 * time.Second, Timeout: time.Minute},
 			"Evicted 0/3 pods; waiting on pod a/x: still terminating 12s past its 30s grace period; " +
-				"pod b/y: eviction failed: etcdserver: request timed out (retrying every 5s, 6s of 1m0s)"},
+				"pod b/y: eviction failed: etcdserver: request timed out (retrying at most 5s apart, 6s of 1m0s)"},
+		{"only stuck terminating: nothing retried",
+			progressView{Evicted: 1, Total: 1, Terminating: 1, Blockers: []blocker{
+				{"a/x", "still terminating 12s past its 30s grace period"},
+			}, Elapsed: 50 * time.Second, Timeout: time.Minute},
+			"Evicted 1/1 pods, 1 terminating; waiting on pod a/x: still terminating 12s past its 30s grace period (50s of 1m0s)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if got := tc.v.String(); got != tc.want {
@@ -114,6 +119,7 @@ func TestClassify(t *testing.T) {
 	budgetErr.ErrStatus.Details.Causes = []metav1.StatusCause{{Type: policyv1.DisruptionBudgetCause,
 		Message: "The disruption budget web needs 3 healthy pods and has 3 currently"}}
 	pods := schema.GroupResource{Resource: "pods"}
+	pdbs := schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}
 	for _, tc := range []struct {
 		name    string
 		err     error
@@ -121,8 +127,10 @@ func TestClassify(t *testing.T) {
 		wantWhy string
 	}{
 		{"accepted", nil, outcomeAccepted, ""},
-		{"already deleted", apierrors.NewNotFound(pods, "web-0"), outcomeGone, ""},
-		{"the name is a new pod's (UID precondition)", apierrors.NewConflict(pods, "web-0", errors.New("Precondition failed: UID")), outcomeGone, ""},
+		{"pod not found: checked", apierrors.NewNotFound(pods, "web-0"), outcomeCheck, ""},
+		{"UID precondition: checked", apierrors.NewConflict(pods, "web-0", errors.New("Precondition failed: UID")), outcomeCheck, ""},
+		{"budget conflict: checked", apierrors.NewConflict(pdbs, "web", errors.New("the object has been modified")), outcomeCheck, ""},
+		{"budget not found: checked", apierrors.NewNotFound(pdbs, "web"), outcomeCheck, ""},
 		{"refused by a budget", budgetErr, outcomeBudget, "The disruption budget web needs 3 healthy pods and has 3 currently"},
 		{"throttled (429 without a budget)", apierrors.NewTooManyRequests("slow down", 1), outcomeFailed,
 			"eviction failed: slow down"},
@@ -133,6 +141,49 @@ func TestClassify(t *testing.T) {
 			got, why := classify(tc.err)
 			if got != tc.want || why != tc.wantWhy {
 				t.Errorf("classify: %d %q, want %d %q", got, why, tc.want, tc.wantWhy)
+			}
+		})
+	}
+}
+
+// A NotFound or Conflict eviction is decided by the pod: gone only when no
+// pod of that UID is left; a PodDisruptionBudget's NotFound or Conflict with
+// the pod still running is retried, never taken for the pod's departure.
+func TestSettle(t *testing.T) {
+	pods := schema.GroupResource{Resource: "pods"}
+	pdbs := schema.GroupResource{Group: "policy", Resource: "poddisruptionbudgets"}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "web-0", Namespace: "apps", UID: "u1"}}
+	newer := pod.DeepCopy()
+	newer.UID = "u2"
+	deleting := pod.DeepCopy()
+	deleting.DeletionTimestamp = ptr(metav1.Now())
+	pdbConflict := apierrors.NewConflict(pdbs, "web", errors.New("the object has been modified"))
+	pdbGone := apierrors.NewNotFound(pdbs, "web")
+	podGone := apierrors.NewNotFound(pods, "web-0")
+	for _, tc := range []struct {
+		name     string
+		evictErr error
+		cur      *corev1.Pod
+		getErr   error
+		want     outcome
+		wantWhy  string
+	}{
+		{"pod deleted", podGone, nil, podGone, outcomeGone, ""},
+		{"UID precondition: a new pod of the name", apierrors.NewConflict(pods, "web-0", errors.New("UID mismatch")), newer, nil,
+			outcomeGone, ""},
+		{"budget conflict, pod running", pdbConflict, pod, nil, outcomeFailed,
+			"eviction failed: Operation cannot be fulfilled on poddisruptionbudgets.policy \"web\": the object has been modified"},
+		{"budget deleted, pod running", pdbGone, pod, nil, outcomeFailed,
+			"eviction failed: poddisruptionbudgets.policy \"web\" not found"},
+		{"budget conflict, pod being deleted", pdbConflict, deleting, nil, outcomeAccepted, ""},
+		{"budget conflict, pod unreadable", pdbConflict, nil, apierrors.NewServiceUnavailable("etcd down"), outcomeFailed,
+			"eviction failed: Operation cannot be fulfilled on poddisruptionbudgets.policy \"web\": the object has been modified; " +
+				"reading the pod also failed: etcd down"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, why := settle(pod, tc.evictErr, tc.cur, tc.getErr)
+			if got != tc.want || why != tc.wantWhy {
+				t.Errorf("settle: %d %q, want %d %q", got, why, tc.want, tc.wantWhy)
 			}
 		})
 	}

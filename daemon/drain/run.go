@@ -36,7 +36,8 @@ type tracked struct {
 
 type evictResult struct {
 	uid types.UID
-	err error
+	out outcome
+	why string
 }
 
 // run is one drain's state. Only the loop's goroutine touches it; eviction
@@ -58,17 +59,27 @@ type run struct {
 	refused                int // pods whose last eviction was refused
 	blockedSince           time.Time
 	blocked                time.Duration
-	reported               string
+	// reported is the Blocking part of the last progress message, and
+	// reportedAt when it was sent.
+	reported   string
+	reportedAt time.Time
+	// rv is the resourceVersion of the last watch event: a watch that
+	// ends is resumed from there.
+	rv string
+	// budgets caches the PodDisruptionBudgets of the namespaces of pods a
+	// budget refuses, for the progress messages.
+	budgets map[string]budgetList
+	log     *zap.Logger
 	// arrived are pods that came to the node during the drain; they are
 	// left alone (only a pod that tolerates the cordon or names the node
 	// can arrive) and logged once.
 	arrived map[types.UID]bool
 }
 
-func newRun(d *Drainer, sel Selection, start time.Time) *run {
+func newRun(d *Drainer, sel Selection, start time.Time, log *zap.Logger) *run {
 	r := &run{d: d, start: start, pods: map[types.UID]*tracked{}, byKey: map[string]types.UID{},
 		results: make(chan evictResult), retries: make(chan types.UID), skipped: sel.Skipped,
-		arrived: map[types.UID]bool{}}
+		arrived: map[types.UID]bool{}, budgets: map[string]budgetList{}, log: log}
 	for _, p := range sel.Evict {
 		t := &tracked{pod: p}
 		r.pods[p.UID] = t
@@ -107,9 +118,9 @@ func (r *run) startEvictions() {
 		r.inFlight++
 		pod := t.pod
 		go func() {
-			err := r.d.evict(ctx, pod)
+			out, why := r.d.evict(ctx, pod)
 			select {
-			case r.results <- evictResult{uid: pod.UID, err: err}:
+			case r.results <- evictResult{uid: pod.UID, out: out, why: why}:
 			case <-ctx.Done():
 			}
 		}()
@@ -119,7 +130,7 @@ func (r *run) startEvictions() {
 func (r *run) onEvicted(res evictResult) {
 	r.inFlight--
 	t := r.pods[res.uid]
-	out, why := classify(res.err)
+	out, why := res.out, res.why
 	switch out {
 	case outcomeAccepted:
 		r.evicted++
@@ -135,7 +146,7 @@ func (r *run) onEvicted(res evictResult) {
 			return
 		}
 		if why != t.refusal {
-			r.d.logger().Info("Eviction refused; retrying", zap.String("pod", podName(t.pod)), zap.String("why", why))
+			r.log.Info("Eviction refused; retrying", zap.String("pod", podName(t.pod)), zap.String("why", why))
 		}
 		r.setRefusal(t, why, out == outcomeBudget)
 		t.state = stateRetrying
@@ -191,7 +202,11 @@ func (r *run) gone(t *tracked) {
 func (r *run) onEvent(ev watch.Event) {
 	pod, ok := ev.Object.(*corev1.Pod)
 	if !ok {
-		return // a bookmark
+		return
+	}
+	r.rv = pod.ResourceVersion
+	if ev.Type == watch.Bookmark {
+		return // only a resourceVersion
 	}
 	key := podName(pod)
 	uid, known := r.byKey[key]
@@ -207,7 +222,7 @@ func (r *run) onEvent(ev watch.Event) {
 		}
 		if !r.arrived[pod.UID] {
 			r.arrived[pod.UID] = true
-			r.d.logger().Info("Pod arrived on the node during the drain; left in place", zap.String("pod", key),
+			r.log.Info("Pod arrived on the node during the drain; left in place", zap.String("pod", key),
 				zap.String("uid", string(pod.UID)))
 		}
 	}

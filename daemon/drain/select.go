@@ -7,6 +7,8 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases"
 )
 
 // mirrorPodAnnotation marks the API server's copy of a static pod.
@@ -25,6 +27,9 @@ type Selection struct {
 type UnownedError struct {
 	Pods []string
 }
+
+// Unwrap marks the error as a drain that cannot go on (it undoes its cordon).
+func (e *UnownedError) Unwrap() error { return phases.ErrCannotDrain }
 
 func (e *UnownedError) Error() string {
 	return fmt.Sprintf("%s without a controller that would recreate them: %s (allow their eviction with "+

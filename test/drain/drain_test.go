@@ -5,12 +5,16 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
@@ -43,13 +47,18 @@ func TestDrainMixedWorkload(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 
+	// The update's check before the cordon names the pod.
+	var ue *drain.UnownedError
+	if err := d.CheckDrain(ctx); !errors.As(err, &ue) || strings.Join(ue.Pods, ",") != name+"/bare" ||
+		!errors.Is(err, phases.ErrCannotDrain) {
+		t.Fatalf("CheckDrain without --evict-unowned-pods: %v, want an error naming %s/bare", err, name)
+	}
 	cordoned, err := d.Cordon(ctx)
 	if err != nil || !cordoned {
 		t.Fatalf("Cordon: %v %v", cordoned, err)
 	}
 	_, err = d.Drain(ctx, newProgressLog())
-	var ue *drain.UnownedError
-	if !errors.As(err, &ue) || strings.Join(ue.Pods, ",") != name+"/bare" {
+	if !errors.As(err, &ue) || strings.Join(ue.Pods, ",") != name+"/bare" || !errors.Is(err, phases.ErrCannotDrain) {
 		t.Fatalf("drain without --evict-unowned-pods: %v, want an error naming %s/bare", err, name)
 	}
 	if n := len(podsOn(t, name)); n != 56 {
@@ -57,6 +66,9 @@ func TestDrainMixedWorkload(t *testing.T) {
 	}
 
 	d.EvictUnowned = true
+	if err := d.CheckDrain(ctx); err != nil {
+		t.Fatalf("CheckDrain with --evict-unowned-pods: %v", err)
+	}
 	res, err := d.Drain(ctx, newProgressLog())
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +163,7 @@ func TestDrainBlockedByBudget(t *testing.T) {
 		err error
 	}
 	done := make(chan result, 1)
+	start := time.Now()
 	go func() {
 		res, err := d.Drain(ctx, log)
 		done <- result{res, err}
@@ -167,8 +180,18 @@ func TestDrainBlockedByBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("blocked: %s", blocked)
-	if _, b := log.messages(); len(b) != 1 {
-		t.Errorf("%d Blocked reports within the first two timeout periods, want 1: %q", len(b), b)
+	// Blocked comes once per timeout period: once by 7s (the second is due
+	// at 8s). Progress comes when what blocks the drain changes, not at
+	// every tick because the time it shows did.
+	time.Sleep(time.Until(start.Add(7 * time.Second)))
+	progress, b := log.messages()
+	if len(b) != 1 {
+		t.Errorf("%d Blocked reports within 7s (timeout 4s), want 1: %q", len(b), b)
+	}
+	for i := 1; i < len(progress); i++ {
+		if withoutTimes(progress[i]) == withoutTimes(progress[i-1]) {
+			t.Errorf("progress reported twice with only the times changed: %q, then %q", progress[i-1], progress[i])
+		}
 	}
 
 	if err := client.PolicyV1().PodDisruptionBudgets(name).Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
@@ -294,4 +317,113 @@ func TestDrainStatefulSetPodRecreated(t *testing.T) {
 				p.DeletionTimestamp != nil)
 		}
 	}
+}
+
+// withoutTimes is a progress message without its trailing times.
+func withoutTimes(msg string) string {
+	if i := strings.LastIndex(msg, " ("); i >= 0 {
+		return msg[:i]
+	}
+	return msg
+}
+
+// At most Concurrency evictions are in flight at once, and that many are
+// (the bound is reached, not only respected).
+func TestDrainConcurrencyBound(t *testing.T) {
+	const name = "bound"
+	d := node(t, name)
+	web := replicaSet(t, name, "web")
+	for j := 0; j < 20; j++ {
+		createPod(t, name, fmt.Sprintf("web-%d", j), web)
+	}
+	waitRunning(t, name, 20)
+	ev := &evictions{API: d.Client, delay: 50 * time.Millisecond}
+	d.Client, d.Concurrency = ev, 4
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	res, err := d.Drain(ctx, newProgressLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Evicted != 20 || ev.most() != 4 {
+		t.Errorf("evicted %d, at most %d evictions in flight; want 20 and 4", res.Evicted, ev.most())
+	}
+}
+
+// An eviction of a pod whose name a new pod took meanwhile fails the UID
+// precondition on the API server (409 Conflict on the pod): the pod evicted
+// is gone, and the new pod is left alone.
+func TestDrainUIDPreconditionConflict(t *testing.T) {
+	const name = "uid"
+	d := node(t, name)
+	ss := statefulSet(t, name, "db")
+	old := createPod(t, name, "db-0", ss)
+	// hold keeps the drain running until db-0's eviction has answered (the
+	// watch may see db-0 go first).
+	createPod(t, name, "hold", replicaSet(t, name, "hold"))
+	waitRunning(t, name, 2)
+	budget(t, name, "hold", 0, 0)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	var fresh *corev1.Pod
+	var once sync.Once
+	ev := &evictions{API: d.Client, before: func(e *policyv1.Eviction) {
+		if e.Name == "db-0" {
+			once.Do(func() { fresh = replace(ctx, t, old) })
+		}
+	}}
+	d.Client = ev
+	log := newProgressLog()
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Drain(ctx, log)
+		done <- err
+	}()
+	if _, err := log.waitFor(ctx, "Evicted 1/2 pods; waiting on pod uid/hold: PodDisruptionBudget hold"); err != nil {
+		t.Fatal(err)
+	}
+	if err := client.PolicyV1().PodDisruptionBudgets(name).Delete(ctx, "hold", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	answers := ev.answersFor("db-0")
+	var status apierrors.APIStatus
+	if len(answers) != 1 || !apierrors.IsConflict(answers[0]) || !errors.As(answers[0], &status) ||
+		status.Status().Details == nil || status.Status().Details.Name != "db-0" ||
+		!strings.Contains(answers[0].Error(), "the UID in the precondition") {
+		t.Fatalf("eviction answers %v, want one Conflict on the pod (the UID precondition)", answers)
+	}
+	t.Logf("API server's answer: %v", answers[0])
+	left := podsOn(t, name)
+	if len(left) != 1 || left[0].UID != fresh.UID || left[0].UID == old.UID || left[0].DeletionTimestamp != nil {
+		t.Errorf("pods left: %v, want the new db-0 (%s), untouched", left, fresh.UID)
+	}
+}
+
+// replace deletes the pod and creates a new one of the same name, as its
+// StatefulSet would.
+func replace(ctx context.Context, t *testing.T, old *corev1.Pod) *corev1.Pod {
+	zero := int64(0)
+	pods := client.CoreV1().Pods(old.Namespace)
+	if err := pods.Delete(ctx, old.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero}); err != nil {
+		t.Error(err)
+	}
+	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		_, err := pods.Get(ctx, old.Name, metav1.GetOptions{})
+		return apierrors.IsNotFound(err), nil
+	})
+	if err != nil {
+		t.Errorf("old %s not gone: %v", old.Name, err)
+	}
+	p := old.DeepCopy()
+	p.ObjectMeta = metav1.ObjectMeta{Name: p.Name, Namespace: p.Namespace, Labels: p.Labels, OwnerReferences: p.OwnerReferences}
+	p.Status = corev1.PodStatus{}
+	fresh, err := pods.Create(ctx, p, metav1.CreateOptions{})
+	if err != nil {
+		t.Errorf("recreating %s: %v", old.Name, err)
+		return &corev1.Pod{}
+	}
+	return fresh
 }

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 	"github.com/nodeconfd/nodeconfd/test/testbed/kubelet"
 )
@@ -251,4 +252,49 @@ func containsAll(s string, want []string) bool {
 		}
 	}
 	return true
+}
+
+// evictions wraps the real API to watch the drainer's evictions: how many
+// are in flight at once, and what the API server answered. before, when
+// set, runs ahead of each eviction request.
+type evictions struct {
+	kube.API
+	before func(ev *policyv1.Eviction)
+	delay  time.Duration
+
+	mu            sync.Mutex
+	inFlight, max int
+	answers       map[string][]error
+}
+
+func (e *evictions) Evict(ctx context.Context, ev *policyv1.Eviction) error {
+	e.mu.Lock()
+	e.inFlight++
+	e.max = max(e.max, e.inFlight)
+	e.mu.Unlock()
+	if e.before != nil {
+		e.before(ev)
+	}
+	time.Sleep(e.delay)
+	err := e.API.Evict(ctx, ev)
+	e.mu.Lock()
+	e.inFlight--
+	if e.answers == nil {
+		e.answers = map[string][]error{}
+	}
+	e.answers[ev.Name] = append(e.answers[ev.Name], err)
+	e.mu.Unlock()
+	return err
+}
+
+func (e *evictions) most() int {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.max
+}
+
+func (e *evictions) answersFor(name string) []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append([]error(nil), e.answers[name]...)
 }
