@@ -172,8 +172,12 @@ func TestSIGTERMMidUpdate(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rec.Done("drain") || rec.Done("reboot") {
-		t.Errorf("after SIGTERM during the drain, steps done %v; want drain done and no reboot", rec.Steps)
+	// The SIGTERM lands in the drain (which then finishes and is saved) or,
+	// rarely, in the instant between the cordon's save and the drain's
+	// start (the runner then stops before the drain). Either way nothing
+	// after the drain has run.
+	if !rec.Done("cordon") || rec.Done("write") || rec.Done("reboot") {
+		t.Errorf("after SIGTERM during the drain, steps done %v; want the cordon done (and the drain, unless it had not started) and no write or reboot", rec.Steps)
 	}
 	if err := n.StartDaemon(); err != nil {
 		t.Fatal(err)
