@@ -329,19 +329,14 @@ func (d *Daemon) recordFor(rec *progress.Record, current, desired string) *progr
 	if rec != nil && rec.Desired == desired && !rec.Done("resume") {
 		return rec
 	}
-	from := current
-	cordoned := false
-	if rec != nil && !rec.Done("resume") {
-		if rec.Done("write") {
-			from = rec.Desired
-		} else {
-			from = rec.Current
-		}
-		cordoned = rec.CordonedByUs
+	if rec == nil || rec.Done("resume") {
+		return progress.New(current, desired)
 	}
-	n := progress.New(from, desired)
-	n.CordonedByUs = cordoned
-	return n
+	from := rec.Current
+	if rec.Done("write") {
+		from = rec.Desired
+	}
+	return progress.Replacing(rec, from, desired)
 }
 
 func (d *Daemon) setVersions(cur, des string) {

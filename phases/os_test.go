@@ -229,32 +229,39 @@ func TestPlanAgainstBooted(t *testing.T) {
 		booted           phases.BootedOS
 		adopting         bool
 		current, desired plan.Config
+		earlier          []string
 		image            bool
 		removed, added   []string
 	}{
 		{"booted has current's: config diff", phases.BootedOS{Image: "os:1", IsImage: true, KernelArgs: []string{"rw", "a", "b"}},
-			false, cfg("os:1", "a", "b"), cfg("os:1", "b", "c"), false, []string{"a"}, []string{"c"}},
+			false, cfg("os:1", "a", "b"), cfg("os:1", "b", "c"), nil, false, []string{"a"}, []string{"c"}},
 		{"same image booted", phases.BootedOS{Image: "os:2", IsImage: true, KernelArgs: []string{"rw"}},
-			false, cfg("os:1"), cfg("os:2"), false, nil, nil},
+			false, cfg("os:1"), cfg("os:2"), nil, false, nil, nil},
 		{"fallback: booted lacks current's", phases.BootedOS{Image: "os:1", KernelArgs: []string{"rw", "a", "a"}},
-			false, cfg("os:2", "b"), cfg("os:2", "b", "c"), true, nil, []string{"b", "c"}},
+			false, cfg("os:2", "b"), cfg("os:2", "b", "c"), nil, true, nil, []string{"b", "c"}},
 		{"image fallback alone keeps the kernel argument diff", phases.BootedOS{Image: "os:1", KernelArgs: []string{"rw", "a", "b"}},
-			false, cfg("os:2", "a", "b"), cfg("os:2", "b", "c"), true, []string{"a"}, []string{"c"}},
+			false, cfg("os:2", "a", "b"), cfg("os:2", "b", "c"), nil, true, []string{"a"}, []string{"c"}},
 		{"fallback: removed only as often as booted has more", phases.BootedOS{Image: "os:1", IsImage: true, KernelArgs: []string{"x", "x"}},
-			false, cfg("os:1", "x", "y"), cfg("os:1", "x"), false, []string{"x"}, nil},
+			false, cfg("os:1", "x", "y"), cfg("os:1", "x"), nil, false, []string{"x"}, nil},
 		{"adopting: add only what is missing", phases.BootedOS{Image: "os:1", IsImage: true, KernelArgs: []string{"rw", "nosmt"}},
-			true, cfg(""), cfg("os:1", "nosmt", "quiet"), false, nil, []string{"quiet"}},
+			true, cfg(""), cfg("os:1", "nosmt", "quiet"), nil, false, nil, []string{"quiet"}},
 		{"adopting another image", phases.BootedOS{Image: "os:0", KernelArgs: []string{"rw", "nosmt"}},
-			true, cfg(""), cfg("os:1", "nosmt"), true, nil, nil},
+			true, cfg(""), cfg("os:1", "nosmt"), nil, true, nil, nil},
 		{"unknown kernel arguments keep the diff", phases.BootedOS{Image: "os:1", IsImage: true},
-			true, cfg(""), cfg("os:1", "nosmt"), false, nil, []string{"nosmt"}},
+			true, cfg(""), cfg("os:1", "nosmt"), nil, false, nil, []string{"nosmt"}},
+		{"fallback from an update replaced since: the earlier config's own are removed",
+			phases.BootedOS{Image: "os:1", IsImage: true, KernelArgs: []string{"rw", "a", "z"}},
+			false, cfg("os:1", "a", "y"), cfg("os:1", "c"), []string{"a", "z"}, false, []string{"a", "z"}, []string{"c"}},
+		{"earlier kernel arguments the desired config keeps stay",
+			phases.BootedOS{Image: "os:1", IsImage: true, KernelArgs: []string{"rw", "a", "z"}},
+			false, cfg("os:1", "a"), cfg("os:1", "a", "z"), []string{"z"}, false, nil, nil},
 	}
 	for _, tt := range tests {
 		diff, err := plan.Compare(tt.current, tt.desired)
 		if err != nil {
 			t.Fatal(err)
 		}
-		phases.PlanAgainstBooted(tt.booted, tt.adopting, tt.current, tt.desired, &diff)
+		phases.PlanAgainstBooted(tt.booted, tt.adopting, tt.current, tt.desired, tt.earlier, &diff)
 		if diff.OSImageChanged != tt.image || !reflect.DeepEqual(diff.KernelArgsRemoved, tt.removed) || !reflect.DeepEqual(diff.KernelArgsAdded, tt.added) {
 			t.Errorf("%s: image %v -%q +%q, want %v -%q +%q", tt.name, diff.OSImageChanged, diff.KernelArgsRemoved, diff.KernelArgsAdded,
 				tt.image, tt.removed, tt.added)

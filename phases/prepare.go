@@ -28,7 +28,7 @@ func Prepare() Phase {
 				return Outcome{}, err
 			}
 			u := d.Update()
-			d.Progress().OS = &progress.OSPlan{ImageChanged: u.Diff.OSImageChanged,
+			d.Progress().OS = &progress.OSPlan{FromKernelArgs: u.Current.KernelArguments, ImageChanged: u.Diff.OSImageChanged,
 				KernelArgsRemoved: u.Diff.KernelArgsRemoved, KernelArgsAdded: u.Diff.KernelArgsAdded}
 			d.SetDesiredVersion(u.DesiredName)
 			return Outcome{Message: plan.Summary(u.Diff, u.Action)}, nil
@@ -58,7 +58,7 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	if saved != nil {
 		diff.OSImageChanged = saved.ImageChanged
 		diff.KernelArgsRemoved, diff.KernelArgsAdded = saved.KernelArgsRemoved, saved.KernelArgsAdded
-	} else if err := checkOS(ctx, d, u.CurrentName == "", current, desired, &diff); err != nil {
+	} else if err := checkOS(ctx, d, u.CurrentName == "", current, desired, d.Progress().EarlierKernelArgs, &diff); err != nil {
 		return err
 	}
 	u.Current, u.Desired, u.Diff = current, desired, diff
@@ -82,7 +82,7 @@ const NoOSUpdaterMessage = "OS image changes need rpm-ostree or bootc; this node
 // not run the desired one (also when the configs agree: an earlier boot
 // fell back), and the kernel arguments are edited from the booted ones when
 // those are not the current config's (no current config, or a fallback).
-func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.Config, diff *plan.Diff) error {
+func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.Config, earlier []string, diff *plan.Diff) error {
 	osu := d.OS()
 	if osu == nil {
 		if diff.OSChanged() {
@@ -94,7 +94,7 @@ func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.C
 	if err != nil {
 		return fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
 	}
-	PlanAgainstBooted(b, adopting, current, desired, diff)
+	PlanAgainstBooted(b, adopting, current, desired, earlier, diff)
 	if !diff.OSChanged() {
 		return nil
 	}
@@ -111,18 +111,21 @@ func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.C
 
 // PlanAgainstBooted corrects diff's OS change with the booted deployment
 // b. The image changes exactly when b does not run the desired one. When b
-// lacks the current config's kernel arguments, or there is no current
-// config (adopting), the kernel argument edit is made from b's: add what
-// the desired config has more of, remove what the current config (or the
-// diff) names and b has more of than desired. Unknown kernel arguments
-// (b.KernelArgs nil) leave the config diff.
-func PlanAgainstBooted(b BootedOS, adopting bool, current, desired plan.Config, diff *plan.Diff) {
+// lacks the current config's kernel arguments, when there is no current
+// config (adopting), or when an earlier unfinished update may have left
+// its own (earlier: their kernel arguments), the kernel argument edit is
+// made from b's: add what the desired config has more of, remove what the
+// current config, the diff or the earlier configs name and b has more of
+// than desired. Unknown kernel arguments (b.KernelArgs nil) leave the
+// config diff.
+func PlanAgainstBooted(b BootedOS, adopting bool, current, desired plan.Config, earlier []string, diff *plan.Diff) {
 	diff.OSImageChanged = desired.OSImageURL != "" && !b.IsImage
 	kb := BootedOS{IsImage: true, KernelArgs: b.KernelArgs}
-	if b.KernelArgs == nil || (!adopting && BootedMismatch(kb, "", current.KernelArguments, nil) == "") {
+	if b.KernelArgs == nil ||
+		(!adopting && len(earlier) == 0 && BootedMismatch(kb, "", current.KernelArguments, nil) == "") {
 		return
 	}
-	named := append(append([]string(nil), current.KernelArguments...), diff.KernelArgsRemoved...)
+	named := append(append(append([]string(nil), current.KernelArguments...), diff.KernelArgsRemoved...), earlier...)
 	diff.KernelArgsAdded = plan.MultisetMinus(desired.KernelArguments, b.KernelArgs)
 	diff.KernelArgsRemoved = nil
 	if adopting {

@@ -6,6 +6,7 @@ package progress
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 )
 
 // Version is the record's schema version; a record of another version is
@@ -38,13 +39,39 @@ type Record struct {
 	// deployment before anything was written; a restart reloads it rather
 	// than asking the OS again (after the reboot the OS has changed).
 	OS *OSPlan `json:"os,omitempty"`
+	// EarlierKernelArgs are the kernel arguments of the configs of earlier
+	// updates that were replaced before they finished, once their OS change
+	// may have been staged: the booted deployment may still carry them (a
+	// boot that fell back), so prepare removes those the desired config
+	// lacks.
+	EarlierKernelArgs []string `json:"earlierKernelArgs,omitempty"`
 }
 
 // OSPlan is the planned OS change of an update.
 type OSPlan struct {
+	// FromKernelArgs are the kernel arguments of the config updated from.
+	FromKernelArgs    []string `json:"fromKernelArgs,omitempty"`
 	ImageChanged      bool     `json:"imageChanged,omitempty"`
 	KernelArgsRemoved []string `json:"kernelArgsRemoved,omitempty"`
 	KernelArgsAdded   []string `json:"kernelArgsAdded,omitempty"`
+}
+
+// Replacing starts the record of an update that replaces old, unfinished,
+// from the config the node may now run (from): old's desired config once its
+// write was done, else its current one. The kernel arguments old's configs
+// may have left on the booted deployment are carried over.
+func Replacing(old *Record, from, desired string) *Record {
+	n := New(from, desired)
+	n.CordonedByUs = old.CordonedByUs
+	n.EarlierKernelArgs = append([]string(nil), old.EarlierKernelArgs...)
+	if old.Done("write") && old.OS != nil {
+		for _, k := range old.OS.FromKernelArgs {
+			if !slices.Contains(n.EarlierKernelArgs, k) {
+				n.EarlierKernelArgs = append(n.EarlierKernelArgs, k)
+			}
+		}
+	}
+	return n
 }
 
 // New starts the record of an update.

@@ -41,3 +41,36 @@ func TestForget(t *testing.T) {
 		t.Errorf("after Forget(cordon): %+v", r.Steps)
 	}
 }
+
+// A replaced update hands on the kernel arguments its configs may have left
+// on the booted deployment: its current config's once its write was done,
+// and whatever it had itself inherited.
+func TestReplacing(t *testing.T) {
+	written := New("a", "b")
+	written.OS = &OSPlan{FromKernelArgs: []string{"x", "y"}}
+	written.EarlierKernelArgs = []string{"w", "x"}
+	written.CordonedByUs = true
+	written.Finish(Step{Name: "write"})
+	notWritten := New("a", "b")
+	notWritten.OS = &OSPlan{FromKernelArgs: []string{"x"}}
+	notWritten.EarlierKernelArgs = []string{"w"}
+
+	tests := []struct {
+		name     string
+		old      *Record
+		want     []string
+		cordoned bool
+	}{
+		{"write done", written, []string{"w", "x", "y"}, true},
+		{"write not done", notWritten, []string{"w"}, false},
+	}
+	for _, tt := range tests {
+		n := Replacing(tt.old, "b", "c")
+		if n.Current != "b" || n.Desired != "c" || len(n.Steps) != 0 {
+			t.Errorf("%s: record %s -> %s with steps %v, want b -> c and none", tt.name, n.Current, n.Desired, n.Steps)
+		}
+		if strings.Join(n.EarlierKernelArgs, " ") != strings.Join(tt.want, " ") || n.CordonedByUs != tt.cordoned {
+			t.Errorf("%s: earlier %q cordoned %v, want %q %v", tt.name, n.EarlierKernelArgs, n.CordonedByUs, tt.want, tt.cordoned)
+		}
+	}
+}
