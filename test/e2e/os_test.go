@@ -211,10 +211,12 @@ func TestOSPullFailure(t *testing.T) {
 func TestOSFallbackBoot(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	osConfig(t, "rendered-os4-a", ign(nil), osImageA)
-	osConfig(t, "rendered-os4-b", ign(nil), osImageB)
-	osConfig(t, "rendered-os4-c", ign(map[string]string{"/etc/os4.conf": "os4\n"}), osImageB)
-	n, log := osNode(t, "os4", "rendered-os4-a", rpmOstree(osImageA))
+	// A's own kernel argument stays on the node through the fallback; C,
+	// which replaces B, must remove it too.
+	osConfig(t, "rendered-os4-a", ign(nil), osImageA, "old=a")
+	osConfig(t, "rendered-os4-b", ign(nil), osImageB, "new=b")
+	osConfig(t, "rendered-os4-c", ign(map[string]string{"/etc/os4.conf": "os4\n"}), osImageB, "new=c")
+	n, log := osNode(t, "os4", "rendered-os4-a", rpmOstree(osImageA, "old=a"))
 	if err := n.FallBackNextOSBoot(); err != nil {
 		t.Fatal(err)
 	}
@@ -262,6 +264,10 @@ func TestOSFallbackBoot(t *testing.T) {
 	}
 	if got := len(callsLike(t, n, "rebase")); got != 1 {
 		t.Errorf("%d rebases, want 1 (the pending deployment is reused)", got)
+	}
+	out, err := n.Sys.Exec(ctx, "rpm-ostree", "kargs")
+	if err != nil || !regexp.MustCompile(`^rw root=LABEL=root new=c ostree=\S+$`).MatchString(strings.TrimSpace(string(out))) {
+		t.Errorf("booted kernel arguments %q, %v; want the base ones and new=c", out, err)
 	}
 }
 
