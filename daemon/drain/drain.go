@@ -150,15 +150,27 @@ func (d *Drainer) watchPods(ctx context.Context, rv string) (watch.Interface, er
 	return w, nil
 }
 
-// loop runs evictions and follows the pods until every one is gone.
+// loop runs evictions and follows the pods until every one is gone. A pod
+// watch that ends or fails is reopened (after a pause, with backoff while
+// the API server cannot be reached) while evictions and reports go on.
 func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string) error {
 	r.ctx, r.rv = ctx, rv
 	w, err := r.d.watchPods(ctx, rv)
 	if err != nil {
 		return err
 	}
-	defer func() { w.Stop() }()
+	defer func() {
+		if w != nil {
+			w.Stop()
+		}
+	}()
+	events := w.ResultChan()
 	watchedAt := time.Now()
+	var (
+		reopen  <-chan time.Time // set while the watch is down
+		expired bool             // the watch's resourceVersion expired: list again
+		backoff time.Duration
+	)
 	ticker := time.NewTicker(ReportEvery)
 	defer ticker.Stop()
 	var timeout <-chan time.Time
@@ -176,25 +188,34 @@ func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string
 			r.onEvicted(res)
 		case uid := <-r.retries:
 			r.onRetry(uid)
-		case ev, ok := <-w.ResultChan():
+		case ev, ok := <-events:
 			if ok && ev.Type != watch.Error {
 				r.onEvent(ev)
 				continue
 			}
 			w.Stop()
+			w, events = nil, nil
+			expired = ok
 			if ok {
-				// An error event (410 Gone: the resourceVersion expired):
-				// list again, and watch from there.
+				// An error event (410 Gone: the resourceVersion expired).
 				r.log.Debug("Pod watch failed; listing the pods again", zap.Error(apierrors.FromObject(ev.Object)))
-				w, err = r.resync(ctx)
-			} else {
-				// The server ended the watch (its timeout): resume it.
-				w, err = r.rewatch(ctx, watchedAt)
 			}
-			if err != nil {
-				return err
+			// A watch that ended within a second of its start is reopened
+			// only a second later, so a server that closes watches at once
+			// is not hammered.
+			reopen = time.After(time.Until(watchedAt.Add(time.Second)))
+		case <-reopen:
+			reopen = nil
+			if w, err = r.reopen(ctx, expired); err != nil {
+				if ctx.Err() != nil {
+					return ctx.Err()
+				}
+				backoff = min(max(2*backoff, time.Second), 15*time.Second)
+				r.log.Info("Pod watch could not be reopened; retrying", zap.Duration("in", backoff), zap.Error(err))
+				reopen = time.After(backoff)
+				continue
 			}
-			watchedAt = time.Now()
+			events, watchedAt, backoff = w.ResultChan(), time.Now(), 0
 		case <-ticker.C:
 			r.report(ctx, progress, time.Now())
 		case <-timeout:
@@ -206,17 +227,11 @@ func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string
 	return nil
 }
 
-// rewatch resumes an ended watch from the last resourceVersion seen, or
-// lists again when that version has expired. A watch that ended within a
-// second of its start is resumed only a second later, so that a server
-// that closes watches at once is not hammered.
-func (r *run) rewatch(ctx context.Context, started time.Time) (watch.Interface, error) {
-	if wait := time.Until(started.Add(time.Second)); wait > 0 {
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(wait):
-		}
+// reopen starts the pod watch again: from the last resourceVersion seen,
+// or, when that has expired, from a new list.
+func (r *run) reopen(ctx context.Context, expired bool) (watch.Interface, error) {
+	if expired {
+		return r.resync(ctx)
 	}
 	w, err := r.d.watchPods(ctx, r.rv)
 	if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {

@@ -117,7 +117,8 @@ func TestDrainRetriesBudgetConflictAndNotFound(t *testing.T) {
 // scriptedWatch hands out the drain's pod watches: the first ones are
 // FakeWatchers the test drives, the later ones the fake clientset's own.
 type scriptedWatch struct {
-	mu       sync.Mutex
+	mu sync.Mutex
+	// watchers answer the watch calls in turn; a nil one fails the call.
 	watchers []*watch.FakeWatcher
 	opts     []metav1.ListOptions
 	lists    int
@@ -129,6 +130,9 @@ func (s *scriptedWatch) install(cs *fake.Clientset) {
 		defer s.mu.Unlock()
 		s.opts = append(s.opts, a.(k8stesting.WatchActionImpl).ListOptions)
 		if n := len(s.opts); n <= len(s.watchers) {
+			if s.watchers[n-1] == nil {
+				return true, nil, errors.New("connection refused")
+			}
 			return true, s.watchers[n-1], nil
 		}
 		return false, nil, nil
@@ -210,5 +214,55 @@ func TestDrainWatchBookmarkEndAndExpiry(t *testing.T) {
 	}
 	if !strings.Contains(logs.All()[len(logs.All())-1].Message, "Drained node") {
 		t.Errorf("last log %q", logs.All()[len(logs.All())-1].Message)
+	}
+}
+
+// A watch that cannot be reopened (the API server is down) is retried with
+// backoff; the drain goes on and ends when the pods are gone.
+func TestDrainWatchReopenedAfterFailures(t *testing.T) {
+	cs := fake.NewClientset(ownedPod("web-0"))
+	ev := &fakeEvictions{}
+	ev.install(cs)
+	first, last := watch.NewFakeWithChanSize(4, false), watch.NewFakeWithChanSize(4, false)
+	sw := &scriptedWatch{watchers: []*watch.FakeWatcher{first, nil, nil, last}}
+	sw.install(cs)
+	core, logs := observer.New(zap.DebugLevel)
+	d := &Drainer{Client: kubetest.API(cs, nil), NodeName: "n1", Log: zap.New(core)}
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		_, err := d.Drain(ctx, nopProgress{})
+		done <- err
+	}()
+	waitUntil(t, "the eviction", func() bool { return ev.count() == 1 })
+	first.Stop()
+	select {
+	case err := <-done:
+		t.Fatalf("drain ended while the watch was down: %v", err)
+	case <-time.After(200 * time.Millisecond):
+	}
+	for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, o := sw.state(); len(o) == 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the watch was not reopened after two failures")
+		}
+	}
+	if n := logs.FilterMessageSnippet("could not be reopened").Len(); n != 2 {
+		t.Errorf("%d logged reopen failures, want 2", n)
+	}
+	if err := cs.Tracker().Delete(podsGVR, "apps", "web-0"); err != nil {
+		t.Fatal(err)
+	}
+	last.Error(&apierrors.NewResourceExpired("too old resource version").ErrStatus)
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("drain did not end once the pod was gone")
 	}
 }
