@@ -248,6 +248,32 @@ func TestRunnerUndrainableFailsBeforeCordon(t *testing.T) {
 	}
 }
 
+// When this daemon's cordon may still be on the node (an earlier try that
+// could not drain was cut short before it uncordoned), the pre-check does
+// not fail the update with the node cordoned: the drain fails instead and
+// undoes the cordon, then gives the slot back.
+func TestRunnerUndrainableWithOurCordonUncordons(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	undrainable := fmt.Errorf("1 pod without a controller that would recreate them: apps/bare: %w", phases.ErrCannotDrain)
+	cl := &cluster{checkErr: undrainable, drainErr: undrainable}
+	units, w := &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	r.Record.CordonedByUs = true
+	b := &slots{waited: true}
+	r.Env.Disruption = b
+	err := r.Run(context.Background())
+	if !errors.Is(err, phases.ErrCannotDrain) {
+		t.Fatalf("Run: %v, want the drain failing", err)
+	}
+	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
+		t.Errorf("cluster calls %s, want cordon,drain,uncordon", got)
+	}
+	if b.releases != 1 || r.Record.CordonedByUs || r.Record.Done("cordon") {
+		t.Errorf("%d releases, CordonedByUs %v, cordon done %v: want 1, false, false",
+			b.releases, r.Record.CordonedByUs, r.Record.Done("cordon"))
+	}
+}
+
 // The cordon's intent is saved before the cordon: a crash between the
 // cordon and the save of its outcome leaves a record that uncordons.
 func TestRunnerSavesCordonIntent(t *testing.T) {

@@ -25,11 +25,17 @@ func needsDrain(d Data) (bool, string) {
 // remembers whether this daemon did it, so the uncordon never undoes an
 // administrator's cordon. It first checks that the drain could start (pods
 // without a controller fail the update here, with nothing cordoned and no
-// slot taken), then waits for a cluster-wide disruption slot.
+// slot taken), then waits for a cluster-wide disruption slot. When this
+// daemon's cordon may already be on the node (an earlier try was cut short
+// before it was undone), the check is left to the drain, whose failure
+// undoes the cordon: failing here would leave the node cordoned.
 func Cordon() Phase {
 	return Phase{
 		Name: "cordon", Group: status.UpdateExecuted, Condition: status.Cordoned, Needed: needsDrain,
 		Wait: func(ctx context.Context, d Data) error {
+			if d.Progress().CordonedByUs {
+				return holdSlot(ctx, d)
+			}
 			if err := d.Cluster().CheckDrain(ctx); err != nil {
 				return fmt.Errorf("checking the pods of node %s before the cordon: %w", d.Update().Node, err)
 			}
