@@ -176,13 +176,14 @@ func (b *Budget) Keep(ctx context.Context) (bool, error) {
 	if b.held != nil {
 		return true, nil
 	}
+	b.stopRenewLocked() // the renewal of a slot since lost may still run
 	found, _, err := b.list(ctx)
 	if err != nil {
 		return false, err
 	}
 	now := time.Now()
 	c := choose(b.cfg.Holder, observations{}.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now)
-	b.synced = true
+	b.noteSynced(c)
 	if c.Action == Wait {
 		b.logger(ctx).Info("Disruption slot taken by others; going on without one", zap.Strings("holders", c.Holders))
 		return false, nil

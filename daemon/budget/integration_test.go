@@ -321,6 +321,35 @@ func TestBudgetOnAPIServer(t *testing.T) {
 			t.Errorf("holder %q, want node-b", h)
 		}
 	})
+
+	t.Run("FailedKeepLeavesTheSlotToRelease", func(t *testing.T) {
+		// After the reboot, Keep finds the node's own slot but cannot renew
+		// it (the API refuses); the uncordon's Release must still find and
+		// delete it, or the whole cluster waits a lease duration.
+		a := newBudget(t, "keepfail", "node-a", 1, 20*time.Second)
+		if err := a.Acquire(ctx, nil); err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		var failing atomic.Bool
+		failing.Store(true)
+		a2, err := budget.New(budget.Config{Client: flaky{kubetest.API(kc, nil), &failing}, Namespace: ns,
+			Name: "keepfail", Slots: 1, Holder: "node-a", Duration: 20 * time.Second, Log: zaptest.NewLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(a2.Close)
+		if ok, err := a2.Keep(ctx); err == nil || ok {
+			t.Fatalf("Keep with the API refusing: %v %v, want an error", ok, err)
+		}
+		failing.Store(false)
+		if err := a2.Release(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if h := holderOf(t, "keepfail-0"); h != "" {
+			t.Errorf("after Release the slot is held by %q, want free", h)
+		}
+	})
 }
 
 // flaky is the API with Lease updates refused while failing is set: an API

@@ -27,7 +27,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		}
 		now := time.Now()
 		c := choose(b.cfg.Holder, obs.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now)
-		b.synced = true
+		b.noteSynced(c)
 		if c.Action == Wait {
 			msg := waitingMessage(c.Holders, b.cfg.Slots)
 			until := c.Until
@@ -87,9 +87,18 @@ func (b *Budget) hold(ctx context.Context, c Choice, found map[string]*coordinat
 	if old := found[l.Name]; old != nil {
 		prev = holderOf(old)
 	}
-	b.held, b.renewed = l, now
+	b.held, b.renewed, b.synced = l, now, true
 	b.logger(ctx).Info("Holding disruption slot", zap.String("lease", l.Name), zap.Stringer("how", c.Action),
 		zap.String("previousHolder", prev))
+}
+
+// noteSynced records that the list behind c showed no slot of this node,
+// so Release need not look for one; when it did show one (c adopts it), only
+// a successful take (hold) says the budget knows the node's slot again.
+func (b *Budget) noteSynced(c Choice) {
+	if c.Action != Adopt {
+		b.synced = true
+	}
 }
 
 // lost reports whether a take failed because another daemon changed the

@@ -58,17 +58,26 @@ type OSPlan struct {
 
 // Replacing starts the record of an update that replaces old, unfinished,
 // from the config the node may now run (from): old's desired config once its
-// write was done, else its current one. The kernel arguments old's configs
-// may have left on the booted deployment are carried over.
+// write was done, else its current one. The kernel arguments old may have
+// left on the booted deployment are carried over: those it added, and once
+// its write was done, those of the config it came from.
 func Replacing(old *Record, from, desired string) *Record {
 	n := New(from, desired)
 	n.CordonedByUs = old.CordonedByUs
 	n.EarlierKernelArgs = append([]string(nil), old.EarlierKernelArgs...)
-	if old.Done("write") && old.OS != nil {
-		for _, k := range old.OS.FromKernelArgs {
-			if !slices.Contains(n.EarlierKernelArgs, k) {
-				n.EarlierKernelArgs = append(n.EarlierKernelArgs, k)
-			}
+	var maybe []string
+	if old.OS != nil {
+		// What old added may be staged, even booted, before its write was
+		// recorded (a crash mid-write); the config it came from is booted
+		// or pending once it was.
+		maybe = old.OS.KernelArgsAdded
+		if old.Done("write") {
+			maybe = append(append([]string(nil), maybe...), old.OS.FromKernelArgs...)
+		}
+	}
+	for _, k := range maybe {
+		if !slices.Contains(n.EarlierKernelArgs, k) {
+			n.EarlierKernelArgs = append(n.EarlierKernelArgs, k)
 		}
 	}
 	return n

@@ -42,9 +42,9 @@ func TestForget(t *testing.T) {
 	}
 }
 
-// A replaced update hands on the kernel arguments its configs may have left
-// on the booted deployment: its current config's once its write was done,
-// and whatever it had itself inherited.
+// A replaced update hands on the kernel arguments it may have left on the
+// booted deployment: those it added, its current config's once its write
+// was done, and whatever it had itself inherited.
 func TestReplacing(t *testing.T) {
 	written := New("a", "b")
 	written.OS = &OSPlan{FromKernelArgs: []string{"x", "y"}}
@@ -52,8 +52,9 @@ func TestReplacing(t *testing.T) {
 	written.CordonedByUs = true
 	written.Finish(Step{Name: "write"})
 	notWritten := New("a", "b")
-	notWritten.OS = &OSPlan{FromKernelArgs: []string{"x"}}
+	notWritten.OS = &OSPlan{FromKernelArgs: []string{"x"}, KernelArgsAdded: []string{"v", "w"}}
 	notWritten.EarlierKernelArgs = []string{"w"}
+	unplanned := New("a", "b")
 
 	tests := []struct {
 		name     string
@@ -62,7 +63,8 @@ func TestReplacing(t *testing.T) {
 		cordoned bool
 	}{
 		{"write done", written, []string{"w", "x", "y"}, true},
-		{"write not done", notWritten, []string{"w"}, false},
+		{"write not done: what it added may be staged", notWritten, []string{"w", "v"}, false},
+		{"not prepared", unplanned, nil, false},
 	}
 	for _, tt := range tests {
 		n := Replacing(tt.old, "b", "c")
