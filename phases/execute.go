@@ -276,7 +276,8 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 
 // writeOS stages the update's OS change. An update with none removes a
 // pending deployment it did not plan (left by a boot that fell back), which
-// its reboot, or any later one, would otherwise bring up.
+// its reboot, or any later one, would otherwise bring up; one it cannot
+// remove is reported in a Warning Event, and the update goes on.
 func writeOS(ctx context.Context, d Data) (string, error) {
 	u := d.Update()
 	osu := d.OS()
@@ -286,7 +287,12 @@ func writeOS(ctx context.Context, d Data) (string, error) {
 	if !u.Diff.OSChanged() {
 		removed, err := osu.Unstage(ctx)
 		if err != nil {
-			return "", fmt.Errorf("removing a pending OS deployment with %s: %w", osu.Name(), err)
+			// Not this update's doing (bootc's own update timer, say), and
+			// the check after a reboot reports a wrong booted image: say
+			// so, and go on with the files.
+			d.Warn("OSDeploymentPending", fmt.Sprintf("Could not remove a pending OS deployment of node %s with %s: %v",
+				u.Node, osu.Name(), err))
+			return "Left a pending OS deployment in place", nil
 		}
 		if removed != "" {
 			removed = strings.ToUpper(removed[:1]) + removed[1:]

@@ -47,6 +47,7 @@ type fakeOS struct {
 	supportsErr error
 	booted      phases.BootedOS
 	pending     bool
+	unstageErr  error
 }
 
 func (f *fakeOS) Name() string { return "fake-os" }
@@ -63,6 +64,9 @@ func (f *fakeOS) Stage(_ context.Context, c phases.OSChange) (string, error) {
 }
 func (f *fakeOS) Unstage(context.Context) (string, error) {
 	f.calls = append(f.calls, "unstage")
+	if f.unstageErr != nil {
+		return "", f.unstageErr
+	}
 	if !f.pending {
 		return "", nil
 	}
@@ -300,6 +304,27 @@ func TestOSReloadKeepsPlan(t *testing.T) {
 
 // An update with no OS change removes a deployment left pending, and after
 // its reboot checks that the node still runs the desired image.
+// A pending deployment this update cannot remove (bootc without
+// rpm-ostree; its own update timer staged it) is reported, and the update
+// goes on with its files.
+func TestOSNoChangeCannotUnstage(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	units, w := &systemd.Fake{}, &writes{}
+	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1", IsImage: true}, pending: true,
+		unstageErr: errors.New("bootc cannot remove a staged deployment")}
+	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:1")}
+	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v", err)
+	}
+	if c := status.Find(w.last, status.AppliedFilesAndOS); c.Message != "Applied 1 file. Left a pending OS deployment in place" {
+		t.Errorf("AppliedFilesAndOS message %q", c.Message)
+	}
+	if h.files["/etc/a"] != "1" {
+		t.Errorf("file /etc/a = %q", h.files["/etc/a"])
+	}
+}
+
 func TestOSNoChangeUnstagesAndChecksBoot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	units, w := &systemd.Fake{}, &writes{}

@@ -90,6 +90,10 @@ func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.C
 		}
 		return nil
 	}
+	if desired.OSImageURL == "" && len(desired.KernelArguments)+len(current.KernelArguments)+len(earlier) == 0 &&
+		!diff.OSChanged() {
+		return nil // the configs manage no OS state: nothing to plan against the booted OS
+	}
 	b, err := osu.Booted(ctx, desired.OSImageURL)
 	if err != nil {
 		return fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
