@@ -102,6 +102,21 @@ func osRunner(cfgs osConfigs, h *host, units *systemd.Fake, w *writes, osu phase
 	return r
 }
 
+// restartOS is the daemon started again after the node's boot: a runner
+// from the record on disk, its done steps replayed and reloaded.
+func restartOS(t *testing.T, cfgs osConfigs, h *host, units *systemd.Fake, w *writes, osu phases.OSUpdater) *phases.Runner {
+	t.Helper()
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := osRunner(cfgs, h, units, w, osu, rec, w.last)
+	if err := r.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // A failed stage rolls back the files of the same update.
 func TestOSStageFailureRollsBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
@@ -168,15 +183,8 @@ func TestOSFallbackBootNoSecondReboot(t *testing.T) {
 	}
 	// The boot fell back: os:1 is still booted.
 	for retry := 0; retry < 3; retry++ {
-		rec, err := progress.Unmarshal(h.state[progress.FileName])
-		if err != nil {
-			t.Fatal(err)
-		}
-		r2 := osRunner(cfgs, h, units, w, osu, rec, w.last)
-		if err := r2.Reload(context.Background()); err != nil {
-			t.Fatal(err)
-		}
-		err = r2.Run(context.Background())
+		r2 := restartOS(t, cfgs, h, units, w, osu)
+		err := r2.Run(context.Background())
 		if err == nil || !strings.Contains(err.Error(), "booted OS image os:1, desired os:2") {
 			t.Fatalf("retry %d: Run: %v", retry, err)
 		}
@@ -290,11 +298,7 @@ func TestOSReloadKeepsPlan(t *testing.T) {
 	if err != nil || rec.OS == nil || !rec.OS.ImageChanged {
 		t.Fatalf("saved OS plan %+v, %v", rec.OS, err)
 	}
-	r2 := osRunner(cfgs, h, units, w, osu, rec, w.last)
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := r2.Run(context.Background()); err != nil {
+	if err := restartOS(t, cfgs, h, units, w, osu).Run(context.Background()); err != nil {
 		t.Fatalf("Run after the boot: %v", err)
 	}
 	if c := status.Find(w.last, status.RebootedNode); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "booted OS image os:2; cleaned up") {
@@ -302,8 +306,6 @@ func TestOSReloadKeepsPlan(t *testing.T) {
 	}
 }
 
-// An update with no OS change removes a deployment left pending, and after
-// its reboot checks that the node still runs the desired image.
 // A pending deployment this update cannot remove (bootc without
 // rpm-ostree; its own update timer staged it) is reported, and the update
 // goes on with its files.
@@ -325,6 +327,8 @@ func TestOSNoChangeCannotUnstage(t *testing.T) {
 	}
 }
 
+// An update with no OS change removes a deployment left pending, and after
+// its reboot checks that the node still runs the desired image.
 func TestOSNoChangeUnstagesAndChecksBoot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	units, w := &systemd.Fake{}, &writes{}
@@ -342,15 +346,7 @@ func TestOSNoChangeUnstagesAndChecksBoot(t *testing.T) {
 	}
 	// The boot brought up another image after all.
 	osu.booted = phases.BootedOS{Image: "os:9"}
-	rec, err := progress.Unmarshal(h.state[progress.FileName])
-	if err != nil {
-		t.Fatal(err)
-	}
-	r2 := osRunner(cfgs, h, units, w, osu, rec, w.last)
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	err = r2.Run(context.Background())
+	err := restartOS(t, cfgs, h, units, w, osu).Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "booted OS image os:9, desired os:1; this update staged no OS change") {
 		t.Fatalf("Run after the boot: %v", err)
 	}

@@ -3,7 +3,6 @@ package osupdate
 import (
 	"context"
 	"errors"
-	"fmt"
 
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
@@ -69,15 +68,7 @@ func (u *Bootc) switchTo(ctx context.Context, image string, msg *stageMessage) e
 	if err != nil {
 		return err
 	}
-	err = u.Retry.do(ctx, "pulling OS image "+image, func() error {
-		_, err := u.Run.Run(ctx, NameBootc, args...)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("pulling OS image %s: %w", image, err)
-	}
-	msg.staged("OS image " + image)
-	return nil
+	return u.Retry.pull(ctx, u.Run, NameBootc, image, args, msg)
 }
 
 // Unstage removes the staged or queued entry through rpm-ostree (bootc has

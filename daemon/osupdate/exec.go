@@ -158,6 +158,20 @@ func DefaultRetry() Retry {
 	return Retry{Attempts: 5, Initial: 5 * time.Second, Max: time.Minute}
 }
 
+// pull runs tool with args to fetch and stage image, retried as r says,
+// and notes it in msg.
+func (r Retry) pull(ctx context.Context, run Runner, tool, image string, args []string, msg *stageMessage) error {
+	err := r.do(ctx, "pulling OS image "+image, func() error {
+		_, err := run.Run(ctx, tool, args...)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("pulling OS image %s: %w", image, err)
+	}
+	msg.staged("OS image " + image)
+	return nil
+}
+
 // do runs f until it succeeds, fails in a way not worth retrying, the
 // attempts are used up or ctx ends; it returns the last error, saying how
 // many attempts failed.

@@ -61,15 +61,7 @@ func (u *RpmOstree) rebase(ctx context.Context, st RpmOstreeStatus, image string
 	if err != nil {
 		return err
 	}
-	err = u.Retry.do(ctx, "pulling OS image "+image, func() error {
-		_, err := u.Run.Run(ctx, NameRpmOstree, args...)
-		return err
-	})
-	if err != nil {
-		return fmt.Errorf("pulling OS image %s: %w", image, err)
-	}
-	msg.staged("OS image " + image)
-	return nil
+	return u.Retry.pull(ctx, u.Run, NameRpmOstree, image, args, msg)
 }
 
 // Unstage removes the pending deployment (rpm-ostree cleanup -p) when

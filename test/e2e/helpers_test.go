@@ -84,7 +84,19 @@ func getNode(t *testing.T, name string) *corev1.Node {
 	return n
 }
 
-// wantSeq checks that got holds want as a subsequence... no: exactly.
+// rebootSequence is the contract's sequence of condition transitions of an
+// update that drains and reboots the node.
+var rebootSequence = []string{
+		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
+		"UpdateExecuted=Unknown", "Cordoned=Unknown", "Cordoned=True", "Drained=Unknown", "Drained=True",
+		"AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
+		"UpdatePostActionComplete=Unknown", "RebootedNode=Unknown", "RebootedNode=True",
+		"UpdatePostActionComplete=True",
+		"UpdateComplete=Unknown", "Uncordoned=Unknown", "Uncordoned=True", "UpdateComplete=True",
+		"Resumed=True", "Updated=True",
+}
+
+// wantSeq checks that got is exactly want.
 func wantSeq(t *testing.T, got, want []string) {
 	t.Helper()
 	if strings.Join(got, " ") != strings.Join(want, " ") {

@@ -91,15 +91,7 @@ func TestOSImageUpdate(t *testing.T) {
 	if err := waitCurrent(ctx, log, "rendered-os1-b"); err != nil {
 		t.Fatal(err)
 	}
-	wantSeq(t, log.Transitions(from), []string{
-		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
-		"UpdateExecuted=Unknown", "Cordoned=Unknown", "Cordoned=True", "Drained=Unknown", "Drained=True",
-		"AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
-		"UpdatePostActionComplete=Unknown", "RebootedNode=Unknown", "RebootedNode=True",
-		"UpdatePostActionComplete=True",
-		"UpdateComplete=Unknown", "Uncordoned=Unknown", "Uncordoned=True", "UpdateComplete=True",
-		"Resumed=True", "Updated=True",
-	})
+	wantSeq(t, log.Transitions(from), rebootSequence)
 	if c := log.Condition("AppliedFilesAndOS"); c.Message != "Applied 0 files. Staged OS image "+osImageB {
 		t.Errorf("AppliedFilesAndOS message %q", c.Message)
 	}

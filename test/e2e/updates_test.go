@@ -115,15 +115,7 @@ func TestRebootUpdate(t *testing.T) {
 	if err := waitCurrent(ctx, log, "rendered-u3-b"); err != nil {
 		t.Fatal(err)
 	}
-	wantSeq(t, log.Transitions(from), []string{
-		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
-		"UpdateExecuted=Unknown", "Cordoned=Unknown", "Cordoned=True", "Drained=Unknown", "Drained=True",
-		"AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
-		"UpdatePostActionComplete=Unknown", "RebootedNode=Unknown", "RebootedNode=True",
-		"UpdatePostActionComplete=True",
-		"UpdateComplete=Unknown", "Uncordoned=Unknown", "Uncordoned=True", "UpdateComplete=True",
-		"Resumed=True", "Updated=True",
-	})
+	wantSeq(t, log.Transitions(from), rebootSequence)
 	if b := n.Sys.Boots(); b != 2 {
 		t.Errorf("boots = %d, want 2 (one reboot)", b)
 	}
