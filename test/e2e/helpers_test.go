@@ -87,13 +87,13 @@ func getNode(t *testing.T, name string) *corev1.Node {
 // rebootSequence is the contract's sequence of condition transitions of an
 // update that drains and reboots the node.
 var rebootSequence = []string{
-		"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
-		"UpdateExecuted=Unknown", "Cordoned=Unknown", "Cordoned=True", "Drained=Unknown", "Drained=True",
-		"AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
-		"UpdatePostActionComplete=Unknown", "RebootedNode=Unknown", "RebootedNode=True",
-		"UpdatePostActionComplete=True",
-		"UpdateComplete=Unknown", "Uncordoned=Unknown", "Uncordoned=True", "UpdateComplete=True",
-		"Resumed=True", "Updated=True",
+	"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown", "UpdateCompatible=True", "UpdatePrepared=True",
+	"UpdateExecuted=Unknown", "Cordoned=Unknown", "Cordoned=True", "Drained=Unknown", "Drained=True",
+	"AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
+	"UpdatePostActionComplete=Unknown", "RebootedNode=Unknown", "RebootedNode=True",
+	"UpdatePostActionComplete=True",
+	"UpdateComplete=Unknown", "Uncordoned=Unknown", "Uncordoned=True", "UpdateComplete=True",
+	"Resumed=True", "Updated=True",
 }
 
 // wantSeq checks that got is exactly want.
