@@ -208,7 +208,7 @@ func start(args []string) error {
 		},
 		Pool: o.pool,
 		Events: func(uid string) phases.Recorder {
-			events = kube.NewEvents(kapi, o.nodeName, k8stypes.UID(uid))
+			events = kube.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
 			return events
 		},
 		Log:     log,

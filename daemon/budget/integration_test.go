@@ -19,7 +19,6 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
 
@@ -37,13 +36,18 @@ func TestBudgetOnAPIServer(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
 	kc := kubernetes.NewForConfigOrDie(cp.RestConfig())
+	// The daemon's own client, as the daemon builds it.
+	api, err := kube.NewAPI(cp.RestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
 	const ns = "budget-test"
 	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	newBudget := func(t *testing.T, name, holder string, slots int, d time.Duration) *budget.Budget {
 		t.Helper()
-		b, err := budget.New(budget.Config{Client: kubetest.API(kc, nil), Namespace: ns, Name: name, Slots: slots, Holder: holder,
+		b, err := budget.New(budget.Config{Client: api, Namespace: ns, Name: name, Slots: slots, Holder: holder,
 			Duration: d, Log: zaptest.NewLogger(t)})
 		if err != nil {
 			t.Fatal(err)
@@ -269,7 +273,7 @@ func TestBudgetOnAPIServer(t *testing.T) {
 		// Renewals every 4s; the API refuses them for the first 4.5s. The
 		// retry comes about a second after the failure, not 4s later.
 		var failing atomic.Bool
-		b, err := budget.New(budget.Config{Client: flaky{kubetest.API(kc, nil), &failing}, Namespace: ns, Name: "flaky",
+		b, err := budget.New(budget.Config{Client: flaky{api, &failing}, Namespace: ns, Name: "flaky",
 			Slots: 1, Holder: "node-a", Duration: 20 * time.Second, Log: zaptest.NewLogger(t)})
 		if err != nil {
 			t.Fatal(err)
@@ -333,7 +337,7 @@ func TestBudgetOnAPIServer(t *testing.T) {
 		a.Close()
 		var failing atomic.Bool
 		failing.Store(true)
-		a2, err := budget.New(budget.Config{Client: flaky{kubetest.API(kc, nil), &failing}, Namespace: ns,
+		a2, err := budget.New(budget.Config{Client: flaky{api, &failing}, Namespace: ns,
 			Name: "keepfail", Slots: 1, Holder: "node-a", Duration: 20 * time.Second, Log: zaptest.NewLogger(t)})
 		if err != nil {
 			t.Fatal(err)

@@ -13,7 +13,6 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/runtime/serializer"
 	utilruntime "k8s.io/apimachinery/pkg/util/runtime"
-	"k8s.io/client-go/gentype"
 	"k8s.io/client-go/rest"
 )
 
@@ -29,7 +28,7 @@ func Scheme() *runtime.Scheme {
 	return s
 }
 
-// restAPI is API over client-go's generic typed clients.
+// restAPI is API over client-go's REST clients, one per API group.
 type restAPI struct {
 	params                           runtime.ParameterCodec
 	core, policy, coordination, mcfg rest.Interface
@@ -73,12 +72,10 @@ func NewAPI(cfg *rest.Config) (API, error) {
 
 // newClient is one resource's client in the given namespace ("" for
 // cluster-scoped resources).
-func newClient[T interface {
-	runtime.Object
-	metav1.Object
-}, L runtime.Object](a *restAPI, c rest.Interface, resource, namespace string, newT func() T, newL func() L,
-) *gentype.ClientWithList[T, L] {
-	return gentype.NewClientWithList(resource, c, a.params, namespace, newT, newL)
+func newClient[T object, L runtime.Object](a *restAPI, c rest.Interface, resource, namespace string,
+	newT func() T, newL func() L,
+) *client[T, L] {
+	return &client[T, L]{rest: c, params: a.params, resource: resource, namespace: namespace, newT: newT, newL: newL}
 }
 
 func (a *restAPI) Nodes() Resource[*corev1.Node, *corev1.NodeList] {
