@@ -47,12 +47,19 @@ type Daemon struct {
 
 	// Ready is closed once the daemon has registered its MachineConfigNode.
 	Ready chan struct{}
+	// Settled, when set, is called each time the node settles on a config
+	// (an update done, or the daemon started on an up-to-date node): the
+	// daemon then idles, so main returns the memory the work used to the
+	// OS there.
+	Settled func()
 
 	node     *corev1.Node
 	mcn      *mcfgv1.MachineConfigNode
 	events   phases.Recorder
 	drift    driftState
 	failures int
+	// settledOn is the config Settled last ran for.
+	settledOn string
 }
 
 // DefaultShutdownGrace leaves a drain time to finish after SIGTERM, well

@@ -16,26 +16,31 @@ import (
 
 // idle makes sure the drift monitor watches the config the node runs. It
 // costs one GET of that config when the monitor is not already on it, and no
-// request otherwise.
+// request otherwise. The first time the node idles on a config, Settled runs.
 func (d *Daemon) idle(ctx context.Context, current string) error {
 	if err := d.markUpdated(ctx, current); err != nil {
 		return err
 	}
-	if d.drift.config == current {
-		return nil
+	if d.drift.config != current {
+		cfg, err := d.fetch(ctx, current)
+		if err != nil {
+			return err
+		}
+		if err := d.Watch(ctx, cfg); err != nil {
+			return err
+		}
+		d.drift.config = current
+		d.Log.Info("Node is up to date; config drift monitor running", zap.String("node", d.node.Name),
+			zap.String("config", current), zap.Int("files", len(cfg.Files)), zap.Int("units", len(cfg.Units)))
+		// A drift found while the daemon was down shows at once.
+		d.onDrift(ctx, checkDrift(d.Env.Host, cfg))
 	}
-	cfg, err := d.fetch(ctx, current)
-	if err != nil {
-		return err
+	if d.settledOn != current {
+		d.settledOn = current
+		if d.Settled != nil {
+			d.Settled()
+		}
 	}
-	if err := d.Watch(ctx, cfg); err != nil {
-		return err
-	}
-	d.drift.config = current
-	d.Log.Info("Node is up to date; config drift monitor running", zap.String("node", d.node.Name),
-		zap.String("config", current), zap.Int("files", len(cfg.Files)), zap.Int("units", len(cfg.Units)))
-	// A drift found while the daemon was down shows at once.
-	d.onDrift(ctx, checkDrift(d.Env.Host, cfg))
 	return nil
 }
 

@@ -27,6 +27,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/logging"
+	"github.com/nodeconfd/nodeconfd/daemon/memory"
 	"github.com/nodeconfd/nodeconfd/daemon/metrics"
 	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
 	"github.com/nodeconfd/nodeconfd/daemon/systemd"
@@ -44,7 +45,7 @@ Run "nodeconfd start -h" for the flags.
 
 // idleGCPercent is the daemon's GOGC unless the environment sets one: it
 // idles almost always, so a smaller heap is worth the rare extra collection.
-const idleGCPercent = 50
+const idleGCPercent = 25
 
 func main() {
 	if os.Getenv("GOGC") == "" {
@@ -65,7 +66,7 @@ type options struct {
 	metricsAddr, logFormat, policyFile                string
 	drainTimeout                                      time.Duration
 	drainTimeoutAction                                string
-	evictUnowned, debug                               bool
+	evictUnowned, debug, releaseMemory                bool
 	backoffInitial, backoffMax                        time.Duration
 	pullRetry                                         osupdate.Retry
 	osTimeout                                         time.Duration
@@ -91,6 +92,9 @@ func parseFlags(args []string) (options, error) {
 			"or fail (uncordon, report the blocking pods in NodeDegraded, write nothing, retry the update later)")
 	fs.BoolVar(&o.evictUnowned, "evict-unowned-pods", false, "also evict pods that no controller will recreate")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
+	fs.BoolVar(&o.releaseMemory, "release-memory-when-idle", true,
+		"when the node settles on a config, return the heap the work used to the OS and have the kernel reclaim the "+
+			"executable's pages mapped for it (they come back when used)")
 	fs.DurationVar(&o.backoffInitial, "retry-initial", 5*time.Second, "first retry delay after a failed update")
 	fs.DurationVar(&o.backoffMax, "retry-max", 5*time.Minute, "longest retry delay after failed updates")
 	fs.IntVar(&o.pullRetry.Attempts, "os-pull-attempts", osupdate.DefaultRetry().Attempts, "tries of an OS image pull (rpm-ostree rebase, bootc switch) before the update fails")
@@ -214,6 +218,9 @@ func start(args []string) error {
 		Log:     log,
 		Backoff: daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
 	}
+	if o.releaseMemory {
+		d.Settled = func() { releaseMemory(log, o.nodeName) }
+	}
 	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Abs: host.Abs, Log: log, Changed: d.DriftChanged}
 	defer d.Drift.Stop()
 
@@ -232,6 +239,18 @@ func start(args []string) error {
 	}
 	log.Info("Stopped", zap.String("node", o.nodeName))
 	return err
+}
+
+// releaseMemory gives back what the daemon's finished work held, as it
+// settles into idling.
+func releaseMemory(log *zap.Logger, node string) {
+	before, after, err := memory.Release()
+	if err != nil {
+		log.Warn("Could not release memory", zap.String("node", node), zap.Error(err))
+		return
+	}
+	log.Info("Settled; released memory", zap.String("node", node), zap.Int("executableKiBBefore", before),
+		zap.Int("executableKiBAfter", after))
 }
 
 // cluster joins the API adapter and the drainer into what the phases see.

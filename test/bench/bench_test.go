@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -139,6 +140,11 @@ func BenchmarkIdle(b *testing.B) {
 		}
 	}
 	logMemStats(b, n, mem)
+	for line := range strings.SplitSeq(n.DaemonLog(), "\n") {
+		if strings.Contains(line, "released memory") {
+			b.Log(line)
+		}
+	}
 	b.ReportMetric(reqs*float64(time.Minute)/float64(watched), "requests/idle-minute")
 	b.ReportMetric(maxRSS, "MiB-idle-RSS")
 }
