@@ -107,6 +107,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return nil
 		case ctx.Err() != nil:
 			return nil
+		case errors.Is(err, phases.ErrSuperseded):
+			continue // the new desired config, at once
 		case err != nil:
 			d.Log.Error("Update failed; will retry", zap.Error(err), zap.Duration("retryIn", delay))
 		}
@@ -165,7 +167,10 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 }
 
 func (d *Daemon) delayFor(err error) time.Duration {
-	if err == nil || errors.Is(err, phases.ErrRebooting) {
+	switch {
+	case errors.Is(err, phases.ErrSuperseded):
+		return 0 // not a failure: the new config goes on at once
+	case err == nil || errors.Is(err, phases.ErrRebooting):
 		d.failures = 0
 		return 0
 	}
@@ -290,6 +295,9 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 	}
 	defer context.AfterFunc(ctx, func() { time.AfterFunc(grace, interrupted) })()
 	r.Interrupt = interrupt.Done()
+	watching, stopWatching := context.WithCancel(ctx)
+	defer stopWatching()
+	r.DesiredChanged = d.desiredChanged(watching, desired)
 	if !rec.Done(stepDetect) {
 		log.Info("Update detected", zap.String("from", current))
 		r.Detected()
@@ -313,8 +321,39 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 	switch {
 	case err == nil, errors.Is(err, phases.ErrRebooting), errors.Is(err, phases.ErrStopped):
 		return err
+	case errors.Is(err, phases.ErrSuperseded):
+		log.Info("Update stopped: the node's desired config changed; taking up the new one")
+		return err
 	}
 	return d.fail(stepCtx, r, err)
+}
+
+// desiredChangedEvery is how often a running update looks at the node's
+// desired config (in the watch cache: no request).
+const desiredChangedEvery = time.Second
+
+// desiredChanged returns a channel closed once the node's desired config is
+// no longer desired, looked at until ctx ends.
+func (d *Daemon) desiredChanged(ctx context.Context, desired string) <-chan struct{} {
+	changed := make(chan struct{})
+	go func() {
+		t := time.NewTicker(desiredChangedEvery)
+		defer t.Stop()
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			if n, ok := d.Objects.Node(); ok {
+				if now := n.Annotations[kube.DesiredConfig]; now != "" && now != desired {
+					close(changed)
+					return
+				}
+			}
+		}
+	}()
+	return changed
 }
 
 // stepDetect is the progress step of an update's detection (status reset).

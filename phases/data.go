@@ -199,6 +199,11 @@ type Data interface {
 	// blocked drain) should give up and let the daemon stop; nil when it
 	// never is.
 	Interrupted() <-chan struct{}
+	// Superseded is closed once the node's desired config is no longer
+	// this update's (an administrator rolled back or moved on): a step that
+	// can wait without end gives up, and the daemon takes up the new
+	// config. Nil when it never is.
+	Superseded() <-chan struct{}
 
 	Configs() Configs
 	Cluster() Cluster

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,8 +78,9 @@ func Cordon() Phase {
 // after the cordon's check) undoes the cordon, so the node is not left
 // cordoned by an update that cannot go on, and the retry starts again from
 // the cordon. A drain interrupted for shutdown stops with ErrStopped and
-// runs again at the next start. A new desired config does not cancel a
-// drain: it is looked at once the drain ends (or times out).
+// runs again at the next start. A new desired config (a rollback) stops a
+// drain with ErrSuperseded; the daemon then takes up the new config, whose
+// update starts from this one's cordon (and lifts it when it needs none).
 func Drain() Phase {
 	return Phase{
 		Name: "drain", Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
@@ -86,15 +88,22 @@ func Drain() Phase {
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			dctx, cancel := context.WithCancel(ctx)
 			defer cancel()
+			var superseded atomic.Bool
 			go func() {
 				select {
 				case <-d.Interrupted():
+					cancel()
+				case <-d.Superseded():
+					superseded.Store(true)
 					cancel()
 				case <-dctx.Done():
 				}
 			}()
 			res, err := d.Cluster().Drain(dctx, drainProgress{ctx: ctx, d: d})
 			if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+				if superseded.Load() {
+					return Outcome{}, ErrSuperseded
+				}
 				return Outcome{}, ErrStopped
 			}
 			if errors.Is(err, ErrDrainTimedOut) || errors.Is(err, ErrCannotDrain) {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -21,6 +22,11 @@ var ErrRebooting = errors.New("node is rebooting")
 // ErrStopped is returned when the runner stopped between two steps because
 // the daemon is shutting down; the update resumes at the next start.
 var ErrStopped = errors.New("stopped between steps for shutdown")
+
+// ErrSuperseded is returned when a step that can wait without end (a
+// slot wait, a blocked drain) gave up because the node's desired config
+// changed: the daemon goes on with the new config at once.
+var ErrSuperseded = errors.New("stopped: the node's desired config changed")
 
 // Env is what the phases act on; the daemon builds it from real adapters.
 type Env struct {
@@ -56,6 +62,9 @@ type Runner struct {
 	// blocked drain) give up with ErrStopped; it is not done and runs again
 	// at the next start.
 	Interrupt <-chan struct{}
+	// DesiredChanged, when closed, makes a phase's Wait or a step that may
+	// wait without end give up with ErrSuperseded; it is not done.
+	DesiredChanged <-chan struct{}
 	// Conditions is the MachineConfigNode's status as last written; the
 	// runner updates it in place.
 	Conditions []metav1.Condition
@@ -227,6 +236,13 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		log.Info("Phase interrupted for shutdown; it runs again at the next start")
 		return err
 	}
+	if errors.Is(err, ErrSuperseded) {
+		log.Info("Phase stopped: the node's desired config changed; the new config takes over")
+		if err := r.Flush(ctx); err != nil {
+			return err
+		}
+		return err
+	}
 	if err != nil {
 		return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 	}
@@ -243,13 +259,15 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 }
 
 // wait runs the phase's Wait before the phase starts. A shutdown ends the
-// wait, and the run stops with ErrStopped: nothing of the phase is done yet.
+// wait, and the run stops with ErrStopped; a new desired config ends it
+// with ErrSuperseded: nothing of the phase is done yet.
 func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if r.Shutdown != nil {
 		defer context.AfterFunc(r.Shutdown, cancel)()
 	}
+	superseded := r.stopOnSuperseded(wctx, cancel)
 	r.current, r.waiting = p, true
 	err := p.Wait(wctx, r)
 	r.current, r.waiting = nil, false
@@ -262,6 +280,12 @@ func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 			return err
 		}
 		return ErrStopped
+	case superseded():
+		log.Info("Stopped waiting to start the phase: the node's desired config changed")
+		if err := r.Flush(ctx); err != nil {
+			return err
+		}
+		return ErrSuperseded
 	}
 	return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 }
@@ -398,6 +422,26 @@ func (r *Runner) Warn(reason, message string) {
 
 // Interrupted is closed when a long step should give up for shutdown.
 func (r *Runner) Interrupted() <-chan struct{} { return r.Interrupt }
+
+// Superseded is closed when the node's desired config changed.
+func (r *Runner) Superseded() <-chan struct{} { return r.DesiredChanged }
+
+// stopOnSuperseded calls cancel once r.DesiredChanged closes while ctx lives,
+// and reports whether it did.
+func (r *Runner) stopOnSuperseded(ctx context.Context, cancel context.CancelFunc) func() bool {
+	var fired atomic.Bool
+	if r.DesiredChanged != nil {
+		go func() {
+			select {
+			case <-r.DesiredChanged:
+				fired.Store(true)
+				cancel()
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return fired.Load
+}
 
 // SaveProgress writes the progress record to the node.
 func (r *Runner) SaveProgress() error {

@@ -335,3 +335,48 @@ func TestRunnerInterruptStopsDrain(t *testing.T) {
 		t.Errorf("after the interrupt: steps %+v, written %v", rec.Steps, h.written)
 	}
 }
+
+// A new desired config stops a drain blocked without end: the drain is not
+// done, nothing is written, the status shows no failure, and the cordon
+// stays recorded for the update that takes over.
+func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{drainBlocks: true}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	changed := make(chan struct{})
+	r.DesiredChanged = changed
+	time.AfterFunc(50*time.Millisecond, func() { close(changed) })
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
+		t.Fatalf("Run: %v, want ErrSuperseded", err)
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.Done("cordon") || !rec.CordonedByUs || rec.Done("drain") || len(h.written) != 0 {
+		t.Errorf("after the change: steps %+v, cordoned by us %v, written %v", rec.Steps, rec.CordonedByUs, h.written)
+	}
+	if c := status.Find(w.last, status.NodeDegraded); c.Status != metav1.ConditionFalse {
+		t.Errorf("NodeDegraded = %s after a superseded drain", c.Status)
+	}
+}
+
+// A new desired config ends the wait for a disruption slot before anything
+// is done.
+func TestRunnerDesiredChangeStopsSlotWait(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	changed := make(chan struct{})
+	r.DesiredChanged = changed
+	r.Env.Disruption = &slots{block: true, waiting: func() { close(changed) }}
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
+		t.Fatalf("Run: %v, want ErrSuperseded", err)
+	}
+	if len(cl.calls) != 0 {
+		t.Errorf("cluster calls %v after a change while waiting", cl.calls)
+	}
+	if rec, _ := progress.Unmarshal(h.state[progress.FileName]); rec.Done("cordon") {
+		t.Error("cordon recorded done")
+	}
+}

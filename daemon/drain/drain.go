@@ -7,11 +7,10 @@
 // the pods to go with one watch, telling pods apart by UID. While it runs it
 // reports which pods block it and why.
 //
-// A drain is not cancelled by a new desired config (a rollback): the update
-// runner gives it no such signal, so a drain blocked by a
-// PodDisruptionBudget goes on (or times out, per --drain-timeout-action)
-// before the daemon looks at the new config. The daemon's shutdown does end
-// it (the Drain phase's interrupt).
+// A drain ends early when its context is cancelled: the Drain phase does so
+// on the daemon's shutdown and when the node's desired config changes (a
+// rollback), so a drain blocked by a PodDisruptionBudget never holds up
+// either.
 package drain
 
 import (

@@ -19,6 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
@@ -320,4 +321,78 @@ type cordonError struct{ got, want string }
 
 func (e *cordonError) Error() string {
 	return "cordon states " + e.got + ", want them to hold " + e.want
+}
+
+// An administrator rolls back (sets desiredConfig to the node's current
+// config) while the drain is blocked: the drain stops within seconds, the
+// cordon is lifted, the disruption slot given back, nothing is written and
+// nothing rebooted, and the node reports Updated at its config again.
+func TestRollbackStopsBlockedDrain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const name = "u7b"
+	config(t, "rendered-u7b-a", ign(nil))
+	config(t, "rendered-u7b-b", ign(map[string]string{"/etc/nodeconfd-rollback.conf": "b\n"}))
+	n, log := node(t, name, "rendered-u7b-a")
+	podsOn(t, name, 1)
+	budgetOn(t, "web-"+name)
+	from := log.Len()
+	if err := n.SetDesired(ctx, "rendered-u7b-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
+		c := testbed.Find(st, "Drained")
+		return c != nil && strings.Contains(c.Message, "PodDisruptionBudget web-u7b allows 0 disruptions")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if !getNode(t, name).Spec.Unschedulable {
+		t.Fatal("node not cordoned while its drain is blocked")
+	}
+	rollback := log.Len()
+	start := time.Now()
+	if err := n.SetDesired(ctx, "rendered-u7b-a"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := log.WaitStatus(ctx, rollback, func(st mcfgv1.MachineConfigNodeStatus) bool {
+		c := testbed.Find(st, "Updated")
+		return c != nil && c.Status == "True" && st.ConfigVersion != nil && st.ConfigVersion.Desired == "rendered-u7b-a"
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("rolled back in %s", time.Since(start).Round(100*time.Millisecond))
+	if c := testbed.Find(st, "Uncordoned"); c == nil || c.Status != "True" {
+		t.Errorf("Uncordoned = %+v after the rollback", c)
+	}
+	if c := testbed.Find(st, "NodeDegraded"); c != nil && c.Status == "True" {
+		t.Errorf("NodeDegraded after the rollback: %s", c.Message)
+	}
+	if st.ConfigVersion.Current != "rendered-u7b-a" {
+		t.Errorf("current config %q", st.ConfigVersion.Current)
+	}
+	if getNode(t, name).Spec.Unschedulable {
+		t.Error("node left cordoned after the rollback")
+	}
+	if _, err := os.Stat(filepath.Join(n.Sys.Root, "/etc/nodeconfd-rollback.conf")); !os.IsNotExist(err) {
+		t.Errorf("the rolled-back config's file: %v", err)
+	}
+	if b := n.Sys.Boots(); b != 1 {
+		t.Errorf("boots = %d, want 1", b)
+	}
+	if left := podsLeft(t, name); left != 1 {
+		t.Errorf("%d pods left on the node, want the 1 the budget protects", left)
+	}
+	leases, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).List(ctx, metav1.ListOptions{LabelSelector: budget.Label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases.Items {
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == name {
+			t.Errorf("disruption slot %s still held by %s", l.Name, name)
+		}
+	}
+	if !strings.Contains(n.DaemonLog(), "Update stopped: the node's desired config changed") {
+		t.Error("the daemon log does not say why the update stopped")
+	}
 }
