@@ -256,6 +256,10 @@ type Phase struct {
 	// phase's condition (reason Waiting). Nil means no wait.
 	Wait func(ctx context.Context, d Data) error
 	Run  func(ctx context.Context, d Data) (Outcome, error)
+	// Supersedable marks a phase before anything of the update is written
+	// (cordon, drain): a new desired config ends its Wait with
+	// ErrSuperseded. Its Run watches Data.Superseded itself.
+	Supersedable bool
 	// Quick marks a phase whose start is not worth a write of its own: its
 	// start is written together with its end.
 	Quick bool

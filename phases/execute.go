@@ -33,6 +33,7 @@ func needsDrain(d Data) (bool, string) {
 func Cordon() Phase {
 	return Phase{
 		Name: "cordon", Group: status.UpdateExecuted, Condition: status.Cordoned, Needed: needsDrain,
+		Supersedable: true,
 		Wait: func(ctx context.Context, d Data) error {
 			if d.Progress().CordonedByUs {
 				return holdSlot(ctx, d)
@@ -84,7 +85,7 @@ func Cordon() Phase {
 func Drain() Phase {
 	return Phase{
 		Name: "drain", Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
-		Wait: holdSlot,
+		Wait: holdSlot, Supersedable: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			dctx, cancel := context.WithCancel(ctx)
 			defer cancel()

@@ -259,15 +259,19 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 }
 
 // wait runs the phase's Wait before the phase starts. A shutdown ends the
-// wait, and the run stops with ErrStopped; a new desired config ends it
-// with ErrSuperseded: nothing of the phase is done yet.
+// wait, and the run stops with ErrStopped; a new desired config ends a
+// supersedable phase's wait with ErrSuperseded: nothing of the phase is done
+// yet.
 func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	if r.Shutdown != nil {
 		defer context.AfterFunc(r.Shutdown, cancel)()
 	}
-	superseded := r.stopOnSuperseded(wctx, cancel)
+	superseded := func() bool { return false }
+	if p.Supersedable {
+		superseded = r.stopOnSuperseded(wctx, cancel)
+	}
 	r.current, r.waiting = p, true
 	err := p.Wait(wctx, r)
 	r.current, r.waiting = nil, false
