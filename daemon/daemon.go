@@ -47,10 +47,10 @@ type Daemon struct {
 
 	// Ready is closed once the daemon has registered its MachineConfigNode.
 	Ready chan struct{}
-	// Settled, when set, is called each time the node settles on a config
-	// (an update done, or the daemon started on an up-to-date node): the
-	// daemon then idles, so main returns the memory the work used to the
-	// OS there.
+	// Settled, when set, is called when the node settles into idling: once
+	// the daemon started on an up-to-date node, and after every update
+	// (also one rolled back to the config the node ran). main returns the
+	// memory the work used to the OS there.
 	Settled func()
 
 	node     *corev1.Node
@@ -58,7 +58,8 @@ type Daemon struct {
 	events   phases.Recorder
 	drift    driftState
 	failures int
-	// settledOn is the config Settled last ran for.
+	// settledOn is the config Settled last ran for, "" once an update ran
+	// since.
 	settledOn string
 }
 
@@ -162,6 +163,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 			return d.delayFor(err), err
 		}
 	}
+	d.settledOn = "" // idling after any update settles again, even on the same config
 	err = d.update(ctx, rec, current, desired)
 	return d.delayFor(err), err
 }
@@ -169,7 +171,8 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 func (d *Daemon) delayFor(err error) time.Duration {
 	switch {
 	case errors.Is(err, phases.ErrSuperseded):
-		return 0 // not a failure: the new config goes on at once
+		d.failures = 0 // not a failure: the new config goes on at once, with its own backoff
+		return 0
 	case err == nil || errors.Is(err, phases.ErrRebooting):
 		d.failures = 0
 		return 0

@@ -16,7 +16,8 @@ import (
 
 // idle makes sure the drift monitor watches the config the node runs. It
 // costs one GET of that config when the monitor is not already on it, and no
-// request otherwise. The first time the node idles on a config, Settled runs.
+// request otherwise. The first time the node idles after a start or an
+// update, Settled runs.
 func (d *Daemon) idle(ctx context.Context, current string) error {
 	if err := d.markUpdated(ctx, current); err != nil {
 		return err

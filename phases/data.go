@@ -256,10 +256,12 @@ type Phase struct {
 	// phase's condition (reason Waiting). Nil means no wait.
 	Wait func(ctx context.Context, d Data) error
 	Run  func(ctx context.Context, d Data) (Outcome, error)
-	// Supersedable marks a phase before anything of the update is written
-	// (cordon, drain): a new desired config ends its Wait with
-	// ErrSuperseded. Its Run watches Data.Superseded itself.
-	Supersedable bool
+	// OnSuperseded, set on the phases before anything of the update is
+	// written (cordon, drain), makes a new desired config end the phase's
+	// Wait: OnSuperseded then undoes what the update holds (its cordon, its
+	// slot) and the run stops with ErrSuperseded. A long Run (the drain)
+	// watches Data.Superseded and does the same itself.
+	OnSuperseded func(ctx context.Context, d Data) error
 	// Quick marks a phase whose start is not worth a write of its own: its
 	// start is written together with its end.
 	Quick bool

@@ -33,7 +33,7 @@ func needsDrain(d Data) (bool, string) {
 func Cordon() Phase {
 	return Phase{
 		Name: "cordon", Group: status.UpdateExecuted, Condition: status.Cordoned, Needed: needsDrain,
-		Supersedable: true,
+		OnSuperseded: supersededCordon,
 		Wait: func(ctx context.Context, d Data) error {
 			if d.Progress().CordonedByUs {
 				return holdSlot(ctx, d)
@@ -80,12 +80,12 @@ func Cordon() Phase {
 // cordoned by an update that cannot go on, and the retry starts again from
 // the cordon. A drain interrupted for shutdown stops with ErrStopped and
 // runs again at the next start. A new desired config (a rollback) stops a
-// drain with ErrSuperseded; the daemon then takes up the new config, whose
-// update starts from this one's cordon (and lifts it when it needs none).
+// drain: the cordon is undone and the slot given back (supersededCordon),
+// and the daemon takes up the new config.
 func Drain() Phase {
 	return Phase{
 		Name: "drain", Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
-		Wait: holdSlot, Supersedable: true,
+		Wait: holdSlot, OnSuperseded: supersededCordon,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			dctx, cancel := context.WithCancel(ctx)
 			defer cancel()
@@ -103,6 +103,9 @@ func Drain() Phase {
 			res, err := d.Cluster().Drain(dctx, drainProgress{ctx: ctx, d: d})
 			if err != nil && dctx.Err() != nil && ctx.Err() == nil {
 				if superseded.Load() {
+					if err := supersededCordon(ctx, d); err != nil {
+						return Outcome{}, err
+					}
 					return Outcome{}, ErrSuperseded
 				}
 				return Outcome{}, ErrStopped
@@ -143,42 +146,64 @@ func drainedMessage(res DrainResult) string {
 	return msg
 }
 
-// undoCordon is the end of a drain that gave up: the cordon step is undone
-// (the record first, so a crash at any point leaves a record that cordons
-// again), the node uncordoned if this daemon cordoned it, and only then the
-// disruption slot given back: a node waiting for the slot cordons as soon
-// as it gets it, and this node must not be cordoned still. A crash or a
-// failed uncordon before the release keeps the slot (its Lease names this
-// node, which adopts it again), so the retry's cordon holds a slot too.
+// undoCordon is the end of a drain that gave up: giveBack undoes the
+// cordon and returns the slot, and the drain's error is reported with what
+// was done.
 func undoCordon(ctx context.Context, d Data, drainErr error) error {
-	node := d.Update().Node
+	why := "the drain timed out"
+	if !errors.Is(drainErr, ErrDrainTimedOut) {
+		why = "the drain could not go on"
+	}
+	outcome, err := giveBack(ctx, d, "Uncordoned after "+why+"; the retry cordons again")
+	if err != nil {
+		return fmt.Errorf("draining node %s: %w; %v", d.Update().Node, drainErr, err)
+	}
+	return fmt.Errorf("draining node %s: %w; %s; retrying later", d.Update().Node, drainErr, outcome)
+}
+
+// supersededCordon is the cordon and drain phases' OnSuperseded: the new
+// desired config's update starts from an uncordoned node holding no slot,
+// so that whatever it does (even fail) leaves neither behind unreported.
+// If it needs a drain, it cordons again.
+func supersededCordon(ctx context.Context, d Data) error {
+	if _, err := giveBack(ctx, d, "Uncordoned: the node's desired config changed before anything was written"); err != nil {
+		return fmt.Errorf("stopping the update of node %s for its new desired config: %w", d.Update().Node, err)
+	}
+	return nil
+}
+
+// giveBack undoes an update's cordon before anything is written: the
+// cordon step is forgotten (the record first, so a crash at any point
+// leaves a record that cordons again), the node uncordoned if this daemon
+// cordoned it (Cordoned then says so, with uncordoned), and only then the
+// disruption slot given back: a node waiting for the slot cordons as soon as
+// it gets it, and this node must not be cordoned still. A crash or a failed
+// uncordon before the release keeps the slot (its Lease names this node,
+// which adopts it again), so the retry's cordon holds a slot too. It
+// returns what it did.
+func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 	rec := d.Progress()
 	rec.Forget("cordon")
 	if err := d.SaveProgress(); err != nil {
-		return fmt.Errorf("draining node %s: %w; then %v", node, drainErr, err)
+		return "", err
 	}
 	outcome := "the node stays cordoned (it was cordoned before the update)"
 	if rec.CordonedByUs {
 		if err := d.Cluster().Uncordon(ctx); err != nil {
-			return fmt.Errorf("draining node %s: %w; then %v", node, drainErr, err)
+			return "", err
 		}
 		rec.CordonedByUs = false
 		if err := d.SaveProgress(); err != nil {
-			return fmt.Errorf("draining node %s: %w; uncordoned it, then %v", node, drainErr, err)
+			return "", fmt.Errorf("uncordoned the node, then %w", err)
 		}
-		why := "the drain timed out"
-		if !errors.Is(drainErr, ErrDrainTimedOut) {
-			why = "the drain could not go on"
-		}
-		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned),
-			"Uncordoned after "+why+"; the retry cordons again")
+		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned), uncordoned)
 		outcome = "uncordoned the node, nothing was written"
 	}
 	// The retry waits for a slot again before it cordons.
 	if err := releaseSlot(ctx, d); err != nil {
-		return fmt.Errorf("draining node %s: %w; %s, then %v", node, drainErr, outcome, err)
+		return "", fmt.Errorf("%s, then %w", outcome, err)
 	}
-	return fmt.Errorf("draining node %s: %w; %s; retrying later", node, drainErr, outcome)
+	return outcome, nil
 }
 
 // Write applies files, units, SSH keys and OS changes. A failure rolls back

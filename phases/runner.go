@@ -238,9 +238,7 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	}
 	if errors.Is(err, ErrSuperseded) {
 		log.Info("Phase stopped: the node's desired config changed; the new config takes over")
-		if err := r.Flush(ctx); err != nil {
-			return err
-		}
+		r.flushSuperseded(ctx, log)
 		return err
 	}
 	if err != nil {
@@ -269,27 +267,31 @@ func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 		defer context.AfterFunc(r.Shutdown, cancel)()
 	}
 	superseded := func() bool { return false }
-	if p.Supersedable {
+	if p.OnSuperseded != nil {
 		superseded = r.stopOnSuperseded(wctx, cancel)
 	}
 	r.current, r.waiting = p, true
 	err := p.Wait(wctx, r)
 	r.current, r.waiting = nil, false
 	switch {
-	case err == nil:
-		return nil
 	case r.Shutdown != nil && r.Shutdown.Err() != nil:
 		log.Info("Stopped while waiting to start the phase")
 		if err := r.Flush(ctx); err != nil {
 			return err
 		}
 		return ErrStopped
-	case superseded():
+	case superseded(): // also after a wait that ended well: the phase is not for the new config
 		log.Info("Stopped waiting to start the phase: the node's desired config changed")
-		if err := r.Flush(ctx); err != nil {
-			return err
+		r.current = p
+		err := p.OnSuperseded(ctx, r)
+		r.current = nil
+		if err != nil {
+			return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 		}
+		r.flushSuperseded(ctx, log)
 		return ErrSuperseded
+	case err == nil:
+		return nil
 	}
 	return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 }
@@ -430,10 +432,26 @@ func (r *Runner) Interrupted() <-chan struct{} { return r.Interrupt }
 // Superseded is closed when the node's desired config changed.
 func (r *Runner) Superseded() <-chan struct{} { return r.DesiredChanged }
 
+// flushSuperseded writes what a superseded phase staged (the uncordon). A
+// failure is only logged: the new config's update writes the status at
+// once anyway, and must not be held up by it.
+func (r *Runner) flushSuperseded(ctx context.Context, log *zap.Logger) {
+	if err := r.Flush(ctx); err != nil {
+		log.Warn("Cannot write the status of the superseded update", zap.Error(err))
+	}
+}
+
 // stopOnSuperseded calls cancel once r.DesiredChanged closes while ctx lives,
 // and reports whether it did.
 func (r *Runner) stopOnSuperseded(ctx context.Context, cancel context.CancelFunc) func() bool {
 	var fired atomic.Bool
+	select {
+	case <-r.DesiredChanged: // changed already
+		fired.Store(true)
+		cancel()
+		return fired.Load
+	default:
+	}
 	if r.DesiredChanged != nil {
 		go func() {
 			select {

@@ -42,6 +42,8 @@ type cluster struct {
 	drainErr error
 	// drainBlocks makes Drain wait until its context ends.
 	drainBlocks bool
+	// onDrain, when set, is called as Drain starts.
+	onDrain func()
 	// checkErr, when set, is what CheckDrain returns.
 	checkErr error
 	checks   int
@@ -65,6 +67,9 @@ func (c *cluster) CheckDrain(context.Context) error { c.checks++; return c.check
 func (c *cluster) Uncordon(context.Context) error   { c.calls = append(c.calls, "uncordon"); return nil }
 func (c *cluster) Drain(ctx context.Context, p phases.DrainProgress) (phases.DrainResult, error) {
 	c.calls = append(c.calls, "drain")
+	if c.onDrain != nil {
+		c.onDrain()
+	}
 	if c.drainBlocks {
 		<-ctx.Done()
 		return phases.DrainResult{}, ctx.Err()
@@ -336,16 +341,17 @@ func TestRunnerInterruptStopsDrain(t *testing.T) {
 	}
 }
 
-// A new desired config stops a drain blocked without end: the drain is not
-// done, nothing is written, the status shows no failure, and the cordon
-// stays recorded for the update that takes over.
+// A new desired config stops a drain blocked without end: the cordon is
+// undone and the slot given back before the new config takes over, nothing
+// is written, and the status shows no failure.
 func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{drainBlocks: true}, &systemd.Fake{}, &writes{}
-	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	changed := make(chan struct{})
+	cl, units, w := &cluster{drainBlocks: true, onDrain: func() { close(changed) }}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.DesiredChanged = changed
-	time.AfterFunc(50*time.Millisecond, func() { close(changed) })
+	budget := &slots{}
+	r.Env.Disruption = budget
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
 		t.Fatalf("Run: %v, want ErrSuperseded", err)
 	}
@@ -353,11 +359,42 @@ func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rec.Done("cordon") || !rec.CordonedByUs || rec.Done("drain") || len(h.written) != 0 {
+	if rec.Done("cordon") || rec.CordonedByUs || rec.Done("drain") || len(h.written) != 0 {
 		t.Errorf("after the change: steps %+v, cordoned by us %v, written %v", rec.Steps, rec.CordonedByUs, h.written)
+	}
+	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
+		t.Errorf("cluster calls %s", got)
+	}
+	if budget.held || budget.releases != 1 {
+		t.Errorf("slot held %v after %d releases", budget.held, budget.releases)
+	}
+	if c := status.Find(w.last, status.Cordoned); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "desired config changed") {
+		t.Errorf("Cordoned = %s %q", c.Status, c.Message)
 	}
 	if c := status.Find(w.last, status.NodeDegraded); c.Status != metav1.ConditionFalse {
 		t.Errorf("NodeDegraded = %s after a superseded drain", c.Status)
+	}
+}
+
+// A new desired config does not stop a step once the update may have
+// written something: the write's wait for its slot goes on.
+func TestRunnerDesiredChangeLeavesWrite(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	changed := make(chan struct{})
+	close(changed)
+	r.DesiredChanged = changed
+	// The cordon and the drain are done (a resumed update).
+	r.Record.CordonedByUs = true
+	r.Record.Finish(progress.Step{Name: "cordon"})
+	r.Record.Finish(progress.Step{Name: "drain"})
+	r.Env.Disruption = &slots{waited: true}
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v, want the update to go on to its reboot", err)
+	}
+	if h.files["/etc/motd"] != "x" {
+		t.Errorf("file not written: %v", h.files)
 	}
 }
 

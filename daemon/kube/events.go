@@ -19,6 +19,10 @@ import (
 // goroutine writes the queue in order. An Event that repeats one already
 // written (same object, type, reason and message) raises that Event's count
 // and last timestamp instead of adding another, as client-go's recorder does.
+// Unlike client-go's, it does not fold many similar Events (same reason,
+// other messages) into one, nor rate-limit them: the daemon records one
+// Event per phase, per failure and per drain-timeout period, never one per
+// tick of a loop; keep it so.
 // The recorder is ours because client-go's (tools/record) links strategic
 // merge patch and its OpenAPI models: the daemon's updates record a handful
 // of Events, which does not need them.
@@ -42,7 +46,7 @@ const (
 	eventQueue = 64
 	// eventAttempts is how often a write is tried, eventRetry apart.
 	eventAttempts = 3
-	eventRetry    = 2 * time.Second
+	eventRetry    = time.Second
 	// eventTimeout bounds each request.
 	eventTimeout = 10 * time.Second
 	// repeatsKept is how many written Events are remembered for counting
@@ -110,15 +114,17 @@ func (e *Events) newEvent(ref corev1.ObjectReference, typ, reason, message strin
 		ns = metav1.NamespaceDefault
 	}
 	return &corev1.Event{
-		ObjectMeta:     metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: ns},
-		InvolvedObject: ref,
-		Reason:         reason,
-		Message:        message,
-		Source:         e.source,
-		FirstTimestamp: now,
-		LastTimestamp:  now,
-		Count:          1,
-		Type:           typ,
+		ObjectMeta:          metav1.ObjectMeta{Name: fmt.Sprintf("%s.%x", ref.Name, now.UnixNano()), Namespace: ns},
+		InvolvedObject:      ref,
+		Reason:              reason,
+		Message:             message,
+		Source:              e.source,
+		FirstTimestamp:      now,
+		LastTimestamp:       now,
+		Count:               1,
+		Type:                typ,
+		ReportingController: e.source.Component,
+		ReportingInstance:   e.source.Host,
 	}
 }
 
@@ -170,8 +176,8 @@ func (e *Events) write(ctx context.Context, written map[repeatKey]*corev1.Event,
 		if last := written[key]; last != nil {
 			out, err = e.repeat(ctx, last, ev.LastTimestamp)
 			if apierrors.IsNotFound(err) {
-				delete(written, key) // gone (expired): write a new one
-				continue
+				delete(written, key) // gone (expired): write a new one at once
+				out, err = e.create(ctx, ev)
 			}
 		} else {
 			out, err = e.create(ctx, ev)
@@ -193,13 +199,25 @@ func (e *Events) write(ctx context.Context, written map[repeatKey]*corev1.Event,
 func (e *Events) create(ctx context.Context, ev *corev1.Event) (*corev1.Event, error) {
 	ctx, cancel := context.WithTimeout(ctx, eventTimeout)
 	defer cancel()
-	out, err := e.api.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
-	if apierrors.IsAlreadyExists(err) { // the name is the time in ns: take another
-		ev = ev.DeepCopy()
-		ev.Name = fmt.Sprintf("%s.%x", ev.InvolvedObject.Name, time.Now().UnixNano())
-		out, err = e.api.Events(ev.Namespace).Create(ctx, ev, metav1.CreateOptions{})
+	events := e.api.Events(ev.Namespace)
+	out, err := events.Create(ctx, ev, metav1.CreateOptions{})
+	if !apierrors.IsAlreadyExists(err) {
+		return out, err
 	}
-	return out, err
+	// A retry of a create whose answer was lost finds its own Event; else
+	// the name (the time in ns) is taken: take another.
+	if got, gerr := events.Get(ctx, ev.Name, metav1.GetOptions{}); gerr == nil && sameEvent(got, ev) {
+		return got, nil
+	}
+	ev = ev.DeepCopy()
+	ev.Name = fmt.Sprintf("%s.%x", ev.InvolvedObject.Name, time.Now().UnixNano())
+	return events.Create(ctx, ev, metav1.CreateOptions{})
+}
+
+func sameEvent(a, b *corev1.Event) bool {
+	return a.InvolvedObject.Kind == b.InvolvedObject.Kind && a.InvolvedObject.Name == b.InvolvedObject.Name &&
+		a.InvolvedObject.UID == b.InvolvedObject.UID && a.Type == b.Type && a.Reason == b.Reason &&
+		a.Message == b.Message && a.Source == b.Source
 }
 
 // repeat raises last's count and moves its last timestamp to at.

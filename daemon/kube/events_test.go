@@ -2,6 +2,7 @@ package kube_test
 
 import (
 	"testing"
+	"time"
 
 	"go.uber.org/zap/zaptest"
 	corev1 "k8s.io/api/core/v1"
@@ -53,5 +54,58 @@ func TestEventsRetry(t *testing.T) {
 				t.Errorf("events: got %d, want %d", len(list.Items), tc.wantEvents)
 			}
 		})
+	}
+}
+
+// A create whose answer was lost (the API server made the Event) is not
+// made twice; a repeat of an Event that is gone is written anew at once.
+func TestEventsLostAnswerAndGoneEvent(t *testing.T) {
+	cs := fake.NewClientset()
+	lost := true
+	cs.PrependReactor("create", "events", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if !lost {
+			return false, nil, nil
+		}
+		lost = false
+		if err := cs.Tracker().Add(a.(k8stesting.CreateAction).GetObject()); err != nil {
+			t.Fatal(err)
+		}
+		return true, nil, apierrors.NewServerTimeout(corev1.Resource("events"), "create", 1)
+	})
+	e := kube.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n1", "uid")
+	e.Event(false, true, "UpdateFailed", "Error: x")
+	e.Shutdown()
+	list, err := cs.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list.Items) != 1 || list.Items[0].Count != 1 {
+		t.Fatalf("after a lost answer: %d events %+v", len(list.Items), list.Items)
+	}
+
+	e = kube.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n2", "uid2")
+	e.Event(false, true, "UpdateFailed", "Error: y")
+	// The first Event expires (the API server deletes it) before the repeat.
+	cs.PrependReactor("patch", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		return true, nil, apierrors.NewNotFound(corev1.Resource("events"), "gone")
+	})
+	e.Event(false, true, "UpdateFailed", "Error: y")
+	start := time.Now()
+	e.Shutdown()
+	if took := time.Since(start); took >= time.Second {
+		t.Errorf("the repeat of a gone Event waited %s: it should be created at once", took)
+	}
+	list, err = cs.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{FieldSelector: "involvedObject.name=n2"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n2 := 0
+	for _, ev := range list.Items {
+		if ev.InvolvedObject.Name == "n2" {
+			n2++
+		}
+	}
+	if n2 != 2 {
+		t.Fatalf("events of n2: %d, want 2 (the first, and the repeat written anew)", n2)
 	}
 }

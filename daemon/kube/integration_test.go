@@ -173,8 +173,9 @@ func TestAPIOnAPIServer(t *testing.T) {
 			if e.InvolvedObject.Name != "ev-node" {
 				continue
 			}
-			if e.Source.Component != "nodeconfd" || e.Source.Host != "ev-node" {
-				t.Errorf("event %s: source %+v", e.Name, e.Source)
+			if e.Source.Component != "nodeconfd" || e.Source.Host != "ev-node" ||
+				e.ReportingController != "nodeconfd" || e.ReportingInstance != "ev-node" {
+				t.Errorf("event %s: source %+v, reporting %s/%s", e.Name, e.Source, e.ReportingController, e.ReportingInstance)
 			}
 			if e.LastTimestamp.Before(&e.FirstTimestamp) {
 				t.Errorf("event %s: last %v before first %v", e.Name, e.LastTimestamp, e.FirstTimestamp)

@@ -16,19 +16,23 @@ import (
 
 // Release returns what the daemon's last burst of work (start-up, an
 // update) left behind once it settles into idling:
-//   - the Go heap it no longer uses (a collection, then free pages back to
-//     the OS: debug.FreeOSMemory);
 //   - the pages of its own executable that the kernel mapped for that work.
 //     Code runs from the executable's page cache, and every page touched
 //     maps the 64 KiB around it, so start-up alone maps most of the binary
 //     (about 16 MiB) and keeps it mapped, and so resident, for as long as
 //     the daemon lives. MADV_PAGEOUT asks the kernel to reclaim those pages
-//     now (pages another process also maps are left alone); what the idle
-//     daemon runs comes back at its first use, the rest at the next update.
+//     now; what the idle daemon runs comes back at its first use, the rest
+//     at the next update. The kernel leaves alone the pages another process
+//     also maps, and reclaims file pages only for a process that owns the
+//     file or may write it (the daemon runs as root); an executable replaced
+//     on disk since the start no longer matches and is left alone too.
+//   - the Go heap it no longer uses (a collection, then free pages back to
+//     the OS: debug.FreeOSMemory), last, so that it also frees what Release
+//     itself allocated.
 //
-// It reports the executable's resident pages before and after, in KiB.
+// It reports the executable's resident KiB before and after.
 func Release() (before, after int, err error) {
-	debug.FreeOSMemory()
+	defer debug.FreeOSMemory()
 	exe, err := os.Readlink("/proc/self/exe")
 	if err != nil {
 		return 0, 0, fmt.Errorf("finding the executable: %w", err)
@@ -53,9 +57,10 @@ func Release() (before, after int, err error) {
 	return before, after, err
 }
 
-// ErrUnsupported is Release's error on a kernel without MADV_PAGEOUT
-// (before Linux 5.4): the heap was still returned.
-var ErrUnsupported = errors.New("the kernel cannot reclaim pages on request (MADV_PAGEOUT needs Linux 5.4)")
+// ErrUnsupported is Release's error when the kernel refuses MADV_PAGEOUT
+// (EINVAL: a kernel before Linux 5.4, locked memory, or a sandbox such as
+// gVisor); the heap is still returned.
+var ErrUnsupported = errors.New("the kernel refused to reclaim pages on request (MADV_PAGEOUT: EINVAL)")
 
 type mapping struct{ start, end uintptr }
 
@@ -85,28 +90,32 @@ func executableMappings(maps []byte, exe string) []mapping {
 	return out
 }
 
-// residentKiB is the resident size of exe's read-only mappings, from
-// /proc/self/smaps.
+// residentKiB is the resident size of exe's read-only mappings, read from
+// /proc/self/smaps line by line (it is large; no copy of it is kept).
 func residentKiB(exe string) (int, error) {
-	smaps, err := os.ReadFile("/proc/self/smaps")
+	f, err := os.Open("/proc/self/smaps")
 	if err != nil {
 		return 0, fmt.Errorf("reading the memory map: %w", err)
 	}
+	defer f.Close()
 	total, in := 0, false
-	sc := bufio.NewScanner(bytes.NewReader(smaps))
+	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		line := sc.Bytes()
-		f := bytes.Fields(line)
+		fields := bytes.Fields(line)
 		switch {
-		case len(f) >= 5 && bytes.IndexByte(f[0], '-') > 0 && !bytes.HasSuffix(f[0], []byte(":")):
-			in = len(f) >= 6 && string(f[5]) == exe && bytes.IndexByte(f[1], 'w') < 0
-		case in && len(f) == 3 && string(f[0]) == "Rss:":
-			kb, err := strconv.Atoi(string(f[1]))
+		case len(fields) >= 5 && bytes.IndexByte(fields[0], '-') > 0 && !bytes.HasSuffix(fields[0], []byte(":")):
+			in = len(fields) >= 6 && string(fields[5]) == exe && bytes.IndexByte(fields[1], 'w') < 0
+		case in && len(fields) == 3 && string(fields[0]) == "Rss:":
+			kb, err := strconv.Atoi(string(fields[1]))
 			if err != nil {
 				return 0, fmt.Errorf("parsing %q of smaps: %w", line, err)
 			}
 			total += kb
 		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, fmt.Errorf("reading the memory map: %w", err)
 	}
 	return total, nil
 }

@@ -325,8 +325,9 @@ func (e *cordonError) Error() string {
 
 // An administrator rolls back (sets desiredConfig to the node's current
 // config) while the drain is blocked: the drain stops within seconds, the
-// cordon is lifted, the disruption slot given back, nothing is written and
-// nothing rebooted, and the node reports Updated at its config again.
+// stopped update lifts its cordon and gives its disruption slot back,
+// nothing is written and nothing rebooted, and the node reports Updated at
+// its config again.
 func TestRollbackStopsBlockedDrain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -362,7 +363,16 @@ func TestRollbackStopsBlockedDrain(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("rolled back in %s", time.Since(start).Round(100*time.Millisecond))
-	if c := testbed.Find(st, "Uncordoned"); c == nil || c.Status != "True" {
+	// The stopped update lifted its cordon and said so; the rollback's own
+	// update then needed none.
+	var said bool
+	for _, c := range log.History("Cordoned") {
+		said = said || c.Status == "False" && strings.Contains(c.Message, "desired config changed")
+	}
+	if !said {
+		t.Errorf("Cordoned never said the node was uncordoned for the new desired config: %+v", log.History("Cordoned"))
+	}
+	if c := testbed.Find(st, "Uncordoned"); c == nil || c.Reason != "NotRequired" {
 		t.Errorf("Uncordoned = %+v after the rollback", c)
 	}
 	if c := testbed.Find(st, "NodeDegraded"); c != nil && c.Status == "True" {
@@ -394,5 +404,68 @@ func TestRollbackStopsBlockedDrain(t *testing.T) {
 	}
 	if !strings.Contains(n.DaemonLog(), "Update stopped: the node's desired config changed") {
 		t.Error("the daemon log does not say why the update stopped")
+	}
+	t.Logf("transitions after the rollback: %v", log.Transitions(rollback))
+	// Settled again on its config, the daemon gives back memory again.
+	released := 0
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if released = strings.Count(n.DaemonLog(), "Settled; released memory"); released == 2 {
+			break
+		}
+	}
+	if released != 2 {
+		t.Errorf("memory released %d times, want 2 (at start and after the rollback)", released)
+	}
+}
+
+// A newer config that needs no drain (a CRI-O reload) replaces an update
+// whose drain is blocked: the stopped update lifts its cordon, and the new
+// config is applied without a drain or a reboot.
+func TestNewConfigStopsBlockedDrain(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const name = "u7n"
+	config(t, "rendered-u7n-a", ign(nil))
+	config(t, "rendered-u7n-b", ign(map[string]string{"/etc/nodeconfd-superseded.conf": "b\n"}))
+	config(t, "rendered-u7n-c", ign(map[string]string{"/etc/containers/registries.d/u7n.yaml": "docker: {}\n"}))
+	n, log := node(t, name, "rendered-u7n-a")
+	podsOn(t, name, 1)
+	budgetOn(t, "web-"+name)
+	from := log.Len()
+	if err := n.SetDesired(ctx, "rendered-u7n-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
+		c := testbed.Find(st, "Drained")
+		return c != nil && strings.Contains(c.Message, "PodDisruptionBudget web-u7n allows 0 disruptions")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetDesired(ctx, "rendered-u7n-c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, log, "rendered-u7n-c"); err != nil {
+		t.Fatal(err)
+	}
+	if getNode(t, name).Spec.Unschedulable {
+		t.Error("node left cordoned")
+	}
+	if got := readNodeFile(t, n, "/etc/containers/registries.d/u7n.yaml"); got != "docker: {}\n" {
+		t.Errorf("the new config's file: %q", got)
+	}
+	if _, err := os.Stat(filepath.Join(n.Sys.Root, "/etc/nodeconfd-superseded.conf")); !os.IsNotExist(err) {
+		t.Errorf("the superseded config's file: %v", err)
+	}
+	if c, _ := n.Sys.CRIOReloads(); c != 1 {
+		t.Errorf("CRI-O reloads = %d, want 1", c)
+	}
+	if b := n.Sys.Boots(); b != 1 {
+		t.Errorf("boots = %d, want 1", b)
+	}
+	if left := podsLeft(t, name); left != 1 {
+		t.Errorf("%d pods left on the node, want the 1 the budget protects", left)
+	}
+	if c := log.Condition("Drained"); c.Reason != "NotRequired" {
+		t.Errorf("Drained = %s %s %q, want NotRequired for the new config", c.Status, c.Reason, c.Message)
 	}
 }
