@@ -332,21 +332,7 @@ func TestRollbackStopsBlockedDrain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name = "u7b"
-	config(t, "rendered-u7b-a", ign(nil))
-	config(t, "rendered-u7b-b", ign(map[string]string{"/etc/nodeconfd-rollback.conf": "b\n"}))
-	n, log := node(t, name, "rendered-u7b-a")
-	podsOn(t, name, 1)
-	budgetOn(t, "web-"+name)
-	from := log.Len()
-	if err := n.SetDesired(ctx, "rendered-u7b-b"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
-		c := testbed.Find(st, "Drained")
-		return c != nil && strings.Contains(c.Message, "PodDisruptionBudget web-u7b allows 0 disruptions")
-	}); err != nil {
-		t.Fatal(err)
-	}
+	n, log := blockedDrain(ctx, t, name, "/etc/nodeconfd-rollback.conf")
 	if !getNode(t, name).Spec.Unschedulable {
 		t.Fatal("node not cordoned while its drain is blocked")
 	}
@@ -425,22 +411,8 @@ func TestNewConfigStopsBlockedDrain(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name = "u7n"
-	config(t, "rendered-u7n-a", ign(nil))
-	config(t, "rendered-u7n-b", ign(map[string]string{"/etc/nodeconfd-superseded.conf": "b\n"}))
 	config(t, "rendered-u7n-c", ign(map[string]string{"/etc/containers/registries.d/u7n.yaml": "docker: {}\n"}))
-	n, log := node(t, name, "rendered-u7n-a")
-	podsOn(t, name, 1)
-	budgetOn(t, "web-"+name)
-	from := log.Len()
-	if err := n.SetDesired(ctx, "rendered-u7n-b"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
-		c := testbed.Find(st, "Drained")
-		return c != nil && strings.Contains(c.Message, "PodDisruptionBudget web-u7n allows 0 disruptions")
-	}); err != nil {
-		t.Fatal(err)
-	}
+	n, log := blockedDrain(ctx, t, name, "/etc/nodeconfd-superseded.conf")
 	if err := n.SetDesired(ctx, "rendered-u7n-c"); err != nil {
 		t.Fatal(err)
 	}
@@ -468,4 +440,28 @@ func TestNewConfigStopsBlockedDrain(t *testing.T) {
 	if c := log.Condition("Drained"); c.Reason != "NotRequired" {
 		t.Errorf("Drained = %s %s %q, want NotRequired for the new config", c.Status, c.Reason, c.Message)
 	}
+}
+
+// blockedDrain starts node name at config rendered-<name>-a with a pod a
+// PodDisruptionBudget protects, sets its desired config to
+// rendered-<name>-b (which writes file, so it reboots and drains), and
+// returns once the Drained condition says the budget blocks the drain.
+func blockedDrain(ctx context.Context, t *testing.T, name, file string) (*testbed.Node, *testbed.StatusLog) {
+	t.Helper()
+	config(t, "rendered-"+name+"-a", ign(nil))
+	config(t, "rendered-"+name+"-b", ign(map[string]string{file: "b\n"}))
+	n, log := node(t, name, "rendered-"+name+"-a")
+	podsOn(t, name, 1)
+	budgetOn(t, "web-"+name)
+	from := log.Len()
+	if err := n.SetDesired(ctx, "rendered-"+name+"-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
+		c := testbed.Find(st, "Drained")
+		return c != nil && strings.Contains(c.Message, "PodDisruptionBudget web-"+name+" allows 0 disruptions")
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n, log
 }
