@@ -20,8 +20,8 @@ import (
 //     Code runs from the executable's page cache, and every page touched
 //     maps the 64 KiB around it, so start-up alone maps most of the binary
 //     (about 16 MiB) and keeps it mapped, and so resident, for as long as
-//     the daemon lives, where the kernel protects them from reclaim as
-//     mapped code. MADV_PAGEOUT asks the kernel to reclaim them now: they
+//     the daemon lives, as mapped code: the cache the kernel keeps
+//     longest. MADV_PAGEOUT asks the kernel to reclaim them now: they
 //     are unmapped from the daemon, and what stays in the page cache is
 //     ordinary cache, reclaimed first under pressure. What the idle daemon
 //     runs comes back at its first use, the rest at the next update. The kernel leaves alone the pages another process
