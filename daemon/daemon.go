@@ -279,6 +279,23 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 // update runs (or resumes) the update from current to desired.
 func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desired string) error {
 	d.stopDrift()
+	if rec != nil && rec.Desired != desired && !rec.Done("resume") && !rec.Done("write") {
+		// A replaced update that wrote nothing gives back its cordon and
+		// slot first (it did not if a restart or a failure came between
+		// the new desired config and its own stop).
+		old := d.runner(rec)
+		old.Start(d.node.Name)
+		if err := old.GiveBack(context.WithoutCancel(ctx)); err != nil {
+			return d.fail(context.WithoutCancel(ctx), old, err)
+		}
+		d.Log.Info("Replaced update gave back its cordon and disruption slot", zap.String("node", d.node.Name),
+			zap.String("replaced", rec.Desired), zap.String("config", desired))
+		// Cordoned says so before the new update's status starts.
+		if err := old.Flush(context.WithoutCancel(ctx)); err != nil {
+			d.Log.Warn("Cannot write the status of the replaced update", zap.String("node", d.node.Name), zap.Error(err))
+		}
+		d.mcn.Status.Conditions = old.Conditions
+	}
 	rec = d.recordFor(rec, current, desired)
 	r := d.runner(rec)
 	r.Start(d.node.Name)

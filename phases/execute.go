@@ -156,7 +156,7 @@ func undoCordon(ctx context.Context, d Data, drainErr error) error {
 	}
 	outcome, err := giveBack(ctx, d, "Uncordoned after "+why+"; the retry cordons again")
 	if err != nil {
-		return fmt.Errorf("draining node %s: %w; %v", d.Update().Node, drainErr, err)
+		return fmt.Errorf("draining node %s: %w; then %v", d.Update().Node, drainErr, err)
 	}
 	return fmt.Errorf("draining node %s: %w; %s; retrying later", d.Update().Node, drainErr, outcome)
 }
@@ -172,6 +172,20 @@ func supersededCordon(ctx context.Context, d Data) error {
 	return nil
 }
 
+// GiveBack undoes the cordon and gives back the disruption slot of r's
+// update, which a new desired config replaces before it wrote anything and
+// which did not do so itself (a restart, a SIGTERM or a failure came
+// between; a running update does it on ErrSuperseded). The new config's
+// update then starts from an uncordoned node holding no slot, whatever it
+// needs.
+func (r *Runner) GiveBack(ctx context.Context) error {
+	if _, err := giveBack(ctx, r, "Uncordoned: the update to "+r.Record.Desired+
+		" was replaced by a new desired config before it wrote anything"); err != nil {
+		return fmt.Errorf("giving back the cordon of the replaced update to %s: %w", r.Record.Desired, err)
+	}
+	return nil
+}
+
 // giveBack undoes an update's cordon before anything is written: the
 // cordon step is forgotten (the record first, so a crash at any point
 // leaves a record that cordons again), the node uncordoned if this daemon
@@ -183,11 +197,15 @@ func supersededCordon(ctx context.Context, d Data) error {
 // returns what it did.
 func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 	rec := d.Progress()
+	wasCordoned := rec.Done("cordon")
 	rec.Forget("cordon")
 	if err := d.SaveProgress(); err != nil {
 		return "", err
 	}
-	outcome := "the node stays cordoned (it was cordoned before the update)"
+	outcome := "the node was not cordoned"
+	if wasCordoned {
+		outcome = "the node stays cordoned (it was cordoned before the update)"
+	}
 	if rec.CordonedByUs {
 		if err := d.Cluster().Uncordon(ctx); err != nil {
 			return "", err

@@ -257,9 +257,10 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 }
 
 // wait runs the phase's Wait before the phase starts. A shutdown ends the
-// wait, and the run stops with ErrStopped; a new desired config ends a
-// supersedable phase's wait with ErrSuperseded: nothing of the phase is done
-// yet.
+// wait, and the run stops with ErrStopped. A new desired config ends the
+// wait of a phase with OnSuperseded (even one that just ended well):
+// OnSuperseded undoes what the update holds (its cordon, its slot), and the
+// run stops with ErrSuperseded. Nothing of the phase is done.
 func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()

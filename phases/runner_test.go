@@ -417,3 +417,32 @@ func TestRunnerDesiredChangeStopsSlotWait(t *testing.T) {
 		t.Error("cordon recorded done")
 	}
 }
+
+// GiveBack, for an update replaced before it wrote anything and that did
+// not stop itself (a restart came between): its cordon is lifted, its slot
+// released, and the record says so.
+func TestRunnerGiveBack(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	r.Record.CordonedByUs = true
+	r.Record.Finish(progress.Step{Name: "cordon"})
+	budget := &slots{held: true}
+	r.Env.Disruption = budget
+	if err := r.GiveBack(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rec.Done("cordon") || rec.CordonedByUs {
+		t.Errorf("record after GiveBack: steps %+v, cordoned by us %v", rec.Steps, rec.CordonedByUs)
+	}
+	if got := strings.Join(cl.calls, ","); got != "uncordon" {
+		t.Errorf("cluster calls %s", got)
+	}
+	if budget.held || budget.releases != 1 {
+		t.Errorf("slot held %v after %d releases", budget.held, budget.releases)
+	}
+}

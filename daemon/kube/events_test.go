@@ -83,15 +83,26 @@ func TestEventsLostAnswerAndGoneEvent(t *testing.T) {
 		t.Fatalf("after a lost answer: %d events %+v", len(list.Items), list.Items)
 	}
 
-	e = kube.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n2", "uid2")
-	e.Event(false, true, "UpdateFailed", "Error: y")
-	// The first Event expires (the API server deletes it) before the repeat.
+	// The first Event of n2 expires (the API server deletes it) before its
+	// repeat: the repeat's patch finds nothing, and the repeat is created
+	// at once, not after a retry.
+	var patches, creates int
 	cs.PrependReactor("patch", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		patches++
 		return true, nil, apierrors.NewNotFound(corev1.Resource("events"), "gone")
 	})
+	cs.PrependReactor("create", "events", func(k8stesting.Action) (bool, runtime.Object, error) {
+		creates++
+		return false, nil, nil
+	})
+	start := time.Now() // a retry would wait a whole second in this span
+	e = kube.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n2", "uid2")
 	e.Event(false, true, "UpdateFailed", "Error: y")
-	start := time.Now()
+	e.Event(false, true, "UpdateFailed", "Error: y")
 	e.Shutdown()
+	if patches != 1 || creates != 2 {
+		t.Errorf("patches %d, creates %d: want the repeat's one patch, then its create", patches, creates)
+	}
 	if took := time.Since(start); took >= time.Second {
 		t.Errorf("the repeat of a gone Event waited %s: it should be created at once", took)
 	}

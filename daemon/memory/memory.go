@@ -24,10 +24,11 @@ import (
 //     longest. MADV_PAGEOUT asks the kernel to reclaim them now: they
 //     are unmapped from the daemon, and what stays in the page cache is
 //     ordinary cache, reclaimed first under pressure. What the idle daemon
-//     runs comes back at its first use, the rest at the next update. The kernel leaves alone the pages another process
-//     also maps, and reclaims file pages only for a process that owns the
-//     file or may write it (the daemon runs as root); an executable replaced
-//     on disk since the start no longer matches and is left alone too.
+//     runs comes back at its first use, the rest at the next update. The
+//     kernel leaves alone the pages another process also maps, and
+//     reclaims file pages only for a process that owns the file or may
+//     write it (the daemon runs as root); an executable replaced on disk
+//     since the start no longer matches and is left alone too.
 //   - the Go heap it no longer uses (a collection, then free pages back to
 //     the OS: debug.FreeOSMemory), last, so that it also frees what Release
 //     itself allocated.

@@ -440,6 +440,77 @@ func TestNewConfigStopsBlockedDrain(t *testing.T) {
 	if c := log.Condition("Drained"); c.Reason != "NotRequired" {
 		t.Errorf("Drained = %s %s %q, want NotRequired for the new config", c.Status, c.Reason, c.Message)
 	}
+	wantGivenBack(ctx, t, n, log, "desired config changed")
+}
+
+// The same, with the daemon down while the desired config changes (a
+// SIGTERM during the blocked drain, e.g. a DaemonSet rollout): the next
+// daemon finds the replaced update, lifts its cordon and gives its slot
+// back before it applies the new config.
+func TestNewConfigWhileDaemonDown(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const name = "u7d"
+	config(t, "rendered-u7d-c", ign(map[string]string{"/etc/containers/registries.d/u7d.yaml": "docker: {}\n"}))
+	n, log := blockedDrain(ctx, t, name, "/etc/nodeconfd-superseded.conf")
+	if err := n.StopDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	if !getNode(t, name).Spec.Unschedulable {
+		t.Fatal("the stopped daemon's cordon is not on the node")
+	}
+	if err := n.SetDesired(ctx, "rendered-u7d-c"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, log, "rendered-u7d-c"); err != nil {
+		t.Fatal(err)
+	}
+	if getNode(t, name).Spec.Unschedulable {
+		t.Error("node left cordoned")
+	}
+	if c, _ := n.Sys.CRIOReloads(); c != 1 {
+		t.Errorf("CRI-O reloads = %d, want 1", c)
+	}
+	if b := n.Sys.Boots(); b != 1 {
+		t.Errorf("boots = %d, want 1", b)
+	}
+	if _, err := os.Stat(filepath.Join(n.Sys.Root, "/etc/nodeconfd-superseded.conf")); !os.IsNotExist(err) {
+		t.Errorf("the superseded config's file: %v", err)
+	}
+	wantGivenBack(ctx, t, n, log, "was replaced by a new desired config")
+	if !strings.Contains(n.DaemonLog(), "Replaced update gave back its cordon and disruption slot") {
+		t.Error("the daemon log does not say it gave back the replaced update's cordon")
+	}
+}
+
+// wantGivenBack checks that the update a new desired config replaced lifted
+// its own cordon (Cordoned went False saying why) and gave back its slot,
+// so the new config's update, which needed no drain, found nothing to
+// uncordon.
+func wantGivenBack(ctx context.Context, t *testing.T, n *testbed.Node, log *testbed.StatusLog, why string) {
+	t.Helper()
+	var said bool
+	for _, c := range log.History("Cordoned") {
+		said = said || c.Status == "False" && strings.Contains(c.Message, why)
+	}
+	if !said {
+		t.Errorf("Cordoned never said the node was uncordoned because %s: %+v", why, log.History("Cordoned"))
+	}
+	if c := log.Condition("Uncordoned"); c == nil || c.Reason != "NotRequired" {
+		t.Errorf("Uncordoned = %+v, want NotRequired: the replaced update lifts its own cordon", c)
+	}
+	leases, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).List(ctx, metav1.ListOptions{LabelSelector: budget.Label})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range leases.Items {
+		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == n.Name {
+			t.Errorf("disruption slot %s still held by %s", l.Name, n.Name)
+		}
+	}
 }
 
 // blockedDrain starts node name at config rendered-<name>-a with a pod a
