@@ -32,7 +32,16 @@ func needsDrain(d Data) (bool, string) {
 // undoes the cordon: failing here would leave the node cordoned.
 func Cordon() Phase {
 	return Phase{
-		Name: "cordon", Group: status.UpdateExecuted, Condition: status.Cordoned, Needed: needsDrain,
+		Name: "cordon", Group: status.UpdateExecuted, Condition: status.Cordoned,
+		Needed: func(d Data) (bool, string) {
+			// A cordon inherited from a replaced update that had written its
+			// files stays until this update's uncordon: the phase reports
+			// it, so Cordoned never says False while the node is cordoned.
+			if d.Progress().CordonedByUs {
+				return true, ""
+			}
+			return needsDrain(d)
+		},
 		OnSuperseded: supersededCordon,
 		Wait: func(ctx context.Context, d Data) error {
 			if d.Progress().CordonedByUs {
@@ -44,6 +53,10 @@ func Cordon() Phase {
 			return holdSlot(ctx, d)
 		},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			if !d.Update().Action.NeedsDrain() { // the inherited cordon (Needed)
+				return Outcome{Message: "Node stays cordoned by the update this one replaced, until this update " +
+					"completes"}, nil
+			}
 			// The intent first: a crash right after the cordon, before the
 			// outcome is saved, must not lose the cordon (a new desired
 			// config starts a new record that inherits CordonedByUs, and

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -444,5 +445,40 @@ func TestRunnerGiveBack(t *testing.T) {
 	}
 	if budget.held || budget.releases != 1 {
 		t.Errorf("slot held %v after %d releases", budget.held, budget.releases)
+	}
+}
+
+// A cordon inherited from a replaced update that had written its files
+// stays until the new update's uncordon, even when the new config needs no
+// drain: Cordoned says True meanwhile, also when the new update fails.
+func TestRunnerInheritedCordonReported(t *testing.T) {
+	for _, fail := range []bool{false, true} {
+		h := &host{files: map[string]string{}, state: map[string][]byte{}}
+		if fail {
+			h.failOn = "/etc/containers/registries.d/a.yaml"
+		}
+		cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+		r := newRunner(configs{"a": empty, "b": file("/etc/containers/registries.d/a.yaml", "x")}, h, cl, units, w)
+		r.Record.CordonedByUs = true // from progress.Replacing
+		err := r.Run(context.Background())
+		if fail != (err != nil) {
+			t.Fatalf("failing write %v: Run: %v", fail, err)
+		}
+		c := status.Find(r.Conditions, status.Cordoned)
+		if fail {
+			if c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "stays cordoned") {
+				t.Errorf("failed update: Cordoned = %s %q, want True: the node is still cordoned", c.Status, c.Message)
+			}
+			if slices.Contains(cl.calls, "cordon") || slices.Contains(cl.calls, "uncordon") {
+				t.Errorf("failed update: cluster calls %v", cl.calls)
+			}
+			continue
+		}
+		if !slices.Contains(cl.calls, "uncordon") || slices.Contains(cl.calls, "cordon") {
+			t.Errorf("cluster calls %v: want the inherited cordon lifted, none added", cl.calls)
+		}
+		if c := status.Find(r.Conditions, status.Uncordoned); c.Status != metav1.ConditionTrue {
+			t.Errorf("Uncordoned = %s %q", c.Status, c.Message)
+		}
 	}
 }
