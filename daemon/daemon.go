@@ -285,11 +285,12 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 		// the new desired config and its own stop).
 		old := d.runner(rec)
 		old.Start(d.node.Name)
-		if err := old.GiveBack(context.WithoutCancel(ctx)); err != nil {
+		outcome, err := old.GiveBack(context.WithoutCancel(ctx))
+		if err != nil {
 			return d.fail(context.WithoutCancel(ctx), old, err)
 		}
 		d.Log.Info("Replaced update gave back its cordon and disruption slot", zap.String("node", d.node.Name),
-			zap.String("replaced", rec.Desired), zap.String("config", desired))
+			zap.String("replaced", rec.Desired), zap.String("config", desired), zap.String("result", outcome))
 		// Cordoned says so before the new update's status starts.
 		if err := old.Flush(context.WithoutCancel(ctx)); err != nil {
 			d.Log.Warn("Cannot write the status of the replaced update", zap.String("node", d.node.Name), zap.Error(err))

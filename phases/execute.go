@@ -190,13 +190,14 @@ func supersededCordon(ctx context.Context, d Data) error {
 // which did not do so itself (a restart, a SIGTERM or a failure came
 // between; a running update does it on ErrSuperseded). The new config's
 // update then starts from an uncordoned node holding no slot, whatever it
-// needs.
-func (r *Runner) GiveBack(ctx context.Context) error {
-	if _, err := giveBack(ctx, r, "Uncordoned: the update to "+r.Record.Desired+
-		" was replaced by a new desired config before it wrote anything"); err != nil {
-		return fmt.Errorf("giving back the cordon of the replaced update to %s: %w", r.Record.Desired, err)
+// needs. It returns what it did.
+func (r *Runner) GiveBack(ctx context.Context) (string, error) {
+	outcome, err := giveBack(ctx, r, "Uncordoned: the update to "+r.Record.Desired+
+		" was replaced by a new desired config before it wrote anything")
+	if err != nil {
+		return "", fmt.Errorf("giving back the cordon of the replaced update to %s: %w", r.Record.Desired, err)
 	}
-	return nil
+	return outcome, nil
 }
 
 // giveBack undoes an update's cordon before anything is written: the

@@ -430,8 +430,12 @@ func TestRunnerGiveBack(t *testing.T) {
 	r.Record.Finish(progress.Step{Name: "cordon"})
 	budget := &slots{held: true}
 	r.Env.Disruption = budget
-	if err := r.GiveBack(context.Background()); err != nil {
+	outcome, err := r.GiveBack(context.Background())
+	if err != nil {
 		t.Fatal(err)
+	}
+	if outcome != "uncordoned the node, nothing was written" {
+		t.Errorf("outcome %q", outcome)
 	}
 	rec, err := progress.Unmarshal(h.state[progress.FileName])
 	if err != nil {
