@@ -1,38 +1,18 @@
 package systemd_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd"
 	"github.com/nodeconfd/nodeconfd/test/testbed/nspawn"
 )
-
-// syncBuffer collects the node's console for a failing test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // bootNode boots a systemd-nspawn test node and waits for its first boot to run.
 func bootNode(t *testing.T, ctx context.Context, name string) *nspawn.Node {
@@ -47,7 +27,7 @@ func bootNode(t *testing.T, ctx context.Context, name string) *nspawn.Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	console := &syncBuffer{}
+	console := &nspawn.Console{}
 	n, err := nspawn.Start(ctx, nspawn.Options{Name: name, ImageDir: image, WorkDir: t.TempDir(), Log: console})
 	if err != nil {
 		t.Fatal(err)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,24 +16,6 @@ import (
 	sddbus "github.com/coreos/go-systemd/v22/dbus"
 	godbus "github.com/godbus/dbus/v5"
 )
-
-// testLog collects a node's console; it is printed when the test fails.
-type testLog struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *testLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-func (l *testLog) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.String()
-}
 
 // startNode boots a node and waits until its first boot is running.
 func startNode(t *testing.T, ctx context.Context, opts Options) *Node {
@@ -61,7 +42,7 @@ func newNode(t *testing.T, ctx context.Context, opts Options) *Node {
 	if err != nil {
 		t.Fatal(err)
 	}
-	log := &testLog{}
+	log := &Console{}
 	opts.ImageDir, opts.WorkDir, opts.Log = image, t.TempDir(), log
 	n, err := Start(ctx, opts)
 	if err != nil {
