@@ -49,24 +49,7 @@ func benchNode(b *testing.B, name string) (*testbed.Node, string, *tracer) {
 		b.Fatal(err)
 	}
 	args, trace := traceArgs(b, name)
-	n, err := bed.AddNode(ctx, name, testbed.NodeOptions{ExtraArgs: args, NoDaemon: true})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() {
-		if b.Failed() {
-			b.Logf("daemon log of %s:\n%s", name, n.DaemonLog())
-		}
-		sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
-		defer scancel()
-		n.Stop(sctx)
-	})
-	if err := n.Annotate(ctx, map[string]string{
-		"machineconfiguration.openshift.io/desiredConfig": base,
-		"machineconfiguration.openshift.io/currentConfig": base,
-	}); err != nil {
-		b.Fatal(err)
-	}
+	n := bed.AddTestNode(ctx, b, name, base, testbed.NodeOptions{ExtraArgs: args, NoDaemon: true})
 	w := watchMCN(ctx, b, name)
 	if err := n.StartDaemon(); err != nil {
 		b.Fatal(err)

@@ -29,24 +29,7 @@ func nodeOpts(t *testing.T, name, base string, opts testbed.NodeOptions) (*testb
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n, err := bed.AddNode(ctx, name, opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("daemon log of %s:\n%s", name, n.DaemonLog())
-		}
-		sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
-		defer scancel()
-		n.Stop(sctx)
-	})
-	if err := n.Annotate(ctx, map[string]string{
-		"machineconfiguration.openshift.io/desiredConfig": base,
-		"machineconfiguration.openshift.io/currentConfig": base,
-	}); err != nil {
-		t.Fatal(err)
-	}
+	n := bed.AddTestNode(ctx, t, name, base, opts)
 	wctx, wcancel := context.WithCancel(context.Background())
 	t.Cleanup(wcancel)
 	log, err := bed.RecordStatus(wctx, name)
