@@ -183,6 +183,7 @@ func (p *parser) files(cfg *Config, files []types.File) {
 			cfg.Unreconcilable[fmt.Sprintf("spec.config.storage.files[path=%s].append", f.Path)] = canonical(f.Append)
 		}
 		cfg.Files[f.Path] = File{
+			Field:    field,
 			Path:     f.Path,
 			Contents: contents,
 			Mode:     mode,
@@ -199,7 +200,7 @@ func (p *parser) units(cfg *Config, units []types.Unit) {
 			p.add(field+".name", "%s", msg)
 			continue
 		}
-		unit := Unit{Name: u.Name, Mask: u.Mask != nil && *u.Mask}
+		unit := Unit{Field: field, Name: u.Name, Mask: u.Mask != nil && *u.Mask}
 		if u.Contents != nil && *u.Contents != "" {
 			c := *u.Contents
 			unit.Contents = &c

@@ -68,17 +68,18 @@ func sampleConfig(name string) Config {
 	return Config{
 		Name: name,
 		Files: map[string]File{
-			"/etc/foo.conf": {Path: "/etc/foo.conf", Contents: []byte("hello world\n"), Mode: 0o644},
-			"/etc/owned":    {Path: "/etc/owned", Contents: []byte("owned"), Mode: 0o644, User: Owner{Name: "core"}, Group: Owner{ID: ptr(1000)}},
-			"/etc/empty":    {Path: "/etc/empty", Mode: 0o644},
+			"/etc/foo.conf": {Field: "spec.config.storage.files[0]", Path: "/etc/foo.conf", Contents: []byte("hello world\n"), Mode: 0o644},
+			"/etc/owned":    {Field: "spec.config.storage.files[1]", Path: "/etc/owned", Contents: []byte("owned"), Mode: 0o644, User: Owner{Name: "core"}, Group: Owner{ID: ptr(1000)}},
+			"/etc/empty":    {Field: "spec.config.storage.files[2]", Path: "/etc/empty", Mode: 0o644},
 		},
 		Units: map[string]Unit{
-			"foo.service": {Name: "foo.service", Enabled: ptr(true),
+			"foo.service": {Field: "spec.config.systemd.units[0]", Name: "foo.service", Enabled: ptr(true),
 				Contents: ptr("[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n")},
-			"crio.service": {Name: "crio.service", Dropins: map[string]string{"10-x.conf": "[Service]\nNice=1\n"}},
-			"bad.service":  {Name: "bad.service", Mask: true},
+			"crio.service": {Field: "spec.config.systemd.units[1]", Name: "crio.service", Dropins: map[string]string{"10-x.conf": "[Service]\nNice=1\n"}},
+			"bad.service":  {Field: "spec.config.systemd.units[2]", Name: "bad.service", Mask: true},
 		},
 		SSHKeys:        []string{"ssh-ed25519 AAAA one", "ssh-ed25519 BBBB two"},
+		SSHKeysField:   "spec.config.passwd.users[0].sshAuthorizedKeys",
 		Unreconcilable: map[string]string{},
 	}
 }
@@ -317,7 +318,7 @@ func TestParseModeAndOwners(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := File{Path: "/etc/a", Mode: fs.FileMode(0o755), User: Owner{ID: ptr(0)}, Group: Owner{Name: "wheel"}}
+	want := File{Field: "spec.config.storage.files[0]", Path: "/etc/a", Mode: fs.FileMode(0o755), User: Owner{ID: ptr(0)}, Group: Owner{Name: "wheel"}}
 	if f := got.Files["/etc/a"]; !reflect.DeepEqual(f, want) {
 		t.Errorf("file = %+v, want %+v", f, want)
 	}

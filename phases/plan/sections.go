@@ -12,11 +12,14 @@ import (
 // passwd takes user core's SSH keys; every other passwd setting cannot be
 // applied in place.
 func (p *parser) passwd(cfg *Config, pw types.Passwd) {
-	for _, u := range pw.Users {
+	for i, u := range pw.Users {
 		key := fmt.Sprintf("spec.config.passwd.users[name=%s]", u.Name)
 		if u.Name != coreUser {
 			cfg.Unreconcilable[key] = canonical(u)
 			continue
+		}
+		if len(u.SSHAuthorizedKeys) > 0 {
+			cfg.SSHKeysField = fmt.Sprintf("spec.config.passwd.users[%d].sshAuthorizedKeys", i)
 		}
 		for _, k := range u.SSHAuthorizedKeys {
 			cfg.SSHKeys = append(cfg.SSHKeys, string(k))

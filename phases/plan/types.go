@@ -17,6 +17,9 @@ type Config struct {
 	Units map[string]Unit
 	// SSHKeys are the authorized keys of user "core", in config order.
 	SSHKeys []string
+	// SSHKeysField is core's entry in the MachineConfig, for errors
+	// ("spec.config.passwd.users[0].sshAuthorizedKeys"); "" without keys.
+	SSHKeysField string
 
 	OSImageURL      string
 	KernelArguments []string
@@ -32,6 +35,9 @@ type Config struct {
 
 // File is one file of the config, with its contents decoded.
 type File struct {
+	// Field is the file's entry in the MachineConfig, for errors
+	// ("spec.config.storage.files[3]").
+	Field    string
 	Path     string
 	Contents []byte
 	// Mode holds the permission bits (at most 07777); 0644 when the config
@@ -49,7 +55,10 @@ type Owner struct {
 
 // Unit is one systemd unit of the config.
 type Unit struct {
-	Name string
+	// Field is the unit's entry in the MachineConfig, for errors
+	// ("spec.config.systemd.units[2]").
+	Field string
+	Name  string
 	// Contents is nil when the config only enables, disables or masks the unit.
 	Contents *string
 	// Enabled is nil when the config leaves enablement alone.
