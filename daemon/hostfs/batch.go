@@ -102,7 +102,7 @@ func (b *batch) mkdirAll(rel string) error {
 		}
 		return err
 	}
-	if err := b.f.root.Chmod(rel, 0o755); err != nil { // undo the umask
+	if err := chmodDir(b.f.root, rel, 0o755); err != nil { // undo the umask
 		return err
 	}
 	delete(b.dirs, rel) // forget a cached "missing"
@@ -235,7 +235,7 @@ func (b *batch) put(rel string, s snapshot) error {
 // entry in the same directory gets it, is fsynced and renamed over name.
 // The directory itself is not synced.
 func replace(d *os.Root, name string, s snapshot) error {
-	tmp := "." + name + ".nodeconfd-tmp"
+	tmp := tempName(name)
 	var err error
 	switch s.Kind {
 	case kindFile:
@@ -245,6 +245,8 @@ func replace(d *os.Root, name string, s snapshot) error {
 			return err
 		}
 		if err = d.Symlink(s.Target, tmp); err == nil {
+			// A symlink cannot be opened to chown it: Lchown never
+			// follows, on the temp name just made in d.
 			err = d.Lchown(tmp, s.UID, s.GID)
 		}
 	default:

@@ -1,0 +1,48 @@
+package phases_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// A node-side refusal (Preflight) fails the update in prepare: before the
+// disruption slot, the cordon and the first write, with UpdateCompatible
+// False naming the field.
+func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
+	refusal := &plan.ConfigError{Object: "b", Field: "spec.config.storage.files[0].user.name", Msg: `unknown user "ghost" on the node`}
+	h := &host{files: map[string]string{}, state: map[string][]byte{}, preflightErr: refusal}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w) // a reboot: needs a drain
+	budget := &slots{log: &cl.calls}
+	r.Env.Disruption = budget
+	err := r.Run(context.Background())
+	var ce *plan.ConfigError
+	if !errors.As(err, &ce) || ce != refusal {
+		t.Fatalf("Run: %v, want the preflight refusal", err)
+	}
+	if err := r.Fail(context.Background(), err); err != nil {
+		t.Fatal(err)
+	}
+	if h.preflights != 1 {
+		t.Errorf("%d preflights, want 1", h.preflights)
+	}
+	if len(cl.calls) != 0 || len(h.written) != 0 || len(units.CallLog()) != 0 || budget.held {
+		t.Errorf("after the refusal: cluster calls %v, written %v, systemd %v, slot held %v",
+			cl.calls, h.written, units.CallLog(), budget.held)
+	}
+	c := status.Find(w.last, status.UpdateCompatible)
+	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, refusal.Field) {
+		t.Errorf("UpdateCompatible = %s %q, want False naming %s", c.Status, c.Message, refusal.Field)
+	}
+	if d := status.Find(w.last, status.NodeDegraded); d.Status != metav1.ConditionTrue {
+		t.Errorf("NodeDegraded = %s", d.Status)
+	}
+}
