@@ -313,7 +313,7 @@ func (b *batch) checkTarget(rel string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("target is a %v, not a regular file", fi.Mode().Type())
+	return fmt.Errorf("target is a %s, not a regular file", typeName(fi.Mode().Type()))
 }
 
 // remove deletes the file or symlink rel; a missing one is fine.
