@@ -132,7 +132,7 @@ func (b *batch) checkWrite(rel string) error {
 		return err
 	}
 	if err := b.checkTarget(rel); err != nil {
-		return fmt.Errorf("/%s: %w", rel, err)
+		return err
 	}
 	return b.checkOpenTarget(rel, open)
 }
@@ -146,13 +146,15 @@ func (b *batch) checkRemove(rel string) error {
 		return err
 	}
 	fi, err := b.f.root.Lstat(rel)
-	if isNotExist(err) || err == nil && fi.Mode().Type() != fs.ModeDir {
-		return b.checkOpenTarget(rel, open)
-	}
-	if err != nil {
+	switch {
+	case isNotExist(err):
+		return nil // nothing to remove
+	case err != nil:
 		return err
+	case fi.Mode().Type() == fs.ModeDir:
+		return fmt.Errorf("/%s is a folder, not a file", rel)
 	}
-	return fmt.Errorf("/%s is a folder, not a file", rel)
+	return b.checkOpenTarget(rel, open)
 }
 
 // checkOpenTarget refuses rel in a folder other users can add entries to

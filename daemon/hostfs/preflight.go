@@ -65,7 +65,7 @@ func (b *batch) preflightFile(file plan.File, refuse func(string, error)) {
 		err = b.checkWrite(r)
 	}
 	if err != nil {
-		refuse(file.Field+".path", err)
+		refuse(file.Field+".path", fmt.Errorf("writing %s: %w", file.Path, err))
 	}
 	for _, o := range []struct {
 		owner  plan.Owner

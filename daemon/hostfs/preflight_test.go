@@ -180,7 +180,7 @@ func TestPreflightUnitsAndRemovals(t *testing.T) {
 	// A removed file that is now a symlink is removed itself, never followed.
 	put(t, node, "etc/target", "keep", 0o644)
 	symlink(t, node, "etc/gone", "target")
-	if err := f.Preflight(plan.Config{}, plan.Config{}, plan.Diff{RemovedFiles: []string{"/etc/gone"}}); err != nil {
+	if err := f.Preflight(plan.Config{}, plan.Config{}, plan.Diff{RemovedFiles: []string{"/etc/gone", "/tmp/never-there"}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.RemoveFile("/etc/gone"); err != nil {
