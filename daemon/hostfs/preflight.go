@@ -49,6 +49,11 @@ func (f *FS) Preflight(current, desired plan.Config, diff plan.Diff) error {
 			refuse(field, err)
 		}
 	}
+	if len(desired.SSHKeys) > 0 {
+		if file, err := b.fileAtSSHKeys(desired); err != nil {
+			refuse(file.Field+".path", err)
+		}
+	}
 	if len(errs) == 0 {
 		return nil
 	}
@@ -131,6 +136,25 @@ func (b *batch) preflightSSH() error {
 	}
 	_, err = b.checkSSH(core)
 	return err
+}
+
+// fileAtSSHKeys refuses a file of the config at core's ~/.ssh or its key
+// file (home from the node's passwd): the SSH keys go there.
+func (b *batch) fileAtSSHKeys(desired plan.Config) (plan.File, error) {
+	core, err := b.user("core")
+	if err != nil {
+		return plan.File{}, nil // refused with the keys' field when they change
+	}
+	p, err := sshRels(core)
+	if err != nil {
+		return plan.File{}, nil
+	}
+	for _, r := range []string{p.dir, p.keys} {
+		if file, ok := desired.Files["/"+r]; ok {
+			return file, fmt.Errorf("/%s is where the SSH keys of user core go (%s)", r, desired.SSHKeysField)
+		}
+	}
+	return plan.File{}, nil
 }
 
 // validID reports whether id can be a file's owner (see plan.MaxID).

@@ -167,3 +167,16 @@ func TestSSHRollbackDoesNotFollowSwap(t *testing.T) {
 	}
 	assertSame(t, etc, tree(t, filepath.Join(node, "etc"), ""))
 }
+
+// A file of the config where core's SSH keys go is refused, naming it.
+func TestPreflightFileAtSSHKeys(t *testing.T) {
+	_, f := coreNode(t)
+	file := fileAt("spec.config.storage.files[2]", "/var/home/core/.ssh/authorized_keys")
+	desired := plan.Config{Name: "rendered-x", SSHKeys: []string{"k"}, SSHKeysField: sshField,
+		Files: map[string]plan.File{file.Path: file}}
+	err := f.Preflight(plan.Config{}, desired, plan.Diff{SSHKeysChanged: true})
+	var ce *plan.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "spec.config.storage.files[2].path") {
+		t.Fatalf("Preflight: %v, want a refusal naming files[2].path", err)
+	}
+}
