@@ -39,6 +39,8 @@ type batch struct {
 	dirs  map[string]*os.Root // by relative path; nil when known missing
 	dirty map[string]bool
 	ids   *idTable
+	// parents caches checkParents by folder: whether it is open.
+	parents map[string]bool
 }
 
 func (f *FS) newBatch() *batch {

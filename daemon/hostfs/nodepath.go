@@ -32,6 +32,21 @@ func (b *batch) checkParents(rel string) (open bool, err error) {
 	if dir == "." {
 		return false, nil
 	}
+	if open, ok := b.parents[dir]; ok {
+		return open, nil
+	}
+	if open, err = b.walkParents(dir); err != nil {
+		return false, err
+	}
+	if b.parents == nil {
+		b.parents = map[string]bool{}
+	}
+	b.parents[dir] = open
+	return open, nil
+}
+
+// walkParents is checkParents without the cache.
+func (b *batch) walkParents(dir string) (open bool, err error) {
 	todo := strings.Split(dir, "/")
 	var real []string // the folders reached so far, without symlinks
 	links := 0
