@@ -5,11 +5,15 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
 
+	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -44,5 +48,33 @@ func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
 	}
 	if d := status.Find(w.last, status.NodeDegraded); d.Status != metav1.ConditionTrue {
 		t.Errorf("NodeDegraded = %s", d.Status)
+	}
+}
+
+// The preflight runs when prepare runs, not when a restart reloads the
+// plan (after the reboot, the files are the desired config's own).
+func TestRunnerPreflightNotOnReload(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v", err)
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	r2 := &phases.Runner{Env: r.Env, Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec,
+		Conditions: w.last}
+	r2.Start("n1")
+	r2.Replay()
+	if err := r2.Reload(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := r2.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if h.preflights != 1 {
+		t.Errorf("%d preflights, want 1", h.preflights)
 	}
 }
