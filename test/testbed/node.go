@@ -39,6 +39,8 @@ type Node struct {
 	logPath string
 	// MetricsAddr is the daemon's /metrics and /healthz address.
 	MetricsAddr string
+	// Kubeconfig is the daemon's kubeconfig: a token bound to its pod.
+	Kubeconfig string
 
 	mu      sync.Mutex
 	daemon  *exec.Cmd
@@ -78,15 +80,16 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 		return nil, err
 	}
 	n := &Node{Name: name, bed: b, logPath: filepath.Join(dir, "daemon.log"), MetricsAddr: addr}
+	var kubeconfig string
 	n.Kubelet, err = kubelet.Start(ctx, b.Kube, name, kubelet.Options{GracePeriodScale: 0.01})
 	if err != nil {
 		return nil, err
 	}
-	kubeconfig, err := b.DaemonKubeconfig(ctx, name)
-	if err != nil {
+	if kubeconfig, err = b.DaemonKubeconfig(ctx, name); err != nil {
 		n.Kubelet.Stop()
 		return nil, err
 	}
+	n.Kubeconfig = kubeconfig
 	var setup func(root string) error
 	if opts.OS != nil {
 		bin, err := b.osFake(ctx)
