@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
@@ -95,6 +96,15 @@ func TestOwnNodeOnly(t *testing.T) {
 		}, "may change only the annotations machineconfiguration.openshift.io/state"},
 		{"ProviderID", func() error { return patchNode(ctx, k, nodeA, `{"spec":{"providerID":"x://y"}}`) },
 			"may change only spec.unschedulable and its own annotations"},
+		{"Finalizers", func() error { return patchNode(ctx, k, nodeA, `{"metadata":{"finalizers":["example.com/keep"]}}`) },
+			"may change only spec.unschedulable and its own annotations"},
+		{"CreateMachineConfigNodeB", func() error {
+			mcn := &mcfgv1.MachineConfigNode{ObjectMeta: metav1.ObjectMeta{Name: "policy-c"}, Spec: mcfgv1.MachineConfigNodeSpec{
+				Node: mcfgv1.MCOObjectReference{Name: "policy-c"}, Pool: mcfgv1.MCOObjectReference{Name: "worker"},
+				ConfigVersion: mcfgv1.MachineConfigNodeSpecMachineConfigVersion{Desired: "rendered-worker-1"}}}
+			_, err := m.MachineconfigurationV1().MachineConfigNodes().Create(ctx, mcn, metav1.CreateOptions{})
+			return err
+		}, "refused create of machineconfignodes policy-c: the daemon of node " + nodeA + " may only write the MachineConfigNode " + nodeA},
 		{"TakeLiveLease", func() error { return renew(slotLive, nodeA) },
 			"refused update of leases " + namespace + "/" + slotLive + ": it is held by node " + nodeB + " and has not expired"},
 		{"RenewLeaseForB", func() error { return renew(slotLive, nodeB) },
