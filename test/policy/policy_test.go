@@ -52,6 +52,46 @@ func TestOwnNodeOnly(t *testing.T) {
 
 	t.Run("Allowed", func(t *testing.T) { ownWrites(ctx, t, b) })
 
+	denied := deniedCases(ctx, b, k, m)
+	for _, c := range denied {
+		t.Run("Denied/"+c.name, func(t *testing.T) {
+			if err := wantDenied(c.do(), c.want); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+
+	t.Run("UnboundToken", func(t *testing.T) {
+		u := kubernetes.NewForConfigOrDie(b.unbound)
+		const want = "carries no authentication.kubernetes.io/node-name claim"
+		if err := wantDenied(patchNode(ctx, u, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/state":"Done"}}}`), want); err != nil {
+			t.Error(err)
+		}
+		if err := wantDenied(event(ctx, u, "Node", nodeA), want); err != nil {
+			t.Error(err)
+		}
+		if err := wantDenied(evict(ctx, u, "web-a"), want); err != nil {
+			t.Error(err)
+		}
+		// Reads are not admission's: RBAC alone grants them.
+		if _, err := u.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil {
+			t.Errorf("reading node %s with an unbound token: %v", nodeA, err)
+		}
+	})
+
+	t.Logf("kubectl auth can-i --list --as=system:serviceaccount:nodeconfd:nodeconfd -n nodeconfd:\n%s",
+		kubectl(t, b.cp, "auth", "can-i", "--list", "--as=system:serviceaccount:nodeconfd:nodeconfd", "-n", namespace))
+}
+
+// deniedCase is a write of the daemon of node A the policies refuse, with the refusal's text.
+type deniedCase struct {
+	name string
+	do   func() error
+	want string
+}
+
+// deniedCases are the writes the daemon of node A, with client k and m, must not make.
+func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclient.Interface) []deniedCase {
 	renew := func(name, holder string) error {
 		l, err := b.admin.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
@@ -62,11 +102,7 @@ func TestOwnNodeOnly(t *testing.T) {
 		_, err = k.CoordinationV1().Leases(namespace).Update(ctx, l, metav1.UpdateOptions{})
 		return err
 	}
-	denied := []struct {
-		name string
-		do   func() error
-		want string
-	}{
+	return []deniedCase{
 		{"NodeB", func() error { return patchNode(ctx, k, nodeB, `{"spec":{"unschedulable":true}}`) },
 			"refused update of nodes " + nodeB + ": the daemon of node " + nodeA + " may only write its own Node"},
 		{"NodeBMachineConfigNodeStatus", func() error {
@@ -123,34 +159,6 @@ func TestOwnNodeOnly(t *testing.T) {
 		{"EvictPodOnNodeB", func() error { return evict(ctx, k, "web-b") },
 			"refused eviction of pod default/web-b: it runs on node " + nodeB + ", and the daemon of node " + nodeA + " may only evict pods of its own node"},
 	}
-	for _, c := range denied {
-		t.Run("Denied/"+c.name, func(t *testing.T) {
-			if err := wantDenied(c.do(), c.want); err != nil {
-				t.Error(err)
-			}
-		})
-	}
-
-	t.Run("UnboundToken", func(t *testing.T) {
-		u := kubernetes.NewForConfigOrDie(b.unbound)
-		const want = "carries no authentication.kubernetes.io/node-name claim"
-		if err := wantDenied(patchNode(ctx, u, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/state":"Done"}}}`), want); err != nil {
-			t.Error(err)
-		}
-		if err := wantDenied(event(ctx, u, "Node", nodeA), want); err != nil {
-			t.Error(err)
-		}
-		if err := wantDenied(evict(ctx, u, "web-a"), want); err != nil {
-			t.Error(err)
-		}
-		// Reads are not admission's: RBAC alone grants them.
-		if _, err := u.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil {
-			t.Errorf("reading node %s with an unbound token: %v", nodeA, err)
-		}
-	})
-
-	t.Logf("kubectl auth can-i --list --as=system:serviceaccount:nodeconfd:nodeconfd -n nodeconfd:\n%s",
-		kubectl(t, b.cp, "auth", "can-i", "--list", "--as=system:serviceaccount:nodeconfd:nodeconfd", "-n", namespace))
 }
 
 // ownWrites makes the daemon's own writes for node A, through its adapters where it has them.
