@@ -5,13 +5,16 @@ SHELL := /bin/bash
 export PATH := /usr/local/go/bin:$(PATH)
 export GOTOOLCHAIN ?= auto
 GO ?= go
+# The release: `nodeconfd version` reports it and the DaemonSet's image tag is it.
+VERSION ?= $(shell cat VERSION)
+OUT ?= bin/nodeconfd
 
 .PHONY: all build deps controlplane nodeimage demo test test-unit test-e2e bench crds fmt vet
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -o bin/nodeconfd ./cmd/nodeconfd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(OUT) ./cmd/nodeconfd
 
 deps:
 	bash hack/install-deps.sh

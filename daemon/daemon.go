@@ -53,6 +53,10 @@ type Daemon struct {
 	// memory the work used to the OS there.
 	Settled func()
 
+	// ConfigPattern is the desired config names the node accepts (see
+	// plan.ConfigPattern); the zero value accepts every name.
+	ConfigPattern plan.ConfigPattern
+
 	node     *corev1.Node
 	mcn      *mcfgv1.MachineConfigNode
 	events   phases.Recorder
@@ -268,6 +272,7 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 	cur, des := d.statusVersions()
 	env := d.Env
 	env.Drift = d
+	env.ConfigRule = d.ConfigPattern.For(kube.Pool(d.node.Labels, d.Pool))
 	return &phases.Runner{
 		Env: env, Status: d.API, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
 		Now: d.Now, Phases: phases.All(), Record: rec,

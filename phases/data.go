@@ -220,6 +220,8 @@ type Data interface {
 	Drift() Drift
 	// Disruption is nil when the daemon keeps no disruption budget.
 	Disruption() Disruption
+	// ConfigRule is the desired config names the node accepts.
+	ConfigRule() plan.ConfigRule
 }
 
 // Update is one update of the node, filled in as the phases run.

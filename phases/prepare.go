@@ -24,6 +24,11 @@ func Prepare() Phase {
 	return Phase{
 		Name: "prepare", Group: status.UpdatePrepared, Condition: status.UpdateCompatible,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			// A name the node does not accept (a fragment, another pool's
+			// config) is refused before it is even fetched.
+			if err := d.ConfigRule().Check(d.Update().DesiredName); err != nil {
+				return Outcome{}, err
+			}
 			if err := Plan(ctx, d, nil); err != nil {
 				return Outcome{}, err
 			}

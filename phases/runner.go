@@ -39,6 +39,9 @@ type Env struct {
 	Drift   Drift
 	// Disruption is the cluster-wide disruption budget; nil for none.
 	Disruption Disruption
+	// ConfigRule is the desired config names the node accepts; the zero
+	// value accepts every name.
+	ConfigRule plan.ConfigRule
 }
 
 // Runner runs the phases of one update in order. It owns the status: it
@@ -515,6 +518,9 @@ func (r *Runner) Units() Units        { return r.Env.Units }
 func (r *Runner) OS() OSUpdater       { return r.Env.OS }
 func (r *Runner) Policy() plan.Policy { return r.Env.Policy }
 func (r *Runner) Drift() Drift        { return r.Env.Drift }
+
+// ConfigRule returns the desired config names the node accepts.
+func (r *Runner) ConfigRule() plan.ConfigRule { return r.Env.ConfigRule }
 
 // Disruption returns the disruption budget, nil for none.
 func (r *Runner) Disruption() Disruption { return r.Env.Disruption }

@@ -39,6 +39,7 @@ const usage = `nodeconfd: the node configuration daemon.
 
 Usage:
   nodeconfd start [flags]
+  nodeconfd version
 
 Run "nodeconfd start -h" for the flags.
 `
@@ -50,6 +51,10 @@ const idleGCPercent = 25
 func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(idleGCPercent)
+	}
+	if len(os.Args) == 2 && os.Args[1] == "version" {
+		fmt.Println(version)
+		return
 	}
 	if len(os.Args) < 2 || os.Args[1] != "start" {
 		fmt.Fprint(os.Stderr, usage)
@@ -71,6 +76,7 @@ type options struct {
 	pullRetry                                         osupdate.Retry
 	osTimeout                                         time.Duration
 	namespace, budgetName                             string
+	configPattern                                     plan.ConfigPattern
 	slots                                             int
 	leaseDuration                                     time.Duration
 }
@@ -83,7 +89,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
 	fs.StringVar(&o.busAddress, "system-bus-address", "", "the node's D-Bus system bus (default: unix:path=<root-mount>/run/dbus/system_bus_socket)")
 	fs.StringVar(&o.pool, "pool", "", "the node's pool (default: its node-role.kubernetes.io/<role> label, else worker)")
-	fs.StringVar(&o.metricsAddr, "metrics-address", ":8798", "address of /metrics and /healthz (empty: off)")
+	fs.StringVar(&o.metricsAddr, "metrics-address", "127.0.0.1:8798",
+		"address of /metrics and /healthz, unauthenticated: keep it on loopback (empty: off)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.policyFile, "post-action-policy", "", "YAML file of post-action rules that extend the defaults")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", time.Hour, "how long a drain may take before --drain-timeout-action applies (0: no limit)")
@@ -105,8 +112,15 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.budgetName, "disruption-budget", budget.DefaultName, "name of the cluster-wide disruption budget: its slots are the Leases <name>-0 … <name>-(N-1)")
 	fs.IntVar(&o.slots, "disruption-slots", budget.DefaultSlots, "how many nodes may be disrupted (cordoned, drained, rebooted) at once, cluster-wide")
 	fs.DurationVar(&o.leaseDuration, "disruption-lease-duration", budget.DefaultDuration, "how long a disruption slot stays held after its holder stops renewing it (renewed every fifth of it); must exceed a node's reboot")
+	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern,
+		"regular expression a desired config's name must match, {pool} standing for the node's pool; "+
+			"other names (a fragment such as 99-worker-ssh, another pool's rendered config) are refused (empty: any name)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	var err error
+	if o.configPattern, err = plan.ParseConfigPattern(*pattern); err != nil {
+		return o, fmt.Errorf("--allowed-config-pattern: %w", err)
 	}
 	if o.nodeName == "" {
 		return o, fmt.Errorf("--node-name (or $NODE_NAME) is required")
@@ -210,7 +224,8 @@ func start(args []string) error {
 			Policy:     policy,
 			Disruption: slots,
 		},
-		Pool: o.pool,
+		Pool:          o.pool,
+		ConfigPattern: o.configPattern,
 		Events: func(uid string) phases.Recorder {
 			events = kube.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
 			return events

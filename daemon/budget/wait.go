@@ -59,6 +59,17 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 			}
 			continue
 		}
+		if c.Action == TakeOver && apierrors.IsForbidden(err) {
+			// The admission policy lets a slot be taken over only once its
+			// renewTime plus duration has passed on this node's clock too:
+			// a clock behind the holder's waits for it.
+			log.Warn("Taking over an expired disruption slot was refused; retrying", zap.Error(err),
+				zap.Duration("retryIn", takeOverRetry))
+			if err := sleep(ctx, takeOverRetry); err != nil {
+				return err
+			}
+			continue
+		}
 		if err != nil {
 			return err
 		}
@@ -100,6 +111,9 @@ func (b *Budget) noteSynced(c Choice) {
 		b.synced = true
 	}
 }
+
+// takeOverRetry is the pause after the admission policy refused a takeover.
+const takeOverRetry = 5 * time.Second
 
 // lost reports whether a take failed because another daemon changed the
 // slot first.

@@ -38,7 +38,8 @@ func traceArgs(b *testing.B, node string) ([]string, *tracer) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	path, err := bed.CP.KubeconfigFor(ctx, "nodeconfd", "nodeconfd")
+	// The token bound to the daemon's pod on the node: the admission policy refuses others.
+	path, err := bed.DaemonKubeconfig(ctx, node)
 	if err != nil {
 		b.Fatal(err)
 	}

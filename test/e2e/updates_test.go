@@ -86,6 +86,8 @@ func podsOn(t *testing.T, nodeName string, count int) {
 	}
 }
 
+// podsLeft counts the pods on the node a drain evicts: all but the
+// daemon's own (a DaemonSet pod, left in place).
 func podsLeft(t *testing.T, nodeName string) int {
 	t.Helper()
 	pods, err := bed.Kube.CoreV1().Pods("").List(context.Background(), metav1.ListOptions{
@@ -93,7 +95,13 @@ func podsLeft(t *testing.T, nodeName string) int {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return len(pods.Items)
+	n := 0
+	for _, p := range pods.Items {
+		if c := metav1.GetControllerOf(&p); c == nil || c.Kind != "DaemonSet" {
+			n++
+		}
+	}
+	return n
 }
 
 const helloUnit = "[Unit]\nDescription=hello\n[Service]\nExecStart=/bin/sleep infinity\n[Install]\nWantedBy=multi-user.target\n"

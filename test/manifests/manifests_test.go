@@ -61,6 +61,10 @@ func TestKubectlApply(t *testing.T) {
 		"role.rbac.authorization.k8s.io/nodeconfd",
 		"rolebinding.rbac.authorization.k8s.io/nodeconfd",
 		"daemonset.apps/nodeconfd",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-own-node",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-own-node-evictions",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node-evictions",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("kubectl get -f manifests/ -o name:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

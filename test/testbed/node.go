@@ -22,6 +22,12 @@ import (
 	"github.com/nodeconfd/nodeconfd/test/testbed/osfake"
 )
 
+// TestConfigPattern is the test bed's --allowed-config-pattern: tests name
+// their configs rendered-<test>-<x> (the hostile corpus hostile-<class>-<x>)
+// on nodes of pool worker, so the default (rendered-<pool>-…) would refuse
+// them.
+const TestConfigPattern = "^(rendered|hostile)-.+$"
+
 // Node is one test node: a systemd container, its stand-in kubelet, and the
 // daemon, stopped when the node goes down and started once it is back.
 type Node struct {
@@ -33,6 +39,8 @@ type Node struct {
 	logPath string
 	// MetricsAddr is the daemon's /metrics and /healthz address.
 	MetricsAddr string
+	// Kubeconfig is the daemon's kubeconfig: a token bound to its pod.
+	Kubeconfig string
 
 	mu      sync.Mutex
 	daemon  *exec.Cmd
@@ -53,7 +61,11 @@ type NodeOptions struct {
 }
 
 // AddNode starts a node named name with its kubelet and daemon. The daemon
-// runs with the manifests' ServiceAccount, so RBAC is what a cluster grants.
+// runs with the manifests' ServiceAccount and a token bound to its own Pod on
+// the node (DaemonKubeconfig), so RBAC and the admission policy hold it to
+// what a cluster grants its pod. Tests name configs freely, so the daemon
+// accepts every rendered-* and hostile-* name (--allowed-config-pattern);
+// opts.ExtraArgs may narrow it again.
 func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node, error) {
 	img, err := nspawn.Image(ctx)
 	if err != nil {
@@ -63,19 +75,21 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	kubeconfig, err := b.CP.KubeconfigFor(ctx, "nodeconfd", "nodeconfd")
-	if err != nil {
-		return nil, err
-	}
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
 	}
 	n := &Node{Name: name, bed: b, logPath: filepath.Join(dir, "daemon.log"), MetricsAddr: addr}
+	var kubeconfig string
 	n.Kubelet, err = kubelet.Start(ctx, b.Kube, name, kubelet.Options{GracePeriodScale: 0.01})
 	if err != nil {
 		return nil, err
 	}
+	if kubeconfig, err = b.DaemonKubeconfig(ctx, name); err != nil {
+		n.Kubelet.Stop()
+		return nil, err
+	}
+	n.Kubeconfig = kubeconfig
 	var setup func(root string) error
 	if opts.OS != nil {
 		bin, err := b.osFake(ctx)
@@ -102,7 +116,8 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 	}
 	n.args = append([]string{"start", "--node-name", name, "--root-mount", n.Sys.Root,
 		"--kubeconfig", kubeconfig, "--system-bus-address", n.Sys.BusAddress,
-		"--metrics-address", addr, "--retry-initial", "1s", "--retry-max", "5s"}, opts.ExtraArgs...)
+		"--metrics-address", addr, "--retry-initial", "1s", "--retry-max", "5s",
+		"--allowed-config-pattern", TestConfigPattern}, opts.ExtraArgs...)
 	if err := n.Sys.WaitRunning(ctx); err != nil {
 		n.Stop(ctx)
 		return nil, err

@@ -1,0 +1,32 @@
+package main
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+)
+
+func TestParseFlagsHardenedDefaults(t *testing.T) {
+	o, err := parseFlags([]string{"--node-name", "n1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.metricsAddr != "127.0.0.1:8798" {
+		t.Errorf("--metrics-address default %q, want loopback", o.metricsAddr)
+	}
+	if o.configPattern.String() != plan.DefaultConfigPattern {
+		t.Errorf("--allowed-config-pattern default %q, want %q", o.configPattern, plan.DefaultConfigPattern)
+	}
+	if err := o.configPattern.For("worker").Check("99-worker-ssh"); err == nil {
+		t.Error("the default rule accepts a fragment")
+	}
+	if _, err := parseFlags([]string{"--node-name", "n1", "--allowed-config-pattern", "rendered-(["}); err == nil ||
+		!strings.Contains(err.Error(), "--allowed-config-pattern") {
+		t.Errorf("a pattern that does not compile: %v, want an error naming the flag", err)
+	}
+	o, err = parseFlags([]string{"--node-name", "n1", "--allowed-config-pattern", ""})
+	if err != nil || o.configPattern.For("worker").Check("99-worker-ssh") != nil {
+		t.Errorf("an empty pattern: %v, want every name accepted", err)
+	}
+}

@@ -1,0 +1,6 @@
+package main
+
+// version is the release this binary was built from, set at build time by
+// the Makefile (-ldflags "-X main.version=$(cat VERSION)"); the DaemonSet's
+// image tag is the same release.
+var version = "dev"

@@ -1,0 +1,265 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	policyv1 "k8s.io/api/policy/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// TestOwnNodeOnly: with the token of its pod on node A, the daemon's ServiceAccount may write
+// what belongs to node A (through the daemon's own adapters) and nothing of node B's, nor the
+// parts of node A the cluster owns; each refusal names what was refused and why. With a token
+// bound to nothing it may write nothing.
+func TestOwnNodeOnly(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	b := start(ctx, t)
+	k := kubernetes.NewForConfigOrDie(b.bound)
+	m := mcfgclient.NewForConfigOrDie(b.bound)
+
+	// The policy is in force once it refuses the first write (it is loaded a moment after
+	// its creation), and the eviction policy once its Pod parameters are cached.
+	t.Cleanup(func() {
+		if t.Failed() {
+			// The type checker's warnings, should an expression not compile.
+			t.Logf("policies' type checking:\n%s", kubectl(t, b.cp, "get", "validatingadmissionpolicies",
+				"-o", `jsonpath={range .items[*]}{.metadata.name}: {.status}{"\n"}{end}`))
+		}
+	})
+	eventually(ctx, t, "policy in force", func() error {
+		return wantDenied(patchNode(ctx, k, nodeB, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/state":"Done"}}}`),
+			"may only write its own Node")
+	})
+	eventually(ctx, t, "eviction policy in force", func() error {
+		return wantDenied(evict(ctx, k, "web-b"), "may only evict pods of its own node")
+	})
+
+	t.Run("Allowed", func(t *testing.T) { ownWrites(ctx, t, b) })
+
+	denied := deniedCases(ctx, b, k, m)
+	for _, c := range denied {
+		t.Run("Denied/"+c.name, func(t *testing.T) {
+			if err := wantDenied(c.do(), c.want); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+
+	t.Run("UnboundToken", func(t *testing.T) {
+		u := kubernetes.NewForConfigOrDie(b.unbound)
+		const want = "carries no authentication.kubernetes.io/node-name claim"
+		if err := wantDenied(patchNode(ctx, u, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/state":"Done"}}}`), want); err != nil {
+			t.Error(err)
+		}
+		if err := wantDenied(event(ctx, u, "Node", nodeA), want); err != nil {
+			t.Error(err)
+		}
+		if err := wantDenied(evict(ctx, u, "web-a"), want); err != nil {
+			t.Error(err)
+		}
+		// Reads are not admission's: RBAC alone grants them.
+		if _, err := u.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil {
+			t.Errorf("reading node %s with an unbound token: %v", nodeA, err)
+		}
+	})
+
+	t.Logf("kubectl auth can-i --list --as=system:serviceaccount:nodeconfd:nodeconfd -n nodeconfd:\n%s",
+		kubectl(t, b.cp, "auth", "can-i", "--list", "--as=system:serviceaccount:nodeconfd:nodeconfd", "-n", namespace))
+}
+
+// deniedCase is a write of the daemon of node A the policies refuse, with the refusal's text.
+type deniedCase struct {
+	name string
+	do   func() error
+	want string
+}
+
+// deniedCases are the writes the daemon of node A, with client k and m, must not make.
+func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclient.Interface) []deniedCase {
+	renew := func(name, holder string) error {
+		l, err := b.admin.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.HolderIdentity, l.Spec.RenewTime = &holder, &now
+		_, err = k.CoordinationV1().Leases(namespace).Update(ctx, l, metav1.UpdateOptions{})
+		return err
+	}
+	return []deniedCase{
+		{"NodeB", func() error { return patchNode(ctx, k, nodeB, `{"spec":{"unschedulable":true}}`) },
+			"refused update of nodes " + nodeB + ": the daemon of node " + nodeA + " may only write its own Node"},
+		{"NodeBMachineConfigNodeStatus", func() error {
+			_, err := m.MachineconfigurationV1().MachineConfigNodes().Patch(ctx, nodeB, types.MergePatchType,
+				[]byte(`{"status":{"observedGeneration":1}}`), metav1.PatchOptions{}, "status")
+			return err
+		}, "refused update of machineconfignodes/status " + nodeB + ": the daemon of node " + nodeA + " may only write the MachineConfigNode " + nodeA},
+		{"NodeBMachineConfigNode", func() error {
+			_, err := m.MachineconfigurationV1().MachineConfigNodes().Patch(ctx, nodeB, types.MergePatchType,
+				[]byte(`{"spec":{"configVersion":{"desired":"rendered-worker-9"}}}`), metav1.PatchOptions{})
+			return err
+		}, "may only write the MachineConfigNode " + nodeA},
+		{"DesiredConfig", func() error {
+			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/desiredConfig":"rendered-worker-9"}}}`)
+		}, "refused update of nodes " + nodeA + ": the daemon must not change its desiredConfig annotation"},
+		{"RemoveDesiredConfig", func() error {
+			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/desiredConfig":null}}}`)
+		}, "must not change its desiredConfig annotation"},
+		{"Labels", func() error {
+			return patchNode(ctx, k, nodeA, `{"metadata":{"labels":{"node-role.kubernetes.io/master":""}}}`)
+		}, "refused update of nodes " + nodeA + ": the daemon must not change the Node's labels"},
+		{"Taints", func() error {
+			return patchNode(ctx, k, nodeA, `{"spec":{"taints":[{"key":"x","effect":"NoSchedule"}]}}`)
+		}, "must not change the Node's taints"},
+		{"OtherAnnotation", func() error {
+			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"example.com/owner":"me"}}}`)
+		}, "may change only the annotations machineconfiguration.openshift.io/state"},
+		{"ProviderID", func() error { return patchNode(ctx, k, nodeA, `{"spec":{"providerID":"x://y"}}`) },
+			"may change only spec.unschedulable and its own annotations"},
+		{"Finalizers", func() error { return patchNode(ctx, k, nodeA, `{"metadata":{"finalizers":["example.com/keep"]}}`) },
+			"may change only spec.unschedulable and its own annotations"},
+		{"CreateMachineConfigNodeB", func() error {
+			mcn := &mcfgv1.MachineConfigNode{ObjectMeta: metav1.ObjectMeta{Name: "policy-c"}, Spec: mcfgv1.MachineConfigNodeSpec{
+				Node: mcfgv1.MCOObjectReference{Name: "policy-c"}, Pool: mcfgv1.MCOObjectReference{Name: "worker"},
+				ConfigVersion: mcfgv1.MachineConfigNodeSpecMachineConfigVersion{Desired: "rendered-worker-1"}}}
+			_, err := m.MachineconfigurationV1().MachineConfigNodes().Create(ctx, mcn, metav1.CreateOptions{})
+			return err
+		}, "refused create of machineconfignodes policy-c: the daemon of node " + nodeA + " may only write the MachineConfigNode " + nodeA},
+		{"TakeLiveLease", func() error { return renew(slotLive, nodeA) },
+			"refused update of leases " + namespace + "/" + slotLive + ": it is held by node " + nodeB + " and has not expired"},
+		{"RenewLeaseForB", func() error { return renew(slotLive, nodeB) },
+			"may only write a Lease whose holderIdentity is its own node, not \"" + nodeB + "\""},
+		{"DeleteLeaseOfB", func() error {
+			return k.CoordinationV1().Leases(namespace).Delete(ctx, slotLive, metav1.DeleteOptions{})
+		}, "may only delete a Lease its node holds, not one held by \"" + nodeB + "\""},
+		{"CreateLeaseForB", func() error {
+			_, err := k.CoordinationV1().Leases(namespace).Create(ctx, lease("nodeconfd-disruption-7", nodeB, time.Now(), 60), metav1.CreateOptions{})
+			return err
+		}, "may only write a Lease whose holderIdentity is its own node"},
+		{"EventAboutNodeB", func() error { return event(ctx, k, "Node", nodeB) },
+			"may only write Events about its own Node or MachineConfigNode, not Node " + nodeB},
+		{"EventAboutMachineConfigNodeB", func() error { return event(ctx, k, "MachineConfigNode", nodeB) },
+			"not MachineConfigNode " + nodeB},
+		{"EvictPodOnNodeB", func() error { return evict(ctx, k, "web-b") },
+			"refused eviction of pod default/web-b: it runs on node " + nodeB + ", and the daemon of node " + nodeA + " may only evict pods of its own node"},
+	}
+}
+
+// ownWrites makes the daemon's own writes for node A, through its adapters where it has them.
+func ownWrites(ctx context.Context, t *testing.T, b *bed) {
+	api, err := kube.NewAPI(b.bound)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &kube.Client{API: api, NodeName: nodeA}
+	mcn, _, err := c.EnsureMCN(ctx, status.NewMCN(nodeA, "worker", "rendered-worker-1"))
+	if err != nil {
+		t.Fatalf("creating MachineConfigNode %s: %v", nodeA, err)
+	}
+	if _, err := c.SyncSpec(ctx, mcn, "worker", "rendered-worker-2"); err != nil {
+		t.Errorf("patching the spec of MachineConfigNode %s: %v", nodeA, err)
+	}
+	c.Generation = 2
+	if err := c.WriteStatus(ctx, status.Initial(metav1.NewTime(time.Now().Truncate(time.Second))), "", ""); err != nil {
+		t.Errorf("writing the status of MachineConfigNode %s: %v", nodeA, err)
+	}
+	if err := c.SetNodeState(ctx, "rendered-worker-1", "Working", "updating"); err != nil {
+		t.Errorf("writing the state annotations of node %s: %v", nodeA, err)
+	}
+	d := &drain.Drainer{Client: api, NodeName: nodeA, Log: zap.NewNop()}
+	if _, err := d.Cordon(ctx); err != nil {
+		t.Errorf("cordoning: %v", err)
+	}
+	if err := d.Uncordon(ctx); err != nil {
+		t.Errorf("uncordoning: %v", err)
+	}
+	if err := c.SetNodeState(ctx, "", "Done", ""); err != nil {
+		t.Errorf("writing the state annotations of node %s: %v", nodeA, err)
+	}
+	k := kubernetes.NewForConfigOrDie(b.bound)
+	if err := event(ctx, k, "Node", nodeA); err != nil {
+		t.Errorf("an Event about node %s: %v", nodeA, err)
+	}
+	if err := event(ctx, k, "MachineConfigNode", nodeA); err != nil {
+		t.Errorf("an Event about MachineConfigNode %s: %v", nodeA, err)
+	}
+	ownLeases(ctx, t, k)
+	if err := evict(ctx, k, "web-a"); err != nil {
+		t.Errorf("evicting pod default/web-a of node %s: %v", nodeA, err)
+	}
+}
+
+// ownLeases takes a free slot, renews and releases it, takes over node B's expired slot and
+// a released one, as daemon/budget does.
+func ownLeases(ctx context.Context, t *testing.T, k kubernetes.Interface) {
+	leases := k.CoordinationV1().Leases(namespace)
+	l, err := leases.Create(ctx, lease("nodeconfd-disruption-2", nodeA, time.Now(), 60), metav1.CreateOptions{})
+	if err != nil {
+		t.Fatalf("taking a free slot: %v", err)
+	}
+	now := metav1.NewMicroTime(time.Now())
+	l.Spec.RenewTime = &now
+	if l, err = leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+		t.Errorf("renewing its slot: %v", err)
+	} else if err := leases.Delete(ctx, l.Name, metav1.DeleteOptions{Preconditions: &metav1.Preconditions{ResourceVersion: &l.ResourceVersion}}); err != nil {
+		t.Errorf("releasing its slot: %v", err)
+	}
+	holder := nodeA
+	for _, name := range []string{slotExpired, slotReleased} {
+		l, err := leases.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		l.Spec.HolderIdentity, l.Spec.RenewTime, l.Spec.AcquireTime = &holder, &now, &now
+		if _, err := leases.Update(ctx, l, metav1.UpdateOptions{}); err != nil {
+			t.Errorf("taking over slot %s: %v", name, err)
+		}
+	}
+}
+
+func patchNode(ctx context.Context, k kubernetes.Interface, name, patch string) error {
+	_, err := k.CoreV1().Nodes().Patch(ctx, name, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
+	return err
+}
+
+func event(ctx context.Context, k kubernetes.Interface, kind, name string) error {
+	now := metav1.Now()
+	_, err := k.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: name + "."},
+		InvolvedObject: corev1.ObjectReference{Kind: kind, Name: name},
+		Reason:         "Test", Message: "test", Type: corev1.EventTypeNormal, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "nodeconfd", Host: nodeA},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+func evict(ctx context.Context, k kubernetes.Interface, name string) error {
+	return k.PolicyV1().Evictions("default").Evict(ctx, &policyv1.Eviction{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"}})
+}
+
+// wantDenied checks err is a Forbidden refusal by a nodeconfd policy whose message has want.
+func wantDenied(err error, want string) error {
+	if err == nil {
+		return fmt.Errorf("allowed, want refused with %q", want)
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "nodeconfd-own-node") || !strings.Contains(err.Error(), want) {
+		return fmt.Errorf("%v, want Forbidden by nodeconfd-own-node with %q", err, want)
+	}
+	return nil
+}

@@ -1,0 +1,156 @@
+// Package policy tests the daemon's admission policies (manifests/04-admission-policy.yaml)
+// with the rest of manifests/ on a real kube-apiserver, with real tokens: one bound to a daemon
+// Pod on node A (TokenRequest with a boundObjectRef, so it carries the node-name claim), and one
+// bound to nothing.
+package policy
+
+import (
+	"bytes"
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodeconfd/nodeconfd/daemon/budget"
+	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
+)
+
+const (
+	repoRoot  = "../.."
+	namespace = "nodeconfd"
+	nodeA     = "policy-a"
+	nodeB     = "policy-b"
+	// slotLive is a disruption slot node B holds and renews; slotExpired one it let lapse;
+	// slotReleased one nobody holds.
+	slotLive, slotExpired, slotReleased = "nodeconfd-disruption-0", "nodeconfd-disruption-1", "nodeconfd-disruption-3"
+)
+
+// bed is the API server with manifests/ applied, two nodes and the daemon's identities.
+type bed struct {
+	cp      *controlplane.ControlPlane
+	admin   kubernetes.Interface
+	mcfg    mcfgclient.Interface
+	bound   *rest.Config // the daemon of node A, with its pod's token
+	unbound *rest.Config // the daemon's ServiceAccount, with a token bound to nothing
+}
+
+func start(ctx context.Context, t *testing.T) *bed {
+	t.Helper()
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := cp.Stop(); err != nil {
+			t.Error(err)
+		}
+	})
+	b := &bed{cp: cp, admin: kubernetes.NewForConfigOrDie(cp.RestConfig()), mcfg: mcfgclient.NewForConfigOrDie(cp.RestConfig())}
+	kubectl(t, cp, "apply", "-f", filepath.Join(repoRoot, "manifests"))
+	for _, n := range []string{nodeA, nodeB} {
+		_, err := b.admin.CoreV1().Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{
+			Name: n, Labels: map[string]string{"node-role.kubernetes.io/worker": ""},
+			Annotations: map[string]string{"machineconfiguration.openshift.io/desiredConfig": "rendered-worker-1",
+				"example.com/owner": "cluster"},
+		}}, metav1.CreateOptions{})
+		check(t, err)
+	}
+	daemonPod, err := b.admin.CoreV1().Pods(namespace).Create(ctx, pod("nodeconfd-"+nodeA, nodeA, "nodeconfd"), metav1.CreateOptions{})
+	check(t, err)
+	for _, p := range []*corev1.Pod{pod("web-a", nodeA, ""), pod("web-b", nodeB, "")} {
+		p.Namespace = "default"
+		_, err := b.admin.CoreV1().Pods("default").Create(ctx, p, metav1.CreateOptions{})
+		check(t, err)
+	}
+	if b.bound, err = cp.RestConfigForPod(ctx, daemonPod); err != nil {
+		t.Fatal(err)
+	}
+	if b.unbound, err = cp.RestConfigFor(ctx, namespace, "nodeconfd"); err != nil {
+		t.Fatal(err)
+	}
+	mcn := &mcfgv1.MachineConfigNode{ObjectMeta: metav1.ObjectMeta{Name: nodeB}, Spec: mcfgv1.MachineConfigNodeSpec{
+		Node: mcfgv1.MCOObjectReference{Name: nodeB}, Pool: mcfgv1.MCOObjectReference{Name: "worker"},
+		ConfigVersion: mcfgv1.MachineConfigNodeSpecMachineConfigVersion{Desired: "rendered-worker-1"},
+	}}
+	_, err = b.mcfg.MachineconfigurationV1().MachineConfigNodes().Create(ctx, mcn, metav1.CreateOptions{})
+	check(t, err)
+	now := time.Now()
+	released := lease(slotReleased, "", now, 60)
+	released.Spec.HolderIdentity = nil
+	for _, l := range []*coordinationv1.Lease{lease(slotLive, nodeB, now, 3600), lease(slotExpired, nodeB, now.Add(-2*time.Hour), 60), released} {
+		_, err := b.admin.CoordinationV1().Leases(namespace).Create(ctx, l, metav1.CreateOptions{})
+		check(t, err)
+	}
+	return b
+}
+
+func pod(name, node, serviceAccount string) *corev1.Pod {
+	return &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
+		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: serviceAccount,
+			Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}},
+	}
+}
+
+func lease(name, holder string, renewed time.Time, seconds int32) *coordinationv1.Lease {
+	t := metav1.NewMicroTime(renewed)
+	return &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{budget.Label: budget.DefaultName}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds,
+			AcquireTime: &t, RenewTime: &t},
+	}
+}
+
+func check(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// eventually retries f until it returns nil: an admission policy takes effect a moment after
+// it is created, and the API server's parameter informer needs to sync.
+func eventually(ctx context.Context, t *testing.T, what string, f func() error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	var err error
+	for ctx.Err() == nil {
+		if err = f(); err == nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Fatalf("%s: %v", what, err)
+}
+
+// kubectl runs kubectl as admin and returns its stdout.
+func kubectl(t *testing.T, cp *controlplane.ControlPlane, args ...string) string {
+	t.Helper()
+	var stdout, stderr bytes.Buffer
+	cmd := exec.Command(cp.KubectlPath(), append([]string{"--kubeconfig", cp.Kubeconfig()}, args...)...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir())
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+type testLog struct{ t *testing.T }
+
+func (l testLog) Write(b []byte) (int, error) {
+	l.t.Log(strings.TrimSuffix(string(b), "\n"))
+	return len(b), nil
+}
