@@ -39,6 +39,9 @@ type Env struct {
 	Drift   Drift
 	// Disruption is the cluster-wide disruption budget; nil for none.
 	Disruption Disruption
+	// Limits caps the decoded size of the configs parsed; the zero value
+	// means the defaults.
+	Limits plan.Limits
 }
 
 // Runner runs the phases of one update in order. It owns the status: it
@@ -515,6 +518,7 @@ func (r *Runner) Units() Units        { return r.Env.Units }
 func (r *Runner) OS() OSUpdater       { return r.Env.OS }
 func (r *Runner) Policy() plan.Policy { return r.Env.Policy }
 func (r *Runner) Drift() Drift        { return r.Env.Drift }
+func (r *Runner) Limits() plan.Limits { return r.Env.Limits }
 
 // Disruption returns the disruption budget, nil for none.
 func (r *Runner) Disruption() Disruption { return r.Env.Disruption }

@@ -73,6 +73,7 @@ type options struct {
 	namespace, budgetName                             string
 	slots                                             int
 	leaseDuration                                     time.Duration
+	limits                                            plan.Limits
 }
 
 func parseFlags(args []string) (options, error) {
@@ -105,8 +106,14 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.budgetName, "disruption-budget", budget.DefaultName, "name of the cluster-wide disruption budget: its slots are the Leases <name>-0 … <name>-(N-1)")
 	fs.IntVar(&o.slots, "disruption-slots", budget.DefaultSlots, "how many nodes may be disrupted (cordoned, drained, rebooted) at once, cluster-wide")
 	fs.DurationVar(&o.leaseDuration, "disruption-lease-duration", budget.DefaultDuration, "how long a disruption slot stays held after its holder stops renewing it (renewed every fifth of it); must exceed a node's reboot")
+	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
+	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "cap on one file's decoded contents (gzip and base64 decoded, appends included); a config with a bigger file is refused in prepare")
+	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "cap on one config's decoded files, unit contents, drop-ins and SSH keys together; a bigger config is refused in prepare")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if err := o.limits.Check(); err != nil {
+		return o, fmt.Errorf("--max-file-size, --max-config-size: %w", err)
 	}
 	if o.nodeName == "" {
 		return o, fmt.Errorf("--node-name (or $NODE_NAME) is required")
@@ -209,6 +216,7 @@ func start(args []string) error {
 			OS:         osu,
 			Policy:     policy,
 			Disruption: slots,
+			Limits:     o.limits,
 		},
 		Pool: o.pool,
 		Events: func(uid string) phases.Recorder {
