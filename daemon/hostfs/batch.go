@@ -1,9 +1,9 @@
 package hostfs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
@@ -29,6 +29,15 @@ type snapshot struct {
 	UID    int    `json:"uid,omitempty"`
 	GID    int    `json:"gid,omitempty"`
 	Target string `json:"target,omitempty"`
+	// Blob locates the contents in a transaction's data file (journal
+	// entries); nil when Data holds them.
+	Blob *blob `json:"blob,omitempty"`
+
+	// open, when set, streams the contents instead of Data: a node file
+	// seen by read, or a journal's data file. Node files are never read
+	// whole into memory; they can be of any size. size is their size.
+	open func() (io.ReadCloser, error)
+	size int64
 }
 
 // batch is the working set of one operation: the directories it opened
@@ -186,8 +195,10 @@ func (b *batch) read(rel string) (snapshot, error) {
 	return absent, fmt.Errorf("%s is a %v, not a regular file", rel, fi.Mode().Type())
 }
 
+// readFile returns a regular file's state; its contents are streamed
+// from the file when used (snapshot.open), never read whole.
 func readFile(d *os.Root, name string) (snapshot, error) {
-	fh, err := d.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	fh, err := openRegular(d, name)
 	if err != nil {
 		return snapshot{}, err
 	}
@@ -196,16 +207,27 @@ func readFile(d *os.Root, name string) (snapshot, error) {
 	if err != nil {
 		return snapshot{}, err
 	}
-	if !fi.Mode().IsRegular() {
-		return snapshot{}, fmt.Errorf("%s changed while being read", name)
-	}
 	st := fi.Sys().(*syscall.Stat_t)
-	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
-	if _, err := buf.ReadFrom(fh); err != nil {
-		return snapshot{}, err
+	return snapshot{Kind: kindFile, Mode: st.Mode & 0o7777, UID: int(st.Uid), GID: int(st.Gid), size: fi.Size(),
+		open: func() (io.ReadCloser, error) { return openRegular(d, name) }}, nil
+}
+
+// openRegular opens name in d for reading, refusing a symlink, a FIFO or a
+// device (one opened without blocking).
+func openRegular(d *os.Root, name string) (*os.File, error) {
+	fh, err := d.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
 	}
-	data := buf.Bytes()
-	return snapshot{Kind: kindFile, Data: data, Mode: st.Mode & 0o7777, UID: int(st.Uid), GID: int(st.Gid)}, nil
+	fi, err := fh.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s changed while being read", name)
+	}
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return fh, nil
 }
 
 // put atomically makes rel hold s: a temp file (or symlink) in the same
@@ -270,7 +292,7 @@ func writeTemp(d *os.Root, tmp string, s snapshot) error {
 	if err != nil {
 		return err
 	}
-	_, err = fh.Write(s.Data)
+	err = writeContents(fh, s)
 	if err == nil {
 		// Chown first: it clears setuid/setgid bits, which Chmod then sets.
 		err = fh.Chown(s.UID, s.GID)
@@ -282,6 +304,24 @@ func writeTemp(d *os.Root, tmp string, s snapshot) error {
 		err = fh.Sync()
 	}
 	if cerr := fh.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+// writeContents writes s's contents to w, streaming them when s has a
+// source instead of Data.
+func writeContents(w io.Writer, s snapshot) error {
+	if s.open == nil {
+		_, err := w.Write(s.Data)
+		return err
+	}
+	src, err := s.open()
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, src)
+	if cerr := src.Close(); err == nil {
 		err = cerr
 	}
 	return err

@@ -15,8 +15,10 @@ import (
 // Txn is the undo journal of one update. Before a path is first changed in
 // the transaction, its state (contents, mode and owner, a symlink, or
 // absent) and its backup bookkeeping are appended to
-// /var/lib/nodeconfd/txn/<id>/journal and fsynced. Rollback puts every
-// recorded path back; Commit drops the journal.
+// /var/lib/nodeconfd/txn/<id>/journal and fsynced; file contents are
+// copied (streamed, whatever their size) to txn/<id>/data, fsynced before
+// the entries that point into it. Rollback puts every recorded path back;
+// Commit drops the journal.
 //
 // What crash safety needs, and no more:
 //   - A journal entry must be durable before the change it protects can
@@ -41,11 +43,15 @@ import (
 //
 // A Txn is not safe for concurrent use, and one id must be open only once.
 type Txn struct {
-	f        *FS
-	id       string
-	dir      string // relative to the root
-	journal  *os.File
-	size     int64 // bytes of whole entries in the journal
+	f       *FS
+	id      string
+	dir     string // relative to the root
+	journal *os.File
+	size    int64 // bytes of whole entries in the journal
+	// data holds the journaled contents (entries point into it), dataEnd
+	// its size: node files are copied there as streams, never read whole.
+	data     *os.File
+	dataEnd  int64
 	paths    []string
 	recorded map[string]bool
 	closed   bool
@@ -83,10 +89,16 @@ func (f *FS) BeginTxn(id string) (*Txn, error) {
 	b.dirty[t.dir] = true
 	entries, size, err := loadJournal(jf)
 	if err == nil {
+		t.data, t.dataEnd, err = openData(f.root, t.dir)
+	}
+	if err == nil {
 		err = b.sync()
 	}
 	if err != nil {
 		jf.Close()
+		if t.data != nil {
+			t.data.Close()
+		}
 		return nil, fmt.Errorf("opening transaction %s: %w", id, err)
 	}
 	t.journal, t.size = jf, size
@@ -163,11 +175,15 @@ func (t *Txn) record(b *batch, paths []string) error {
 	}
 	var buf bytes.Buffer
 	var added []string
+	stored := false
 	for _, p := range paths {
 		if t.recorded[p] || slices.Contains(added, p) {
 			continue
 		}
 		e, err := b.entry(p)
+		if err == nil {
+			err = t.storeEntry(&e, &stored)
+		}
 		if err != nil {
 			return fmt.Errorf("journaling %s: %w", p, err)
 		}
@@ -181,6 +197,12 @@ func (t *Txn) record(b *batch, paths []string) error {
 	}
 	if len(added) == 0 {
 		return nil
+	}
+	if stored {
+		// The contents must be durable before the entries pointing at them.
+		if err := t.data.Sync(); err != nil {
+			return fmt.Errorf("writing journal data of transaction %s: %w", t.id, err)
+		}
 	}
 	_, err := t.journal.Write(buf.Bytes())
 	if err == nil {
@@ -311,6 +333,7 @@ func (t *Txn) Rollback() error {
 		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
 	}
 	for _, e := range slices.Backward(entries) {
+		e.File, e.Orig = t.load(e.File), t.load(e.Orig)
 		if err := b.restore(e); err != nil {
 			return fmt.Errorf("rolling back %s: %w", e.Path, err)
 		}
@@ -350,7 +373,11 @@ func (b *batch) setMark(r string, on bool) error {
 func (t *Txn) drop(b *batch) error {
 	t.closed = true
 	t.journal.Close()
+	t.data.Close()
 	err := t.f.root.Remove(t.dir + "/journal")
+	if err == nil || isNotExist(err) {
+		err = t.f.root.Remove(t.dir + "/data")
+	}
 	if err == nil || isNotExist(err) {
 		err = t.f.root.Remove(t.dir)
 	}
@@ -370,5 +397,6 @@ func (t *Txn) Close() error {
 		return nil
 	}
 	t.closed = true
+	t.data.Close()
 	return t.journal.Close()
 }

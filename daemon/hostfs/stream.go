@@ -1,0 +1,131 @@
+package hostfs
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+)
+
+// Node files can be of any size, so the daemon never reads one whole: a
+// check compares sizes first and then streams the file against the wanted
+// contents; a backup or a restore copies it with io.Copy; a transaction
+// journals contents into its data file, not into the journal.
+
+// blob locates contents in a transaction's data file.
+type blob struct {
+	Off int64 `json:"off"`
+	Len int64 `json:"len"`
+}
+
+// compareChunk is how much of a node file a check reads at a time.
+const compareChunk = 64 << 10
+
+// sameContents reports whether s (as read) holds exactly want. It reads at
+// most len(want) bytes of the file, in chunks.
+func sameContents(s snapshot, want []byte) (bool, error) {
+	if s.open == nil {
+		return bytes.Equal(s.Data, want), nil
+	}
+	if s.size != int64(len(want)) {
+		return false, nil
+	}
+	src, err := s.open()
+	if err != nil {
+		return false, err
+	}
+	defer src.Close()
+	buf := make([]byte, min(compareChunk, max(len(want), 1)))
+	for len(want) > 0 {
+		n, err := io.ReadFull(src, buf[:min(len(buf), len(want))])
+		if !bytes.Equal(buf[:n], want[:n]) {
+			return false, nil
+		}
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			return false, nil // shorter than its size said: it changed
+		}
+		if err != nil {
+			return false, err
+		}
+		want = want[n:]
+	}
+	n, err := io.ReadFull(src, buf[:1])
+	if n > 0 {
+		return false, nil // longer: it changed
+	}
+	if !errors.Is(err, io.EOF) {
+		return false, err
+	}
+	return true, nil
+}
+
+// sizeOf returns the size of s's contents.
+func sizeOf(s snapshot) int64 {
+	if s.open != nil {
+		return s.size
+	}
+	return int64(len(s.Data))
+}
+
+// openData opens (creating it) the data file of the transaction in dir and
+// returns it with its size.
+func openData(r *os.Root, dir string) (*os.File, int64, error) {
+	fh, err := r.OpenFile(dir+"/data", os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, 0, err
+	}
+	end, err := fh.Seek(0, io.SeekEnd)
+	if err != nil {
+		fh.Close()
+		return nil, 0, err
+	}
+	return fh, end, nil
+}
+
+// store copies the contents of a file snapshot read from the node to the
+// end of the transaction's data file and makes s point there. It reports
+// whether it wrote anything (the data file then needs a sync).
+func (t *Txn) store(s *snapshot) (bool, error) {
+	if s.Kind != kindFile || s.open == nil {
+		return false, nil
+	}
+	src, err := s.open()
+	if err != nil {
+		return false, err
+	}
+	defer src.Close()
+	if _, err := t.data.Seek(t.dataEnd, io.SeekStart); err != nil {
+		return false, err
+	}
+	n, err := io.Copy(t.data, src)
+	if err != nil {
+		return false, fmt.Errorf("copying contents into the journal's data: %w", err)
+	}
+	s.Blob, s.open = &blob{Off: t.dataEnd, Len: n}, nil
+	t.dataEnd += n
+	return n > 0, nil
+}
+
+// load makes a journaled snapshot stream its contents from the data file.
+func (t *Txn) load(s snapshot) snapshot {
+	if s.Blob != nil {
+		off, n := s.Blob.Off, s.Blob.Len
+		s.open = func() (io.ReadCloser, error) { return io.NopCloser(io.NewSectionReader(t.data, off, n)), nil }
+		s.size = s.Blob.Len
+	}
+	return s
+}
+
+// storeEntry stores the contents of e's snapshots in the data file;
+// stored is set when anything was written.
+func (t *Txn) storeEntry(e *entry, stored *bool) error {
+	for _, s := range []*snapshot{&e.File, &e.Orig} {
+		wrote, err := t.store(s)
+		if err != nil {
+			return err
+		}
+		*stored = *stored || wrote
+	}
+	return nil
+}
