@@ -8,6 +8,8 @@ import (
 	"os"
 	"path"
 	"syscall"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
 // kind is what a path holds.
@@ -38,6 +40,8 @@ type snapshot struct {
 	// whole into memory; they can be of any size. size is their size.
 	open func() (io.ReadCloser, error)
 	size int64
+	// digest, in a wanted state only, stands for Data (plan.File.Digest).
+	digest *plan.Digest
 }
 
 // batch is the working set of one operation: the directories it opened

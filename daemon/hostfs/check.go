@@ -69,12 +69,12 @@ func (b *batch) check(t target, meta bool) error {
 	case kindSymlink:
 		diffs = append(diffs, "is a symlink, want a regular file")
 	default:
-		same, err := sameContents(cur, t.want.Data)
+		same, err := sameAs(cur, t.want)
 		if err != nil {
 			return fmt.Errorf("checking %s: %w", t.path, err)
 		}
 		if !same {
-			diffs = append(diffs, fmt.Sprintf("contents differ (%d bytes, want %d)", sizeOf(cur), len(t.want.Data)))
+			diffs = append(diffs, fmt.Sprintf("contents differ (%d bytes, want %d)", sizeOf(cur), sizeOf(t.want)))
 		}
 		if meta && cur.Mode != t.want.Mode {
 			diffs = append(diffs, fmt.Sprintf("mode is %04o, want %04o", cur.Mode, t.want.Mode))

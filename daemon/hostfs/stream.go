@@ -2,6 +2,7 @@ package hostfs
 
 import (
 	"bytes"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io"
@@ -60,10 +61,29 @@ func sameContents(s snapshot, want []byte) (bool, error) {
 	return true, nil
 }
 
+// sameAs reports whether s (as read) holds the contents want stands for:
+// its Data, or its digest.
+func sameAs(s snapshot, want snapshot) (bool, error) {
+	if want.digest == nil {
+		return sameContents(s, want.Data)
+	}
+	if sizeOf(s) != want.digest.Size {
+		return false, nil
+	}
+	h := sha256.New()
+	if err := writeContents(h, s); err != nil {
+		return false, err
+	}
+	return [sha256.Size]byte(h.Sum(nil)) == want.digest.SHA256, nil
+}
+
 // sizeOf returns the size of s's contents.
 func sizeOf(s snapshot) int64 {
-	if s.open != nil {
+	switch {
+	case s.open != nil:
 		return s.size
+	case s.digest != nil:
+		return s.digest.Size
 	}
 	return int64(len(s.Data))
 }

@@ -150,3 +150,23 @@ func TestRemoveRestoresBigOriginal(t *testing.T) {
 		t.Error("the original was not restored")
 	}
 }
+
+// TestCheckDigest checks a node file against a digested file (the drift
+// monitor's copy of a big file), and refuses to write one.
+func TestCheckDigest(t *testing.T) {
+	node, f := newNode(t)
+	data := bigContents()
+	putBig(t, node, "etc/big", data)
+	file := plan.File{Path: "/etc/big", Contents: data, Mode: 0o644}
+	digested := plan.Config{Files: map[string]plan.File{file.Path: file}}.Digested(0).Files[file.Path]
+	if err := f.CheckFile(digested); err != nil {
+		t.Errorf("CheckFile(same digest) = %v", err)
+	}
+	putBig(t, node, "etc/big", append(data[:len(data)-1:len(data)-1], 'x'))
+	if err := f.CheckFile(digested); err == nil || !strings.Contains(err.Error(), "contents differ (33554432 bytes, want 33554432)") {
+		t.Errorf("CheckFile(changed file) = %v, want contents differ", err)
+	}
+	if err := f.WriteFile(digested); err == nil {
+		t.Error("WriteFile of a digest succeeded")
+	}
+}
