@@ -146,6 +146,9 @@ func start(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if limit := setMemoryLimit(); limit > 0 {
+		log.Info("Set the Go memory limit from the container's", zap.String("node", o.nodeName), zap.Int64("bytes", limit))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
