@@ -135,7 +135,7 @@ func (c *counting) Read(p []byte) (int, error) {
 }
 
 func TestBombStopsOneBytePastTheCap(t *testing.T) {
-	src := bomb(t, 128<<20)
+	src := bomb(t, 4*DefaultMaxFileSize)
 	gz := "gzip"
 	rd, prob := openResource(types.Resource{Source: &src, Compression: &gz})
 	if prob != nil {
@@ -152,14 +152,14 @@ func TestBombStopsOneBytePastTheCap(t *testing.T) {
 	}
 }
 
-// TestParseBombsAllocatesLittle parses eight gzip files of 128 MiB of zeros
-// each (a 1 GiB config in about 1 MiB): they are refused after decoding at
-// most the caps, and the parse allocates a few MiB, not the contents.
+// TestParseBombsAllocatesLittle parses eight gzip files of 64 MiB of zeros
+// each (a 512 MiB config in about 700 KB): they are refused after decoding
+// at most the caps, and the parse allocates a few MiB, not the contents.
 func TestParseBombsAllocatesLittle(t *testing.T) {
 	if testing.Short() {
 		t.Skip("decodes 64 MiB")
 	}
-	src := bomb(t, 128<<20)
+	src := bomb(t, 4*DefaultMaxFileSize)
 	var entries []string
 	for i := range 8 {
 		entries = append(entries, fmt.Sprintf(`{"path":"/etc/bomb%d","contents":{"compression":"gzip","source":%q}}`, i, src))
