@@ -52,6 +52,8 @@ type batch struct {
 	dirs  map[string]*os.Root // by relative path; nil when known missing
 	dirty map[string]bool
 	ids   *idTable
+	// parents caches checkParents by folder: whether it is open.
+	parents map[string]bool
 }
 
 func (f *FS) newBatch() *batch {
@@ -115,7 +117,7 @@ func (b *batch) mkdirAll(rel string) error {
 		}
 		return err
 	}
-	if err := b.f.root.Chmod(rel, 0o755); err != nil { // undo the umask
+	if err := chmodDir(b.f.root, rel, 0o755); err != nil { // undo the umask
 		return err
 	}
 	delete(b.dirs, rel) // forget a cached "missing"
@@ -199,41 +201,6 @@ func (b *batch) read(rel string) (snapshot, error) {
 	return absent, fmt.Errorf("%s is a %v, not a regular file", rel, fi.Mode().Type())
 }
 
-// readFile returns a regular file's state; its contents are streamed
-// from the file when used (snapshot.open), never read whole.
-func readFile(d *os.Root, name string) (snapshot, error) {
-	fh, err := openRegular(d, name)
-	if err != nil {
-		return snapshot{}, err
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return snapshot{}, err
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	return snapshot{Kind: kindFile, Mode: st.Mode & 0o7777, UID: int(st.Uid), GID: int(st.Gid), size: fi.Size(),
-		open: func() (io.ReadCloser, error) { return openRegular(d, name) }}, nil
-}
-
-// openRegular opens name in d for reading, refusing a symlink, a FIFO or a
-// device (one opened without blocking).
-func openRegular(d *os.Root, name string) (*os.File, error) {
-	fh, err := d.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, err
-	}
-	fi, err := fh.Stat()
-	if err == nil && !fi.Mode().IsRegular() {
-		err = fmt.Errorf("%s changed while being read", name)
-	}
-	if err != nil {
-		fh.Close()
-		return nil, err
-	}
-	return fh, nil
-}
-
 // put atomically makes rel hold s: a temp file (or symlink) in the same
 // directory gets the contents, mode and owner, is fsynced and renamed over
 // rel. An absent s removes rel. The directory entry change is recorded in
@@ -261,7 +228,7 @@ func (b *batch) put(rel string, s snapshot) error {
 // entry in the same directory gets it, is fsynced and renamed over name.
 // The directory itself is not synced.
 func replace(d *os.Root, name string, s snapshot) error {
-	tmp := "." + name + ".nodeconfd-tmp"
+	tmp := tempName(name)
 	var err error
 	switch s.Kind {
 	case kindFile:
@@ -271,6 +238,8 @@ func replace(d *os.Root, name string, s snapshot) error {
 			return err
 		}
 		if err = d.Symlink(s.Target, tmp); err == nil {
+			// A symlink cannot be opened to chown it: Lchown never
+			// follows, on the temp name just made in d.
 			err = d.Lchown(tmp, s.UID, s.GID)
 		}
 	default:
@@ -313,24 +282,6 @@ func writeTemp(d *os.Root, tmp string, s snapshot) error {
 	return err
 }
 
-// writeContents writes s's contents to w, streaming them when s has a
-// source instead of Data.
-func writeContents(w io.Writer, s snapshot) error {
-	if s.open == nil {
-		_, err := w.Write(s.Data)
-		return err
-	}
-	src, err := s.open()
-	if err != nil {
-		return err
-	}
-	_, err = io.Copy(w, src)
-	if cerr := src.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
 // checkTarget refuses to replace a directory, or a symlink that leads
 // outside the root. Renaming over a symlink replaces the link itself, so one
 // that stays inside is fine.
@@ -355,7 +306,7 @@ func (b *batch) checkTarget(rel string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("target is a %v, not a regular file", fi.Mode().Type())
+	return fmt.Errorf("target is a %s, not a regular file", typeName(fi.Mode().Type()))
 }
 
 // remove deletes the file or symlink rel; a missing one is fine.

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"syscall"
 )
 
 // Node files can be of any size, so the daemon never reads one whole: a
@@ -77,6 +78,59 @@ func sameAs(s snapshot, want snapshot) (bool, error) {
 	return [sha256.Size]byte(h.Sum(nil)) == want.digest.SHA256, nil
 }
 
+// readFile returns a regular file's state; its contents are streamed
+// from the file when used (snapshot.open), never read whole.
+func readFile(d *os.Root, name string) (snapshot, error) {
+	fh, err := openRegular(d, name)
+	if err != nil {
+		return snapshot{}, err
+	}
+	defer fh.Close()
+	fi, err := fh.Stat()
+	if err != nil {
+		return snapshot{}, err
+	}
+	st := fi.Sys().(*syscall.Stat_t)
+	return snapshot{Kind: kindFile, Mode: st.Mode & 0o7777, UID: int(st.Uid), GID: int(st.Gid), size: fi.Size(),
+		open: func() (io.ReadCloser, error) { return openRegular(d, name) }}, nil
+}
+
+// openRegular opens name in d for reading, refusing a symlink, a FIFO or a
+// device (one opened without blocking).
+func openRegular(d *os.Root, name string) (*os.File, error) {
+	fh, err := d.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, err
+	}
+	fi, err := fh.Stat()
+	if err == nil && !fi.Mode().IsRegular() {
+		err = fmt.Errorf("%s changed while being read", name)
+	}
+	if err != nil {
+		fh.Close()
+		return nil, err
+	}
+	return fh, nil
+}
+
+// writeContents writes s's contents to w, streaming them when s has a
+// source instead of Data.
+func writeContents(w io.Writer, s snapshot) error {
+	if s.open == nil {
+		_, err := w.Write(s.Data)
+		return err
+	}
+	src, err := s.open()
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(w, src)
+	if cerr := src.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
 // sizeOf returns the size of s's contents.
 func sizeOf(s snapshot) int64 {
 	switch {
@@ -137,15 +191,33 @@ func (t *Txn) load(s snapshot) snapshot {
 	return s
 }
 
-// storeEntry stores the contents of e's snapshots in the data file;
-// stored is set when anything was written.
-func (t *Txn) storeEntry(e *entry, stored *bool) error {
+// storeEntry stores the contents of e's snapshots in the data file.
+func (t *Txn) storeEntry(e *entry) error {
 	for _, s := range []*snapshot{&e.File, &e.Orig} {
 		wrote, err := t.store(s)
 		if err != nil {
 			return err
 		}
-		*stored = *stored || wrote
+		t.unsynced = t.unsynced || wrote
 	}
 	return nil
+}
+
+// syncData makes the stored contents durable: before the journal entries
+// that point at them are written.
+func (t *Txn) syncData() error {
+	if !t.unsynced {
+		return nil
+	}
+	if err := t.data.Sync(); err != nil {
+		return fmt.Errorf("writing journal data of transaction %s: %w", t.id, err)
+	}
+	t.unsynced = false
+	return nil
+}
+
+func (t *Txn) closeData() {
+	if t.data != nil {
+		t.data.Close()
+	}
 }

@@ -15,9 +15,8 @@ import (
 // Txn is the undo journal of one update. Before a path is first changed in
 // the transaction, its state (contents, mode and owner, a symlink, or
 // absent) and its backup bookkeeping are appended to
-// /var/lib/nodeconfd/txn/<id>/journal and fsynced; file contents are
-// copied (streamed, whatever their size) to txn/<id>/data, fsynced before
-// the entries that point into it. Rollback puts every recorded path back;
+// /var/lib/nodeconfd/txn/<id>/journal and fsynced (file contents go to
+// txn/<id>/data, see stream.go). Rollback puts every recorded path back;
 // Commit drops the journal.
 //
 // What crash safety needs, and no more:
@@ -43,15 +42,14 @@ import (
 //
 // A Txn is not safe for concurrent use, and one id must be open only once.
 type Txn struct {
-	f       *FS
-	id      string
-	dir     string // relative to the root
-	journal *os.File
-	size    int64 // bytes of whole entries in the journal
-	// data holds the journaled contents (entries point into it), dataEnd
-	// its size: node files are copied there as streams, never read whole.
-	data     *os.File
+	f        *FS
+	id       string
+	dir      string // relative to the root
+	journal  *os.File
+	size     int64    // bytes of whole entries in the journal
+	data     *os.File // the journaled contents (see stream.go)
 	dataEnd  int64
+	unsynced bool // data was written since its last fsync
 	paths    []string
 	recorded map[string]bool
 	closed   bool
@@ -65,6 +63,9 @@ type entry struct {
 	Orig     snapshot `json:"orig"`
 	NoOrig   bool     `json:"noorig,omitempty"`
 	Restored bool     `json:"restored,omitempty"`
+	// Dir, when set, makes the entry a folder's (core's ~/.ssh): File and
+	// the backups are then unused.
+	Dir *dirState `json:"dir,omitempty"`
 }
 
 // BeginTxn opens the transaction id, or re-opens it after a restart: the
@@ -96,9 +97,7 @@ func (f *FS) BeginTxn(id string) (*Txn, error) {
 	}
 	if err != nil {
 		jf.Close()
-		if t.data != nil {
-			t.data.Close()
-		}
+		t.closeData()
 		return nil, fmt.Errorf("opening transaction %s: %w", id, err)
 	}
 	t.journal, t.size = jf, size
@@ -175,14 +174,13 @@ func (t *Txn) record(b *batch, paths []string) error {
 	}
 	var buf bytes.Buffer
 	var added []string
-	stored := false
 	for _, p := range paths {
 		if t.recorded[p] || slices.Contains(added, p) {
 			continue
 		}
 		e, err := b.entry(p)
 		if err == nil {
-			err = t.storeEntry(&e, &stored)
+			err = t.storeEntry(&e)
 		}
 		if err != nil {
 			return fmt.Errorf("journaling %s: %w", p, err)
@@ -198,11 +196,8 @@ func (t *Txn) record(b *batch, paths []string) error {
 	if len(added) == 0 {
 		return nil
 	}
-	if stored {
-		// The contents must be durable before the entries pointing at them.
-		if err := t.data.Sync(); err != nil {
-			return fmt.Errorf("writing journal data of transaction %s: %w", t.id, err)
-		}
+	if err := t.syncData(); err != nil {
+		return err
 	}
 	_, err := t.journal.Write(buf.Bytes())
 	if err == nil {
@@ -266,6 +261,15 @@ func (t *Txn) apply(b *batch, ts []target, removes []string) error {
 	paths := make([]string, 0, len(ts)+len(removes))
 	for _, tg := range ts {
 		paths = append(paths, tg.path)
+	}
+	for _, p := range removes {
+		r, err := rel(p)
+		if err == nil {
+			err = b.checkRemove(r)
+		}
+		if err != nil {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
 	}
 	if err := t.record(b, append(paths, removes...)); err != nil {
 		return err
@@ -332,6 +336,9 @@ func (t *Txn) Rollback() error {
 	if err != nil {
 		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
 	}
+	if err := b.pinDirs(entries); err != nil {
+		return err
+	}
 	for _, e := range slices.Backward(entries) {
 		e.File, e.Orig = t.load(e.File), t.load(e.Orig)
 		if err := b.restore(e); err != nil {
@@ -345,6 +352,9 @@ func (t *Txn) Rollback() error {
 }
 
 func (b *batch) restore(e entry) error {
+	if e.Dir != nil {
+		return b.restoreDir(e)
+	}
 	r, err := rel(e.Path)
 	if err != nil {
 		return err
@@ -373,7 +383,7 @@ func (b *batch) setMark(r string, on bool) error {
 func (t *Txn) drop(b *batch) error {
 	t.closed = true
 	t.journal.Close()
-	t.data.Close()
+	t.closeData()
 	err := t.f.root.Remove(t.dir + "/journal")
 	if err == nil || isNotExist(err) {
 		err = t.f.root.Remove(t.dir + "/data")
@@ -397,6 +407,6 @@ func (t *Txn) Close() error {
 		return nil
 	}
 	t.closed = true
-	t.data.Close()
+	t.closeData()
 	return t.journal.Close()
 }

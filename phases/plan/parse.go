@@ -168,6 +168,9 @@ func (p *parser) files(cfg *Config, files []types.File) {
 			}
 			mode = fs.FileMode(*f.Mode)
 		}
+		if !p.checkOwnerIDs(field, f) {
+			continue
+		}
 		contents, ok := p.fileContents(field, f)
 		if !ok {
 			continue
