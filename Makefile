@@ -44,4 +44,4 @@ test: deps controlplane nodeimage build
 	$(GO) test -count=1 -timeout 45m -p 2 ./...
 
 bench: deps controlplane nodeimage build
-	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./daemon/hostfs/ ./test/bench/
+	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./phases/plan/ ./daemon/hostfs/ ./test/bench/

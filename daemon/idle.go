@@ -73,7 +73,7 @@ func (d *Daemon) fetch(ctx context.Context, name string) (plan.Config, error) {
 	if err != nil {
 		return plan.Config{}, fmt.Errorf("fetching MachineConfig %q: %w", name, err)
 	}
-	return plan.Parse(mc)
+	return plan.ParseWithLimits(mc, d.Env.Limits)
 }
 
 // Watch implements phases.Drift: it (re)starts the drift monitor on cfg.

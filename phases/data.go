@@ -218,6 +218,8 @@ type Data interface {
 	OS() OSUpdater
 	Policy() plan.Policy
 	Drift() Drift
+	// Limits caps the decoded size of the configs parsed.
+	Limits() plan.Limits
 	// Disruption is nil when the daemon keeps no disruption budget.
 	Disruption() Disruption
 	// ConfigRule is the desired config names the node accepts.

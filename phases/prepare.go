@@ -78,7 +78,7 @@ func fetch(ctx context.Context, d Data, name string) (plan.Config, error) {
 	if err != nil {
 		return plan.Config{}, fmt.Errorf("fetching MachineConfig %q: %w", name, err)
 	}
-	return plan.Parse(mc)
+	return plan.ParseWithLimits(mc, d.Limits())
 }
 
 // NoOSUpdaterMessage refuses an OS change on a node with no OS updater.

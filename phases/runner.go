@@ -42,6 +42,9 @@ type Env struct {
 	// ConfigRule is the desired config names the node accepts; the zero
 	// value accepts every name.
 	ConfigRule plan.ConfigRule
+	// Limits caps the decoded size of the configs parsed; the zero value
+	// means the defaults.
+	Limits plan.Limits
 }
 
 // Runner runs the phases of one update in order. It owns the status: it
@@ -518,6 +521,7 @@ func (r *Runner) Units() Units        { return r.Env.Units }
 func (r *Runner) OS() OSUpdater       { return r.Env.OS }
 func (r *Runner) Policy() plan.Policy { return r.Env.Policy }
 func (r *Runner) Drift() Drift        { return r.Env.Drift }
+func (r *Runner) Limits() plan.Limits { return r.Env.Limits }
 
 // ConfigRule returns the desired config names the node accepts.
 func (r *Runner) ConfigRule() plan.ConfigRule { return r.Env.ConfigRule }

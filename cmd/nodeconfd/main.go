@@ -79,6 +79,7 @@ type options struct {
 	configPattern                                     plan.ConfigPattern
 	slots                                             int
 	leaseDuration                                     time.Duration
+	limits                                            plan.Limits
 }
 
 func parseFlags(args []string) (options, error) {
@@ -115,8 +116,14 @@ func parseFlags(args []string) (options, error) {
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern,
 		"regular expression a desired config's name must match, {pool} standing for the node's pool; "+
 			"other names (a fragment such as 99-worker-ssh, another pool's rendered config) are refused (empty: any name)")
+	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
+	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "cap on one file's decoded contents (gzip and base64 decoded, appends included); a config with a bigger file is refused in prepare")
+	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "cap on one config's decoded files, unit contents, drop-ins and SSH keys together; a bigger config is refused in prepare")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if err := o.limits.Check(); err != nil {
+		return o, fmt.Errorf("--max-file-size, --max-config-size: %w", err)
 	}
 	var err error
 	if o.configPattern, err = plan.ParseConfigPattern(*pattern); err != nil {
@@ -153,6 +160,9 @@ func start(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	if limit := setMemoryLimit(); limit > 0 {
+		log.Info("Set the Go memory limit from the container's", zap.String("node", o.nodeName), zap.Int64("bytes", limit))
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
@@ -223,6 +233,7 @@ func start(args []string) error {
 			OS:         osu,
 			Policy:     policy,
 			Disruption: slots,
+			Limits:     o.limits,
 		},
 		Pool:          o.pool,
 		ConfigPattern: o.configPattern,

@@ -38,9 +38,15 @@ type Monitor struct {
 	done   chan struct{}
 }
 
-// Watch (re)starts watching cfg's files and units.
+// keepWhole is the largest file whose contents the monitor keeps; bigger
+// ones it keeps as digests (see plan.Config.Digested).
+const keepWhole = 64 << 10
+
+// Watch (re)starts watching cfg's files and units. It keeps a digested
+// copy of cfg, not its big files' contents.
 func (m *Monitor) Watch(ctx context.Context, cfg plan.Config) error {
 	m.Stop()
+	cfg = cfg.Digested(keepWhole)
 	w, err := fsnotify.NewWatcher()
 	if err != nil {
 		return err

@@ -1,13 +1,15 @@
 package hostfs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path"
 	"syscall"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
 // kind is what a path holds.
@@ -29,6 +31,17 @@ type snapshot struct {
 	UID    int    `json:"uid,omitempty"`
 	GID    int    `json:"gid,omitempty"`
 	Target string `json:"target,omitempty"`
+	// Blob locates the contents in a transaction's data file (journal
+	// entries); nil when Data holds them.
+	Blob *blob `json:"blob,omitempty"`
+
+	// open, when set, streams the contents instead of Data: a node file
+	// seen by read, or a journal's data file. Node files are never read
+	// whole into memory; they can be of any size. size is their size.
+	open func() (io.ReadCloser, error)
+	size int64
+	// digest, in a wanted state only, stands for Data (plan.File.Digest).
+	digest *plan.Digest
 }
 
 // batch is the working set of one operation: the directories it opened
@@ -188,28 +201,6 @@ func (b *batch) read(rel string) (snapshot, error) {
 	return absent, fmt.Errorf("%s is a %v, not a regular file", rel, fi.Mode().Type())
 }
 
-func readFile(d *os.Root, name string) (snapshot, error) {
-	fh, err := d.OpenFile(name, os.O_RDONLY|syscall.O_NOFOLLOW|syscall.O_NONBLOCK, 0)
-	if err != nil {
-		return snapshot{}, err
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err != nil {
-		return snapshot{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return snapshot{}, fmt.Errorf("%s changed while being read", name)
-	}
-	st := fi.Sys().(*syscall.Stat_t)
-	buf := bytes.NewBuffer(make([]byte, 0, fi.Size()+bytes.MinRead))
-	if _, err := buf.ReadFrom(fh); err != nil {
-		return snapshot{}, err
-	}
-	data := buf.Bytes()
-	return snapshot{Kind: kindFile, Data: data, Mode: st.Mode & 0o7777, UID: int(st.Uid), GID: int(st.Gid)}, nil
-}
-
 // put atomically makes rel hold s: a temp file (or symlink) in the same
 // directory gets the contents, mode and owner, is fsynced and renamed over
 // rel. An absent s removes rel. The directory entry change is recorded in
@@ -274,7 +265,7 @@ func writeTemp(d *os.Root, tmp string, s snapshot) error {
 	if err != nil {
 		return err
 	}
-	_, err = fh.Write(s.Data)
+	err = writeContents(fh, s)
 	if err == nil {
 		// Chown first: it clears setuid/setgid bits, which Chmod then sets.
 		err = fh.Chown(s.UID, s.GID)

@@ -1,7 +1,6 @@
 package hostfs
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"strings"
@@ -77,8 +76,12 @@ func (b *batch) check(t target, meta bool) error {
 	case kindSymlink:
 		diffs = append(diffs, "is a symlink, want a regular file")
 	default:
-		if !bytes.Equal(cur.Data, t.want.Data) {
-			diffs = append(diffs, fmt.Sprintf("contents differ (%d bytes, want %d)", len(cur.Data), len(t.want.Data)))
+		same, err := sameAs(cur, t.want)
+		if err != nil {
+			return fmt.Errorf("checking %s: %w", t.path, err)
+		}
+		if !same {
+			diffs = append(diffs, fmt.Sprintf("contents differ (%d bytes, want %d)", sizeOf(cur), sizeOf(t.want)))
 		}
 		if meta && cur.Mode != t.want.Mode {
 			diffs = append(diffs, fmt.Sprintf("mode is %04o, want %04o", cur.Mode, t.want.Mode))

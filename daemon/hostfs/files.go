@@ -71,7 +71,7 @@ func (b *batch) targets(files []plan.File) ([]target, error) {
 		if err != nil {
 			return nil, fmt.Errorf("owner of %s: %w", file.Path, err)
 		}
-		want := snapshot{Kind: kindFile, Data: file.Contents, Mode: rawMode(file.Mode), UID: uid, GID: gid}
+		want := snapshot{Kind: kindFile, Data: file.Contents, Mode: rawMode(file.Mode), UID: uid, GID: gid, digest: file.Digest}
 		ts = append(ts, target{path: file.Path, rel: r, want: want})
 	}
 	return ts, nil
@@ -90,6 +90,9 @@ func (b *batch) writeFiles(files []plan.File) error {
 
 func (b *batch) writeTargets(ts []target) error {
 	for _, t := range ts {
+		if t.want.digest != nil {
+			return fmt.Errorf("writing %s: a digest has no contents to write", t.path)
+		}
 		check := b.checkWrite // the same checks as Preflight, again
 		if t.pinned {
 			check = b.checkTarget

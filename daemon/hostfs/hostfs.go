@@ -14,6 +14,7 @@
 //	restored/<path>  empty marker: the original of <path> was put back, so
 //	               removing <path> again must leave it alone
 //	txn/<id>/journal  undo journal of an update in progress (see Txn)
+//	txn/<id>/data     the contents the journal's entries point into
 //	<name>         small state files (WriteState, ReadState)
 //
 // Crash-safety rules that every operation follows:

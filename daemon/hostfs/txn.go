@@ -15,8 +15,9 @@ import (
 // Txn is the undo journal of one update. Before a path is first changed in
 // the transaction, its state (contents, mode and owner, a symlink, or
 // absent) and its backup bookkeeping are appended to
-// /var/lib/nodeconfd/txn/<id>/journal and fsynced. Rollback puts every
-// recorded path back; Commit drops the journal.
+// /var/lib/nodeconfd/txn/<id>/journal and fsynced (file contents go to
+// txn/<id>/data, see stream.go). Rollback puts every recorded path back;
+// Commit drops the journal.
 //
 // What crash safety needs, and no more:
 //   - A journal entry must be durable before the change it protects can
@@ -45,7 +46,10 @@ type Txn struct {
 	id       string
 	dir      string // relative to the root
 	journal  *os.File
-	size     int64 // bytes of whole entries in the journal
+	size     int64    // bytes of whole entries in the journal
+	data     *os.File // the journaled contents (see stream.go)
+	dataEnd  int64
+	unsynced bool // data was written since its last fsync
 	paths    []string
 	recorded map[string]bool
 	closed   bool
@@ -86,10 +90,14 @@ func (f *FS) BeginTxn(id string) (*Txn, error) {
 	b.dirty[t.dir] = true
 	entries, size, err := loadJournal(jf)
 	if err == nil {
+		t.data, t.dataEnd, err = openData(f.root, t.dir)
+	}
+	if err == nil {
 		err = b.sync()
 	}
 	if err != nil {
 		jf.Close()
+		t.closeData()
 		return nil, fmt.Errorf("opening transaction %s: %w", id, err)
 	}
 	t.journal, t.size = jf, size
@@ -171,6 +179,9 @@ func (t *Txn) record(b *batch, paths []string) error {
 			continue
 		}
 		e, err := b.entry(p)
+		if err == nil {
+			err = t.storeEntry(&e)
+		}
 		if err != nil {
 			return fmt.Errorf("journaling %s: %w", p, err)
 		}
@@ -184,6 +195,9 @@ func (t *Txn) record(b *batch, paths []string) error {
 	}
 	if len(added) == 0 {
 		return nil
+	}
+	if err := t.syncData(); err != nil {
+		return err
 	}
 	_, err := t.journal.Write(buf.Bytes())
 	if err == nil {
@@ -326,6 +340,7 @@ func (t *Txn) Rollback() error {
 		return err
 	}
 	for _, e := range slices.Backward(entries) {
+		e.File, e.Orig = t.load(e.File), t.load(e.Orig)
 		if err := b.restore(e); err != nil {
 			return fmt.Errorf("rolling back %s: %w", e.Path, err)
 		}
@@ -368,7 +383,11 @@ func (b *batch) setMark(r string, on bool) error {
 func (t *Txn) drop(b *batch) error {
 	t.closed = true
 	t.journal.Close()
+	t.closeData()
 	err := t.f.root.Remove(t.dir + "/journal")
+	if err == nil || isNotExist(err) {
+		err = t.f.root.Remove(t.dir + "/data")
+	}
 	if err == nil || isNotExist(err) {
 		err = t.f.root.Remove(t.dir)
 	}
@@ -388,5 +407,6 @@ func (t *Txn) Close() error {
 		return nil
 	}
 	t.closed = true
+	t.closeData()
 	return t.journal.Close()
 }

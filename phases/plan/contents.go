@@ -5,7 +5,9 @@ import (
 	"compress/gzip"
 	"crypto/sha256"
 	"crypto/sha512"
+	"encoding/base64"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"hash"
 	"io"
@@ -16,10 +18,6 @@ import (
 	"github.com/vincent-petithory/dataurl"
 )
 
-// maxContentSize caps a decompressed file so that a small gzip bomb in a
-// config cannot exhaust the daemon's memory.
-const maxContentSize = 128 << 20
-
 // resourceProblem is why a resource cannot be decoded: Sub is the field
 // inside the resource ("source", "compression", "verification.hash").
 type resourceProblem struct {
@@ -27,11 +25,145 @@ type resourceProblem struct {
 	Msg string
 }
 
-// decodeResource returns the bytes an inline resource holds: its data: URL
-// decoded, decompressed and checked against its hash. A resource without a
-// source holds no bytes. Any other URL scheme is refused: the daemon applies
+// fileContents decodes a file's contents and appends into one buffer of
+// exactly their size, within the file and config caps. Each resource is
+// decoded twice, as a stream: once to measure it (stopping one byte past
+// what is left of the caps) and check its hash, then into the buffer. So a
+// gzip bomb costs the caps' worth of CPU and no memory, and no decoded
+// copy is made. ok is false when a problem was added.
+func (p *parser) fileContents(field string, f types.File) (contents []byte, ok bool) {
+	resources := append([]types.Resource{f.Contents}, f.Append...)
+	sizes := make([]int64, len(resources))
+	fileLeft := p.size.limits.MaxFileSize
+	var total int64
+	for i, r := range resources {
+		rfield := field + ".contents"
+		if i > 0 {
+			rfield = fmt.Sprintf("%s.append[%d]", field, i-1)
+		}
+		limit := min(fileLeft, p.size.left())
+		n, prob := measureResource(r, limit)
+		if prob != nil {
+			p.add(rfield+"."+prob.Sub, "%s", prob.Msg)
+			return nil, false
+		}
+		if n > limit {
+			if fileLeft <= p.size.left() {
+				p.add(rfield, "contents larger than the file size cap of %s (--max-file-size)", sizeString(p.size.limits.MaxFileSize))
+			} else {
+				p.add("spec.config.storage.files", "%s", p.totalMsg())
+			}
+			return nil, false
+		}
+		sizes[i] = n
+		fileLeft -= n
+		p.size.used += n
+		total += n
+	}
+	if f.Contents.Source == nil && len(f.Append) == 0 {
+		return nil, true
+	}
+	contents = make([]byte, total)
+	off := int64(0)
+	for i, r := range resources {
+		if err := readResource(r, contents[off:off+sizes[i]]); err != nil {
+			// The first pass read the same bytes: only a bug gets here.
+			p.add(field+".contents", "decoding contents: %v", err)
+			return nil, false
+		}
+		off += sizes[i]
+	}
+	return contents, true
+}
+
+// measureResource decodes r as a stream, counting its bytes up to limit+1,
+// and checks its hash when it decoded whole.
+func measureResource(r types.Resource, limit int64) (int64, *resourceProblem) {
+	rd, prob := openResource(r)
+	if prob != nil || rd == nil {
+		return 0, prob
+	}
+	var h hash.Hash
+	var kind, want string
+	if r.Verification.Hash != nil {
+		var msg string
+		if h, kind, want, msg = hasher(*r.Verification.Hash); msg != "" {
+			return 0, &resourceProblem{"verification.hash", msg}
+		}
+	}
+	n, err := measureStream(rd, limit, h)
+	if err != nil {
+		return 0, readProblem(r, err)
+	}
+	if n > limit || h == nil {
+		return n, nil
+	}
+	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, want) {
+		return 0, &resourceProblem{"verification.hash", fmt.Sprintf("contents do not match: %s hash is %s, want %s", kind, got, want)}
+	}
+	return n, nil
+}
+
+// measureStream reads rd up to limit+1 bytes into h (when not nil) and
+// returns how many it read: more than limit means over the cap.
+func measureStream(rd io.Reader, limit int64, h hash.Hash) (int64, error) {
+	w := io.Discard
+	if h != nil {
+		w = h
+	}
+	return io.Copy(w, io.LimitReader(rd, limit+1))
+}
+
+// readResource decodes r into buf, which must be exactly its size.
+func readResource(r types.Resource, buf []byte) error {
+	rd, prob := openResource(r)
+	if prob != nil {
+		return errors.New(prob.Msg)
+	}
+	if rd == nil {
+		if len(buf) != 0 {
+			return fmt.Errorf("no source, want %d bytes", len(buf))
+		}
+		return nil
+	}
+	if _, err := io.ReadFull(rd, buf); err != nil {
+		return err
+	}
+	if n, _ := rd.Read(make([]byte, 1)); n != 0 {
+		return errors.New("contents longer than measured")
+	}
+	return nil
+}
+
+// sourceError marks a read error of the data URL itself (bad base64), as
+// opposed to one of the decompressor.
+type sourceError struct{ err error }
+
+func (e sourceError) Error() string { return e.err.Error() }
+
+type sourceReader struct{ r io.Reader }
+
+func (s sourceReader) Read(p []byte) (int, error) {
+	n, err := s.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = sourceError{err}
+	}
+	return n, err
+}
+
+func readProblem(r types.Resource, err error) *resourceProblem {
+	var se sourceError
+	if errors.As(err, &se) || r.Compression == nil || *r.Compression == "" {
+		return &resourceProblem{"source", fmt.Sprintf("invalid data URL: %v", err)}
+	}
+	return &resourceProblem{"compression", fmt.Sprintf("decompressing gzip contents: %v", err)}
+}
+
+// openResource returns a stream of the bytes an inline resource holds: its
+// data: URL decoded and decompressed. A resource without a source holds no
+// bytes (nil reader). Any other URL scheme is refused: the daemon applies
 // fully rendered configs and never fetches.
-func decodeResource(r types.Resource) ([]byte, *resourceProblem) {
+func openResource(r types.Resource) (io.Reader, *resourceProblem) {
 	if r.Source == nil || *r.Source == "" {
 		return nil, nil
 	}
@@ -48,68 +180,56 @@ func decodeResource(r types.Resource) ([]byte, *resourceProblem) {
 		return nil, &resourceProblem{"source", fmt.Sprintf(
 			"%s URLs are not supported: the daemon does not fetch, contents must be inline data: URLs", scheme)}
 	}
-	du, err := dataurl.DecodeString(src)
+	rd, err := dataReader(src)
 	if err != nil {
 		return nil, &resourceProblem{"source", fmt.Sprintf("invalid data URL: %v", err)}
 	}
-	data := du.Data
 	compression := ""
 	if r.Compression != nil {
 		compression = *r.Compression
 	}
 	switch compression {
 	case "":
+		return rd, nil
 	case "gzip":
-		data, err = gunzip(data)
+		zr, err := gzip.NewReader(rd)
 		if err != nil {
-			return nil, &resourceProblem{"compression", fmt.Sprintf("decompressing gzip contents: %v", err)}
+			return nil, readProblem(r, err)
 		}
-	default:
-		return nil, &resourceProblem{"compression", fmt.Sprintf("unsupported compression %q (want gzip or none)", compression)}
+		return zr, nil
 	}
-	if r.Verification.Hash != nil {
-		if msg := verifyHash(*r.Verification.Hash, data); msg != "" {
-			return nil, &resourceProblem{"verification.hash", msg}
-		}
-	}
-	return data, nil
+	return nil, &resourceProblem{"compression", fmt.Sprintf("unsupported compression %q (want gzip or none)", compression)}
 }
 
-// gunzip decompresses data, refusing results over maxContentSize.
-func gunzip(data []byte) ([]byte, error) {
-	zr, err := gzip.NewReader(bytes.NewReader(data))
+// dataReader streams the data of a data: URL. Base64 data, the bulk of
+// real configs, is decoded as a stream; other (percent-encoded) data, whose
+// decoding only shrinks it, and headers with quoted parameters go through
+// the dataurl package, which Ignition's validation also uses.
+func dataReader(src string) (io.Reader, error) {
+	header, data, ok := strings.Cut(strings.TrimPrefix(src, "data:"), ",")
+	if ok && strings.HasSuffix(header, ";base64") && !strings.Contains(header, `"`) {
+		return sourceReader{base64.NewDecoder(base64.StdEncoding, strings.NewReader(data))}, nil
+	}
+	du, err := dataurl.DecodeString(src)
 	if err != nil {
 		return nil, err
 	}
-	out, err := io.ReadAll(io.LimitReader(zr, maxContentSize+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(out) > maxContentSize {
-		return nil, fmt.Errorf("contents larger than %d MiB", maxContentSize>>20)
-	}
-	return out, nil
+	return bytes.NewReader(du.Data), nil
 }
 
-// verifyHash checks data against an Ignition hash ("sha256-<hex>" or
-// "sha512-<hex>", of the decompressed data) and returns what is wrong, if anything.
-func verifyHash(spec string, data []byte) string {
+// hasher returns the hash an Ignition hash spec ("sha256-<hex>" or
+// "sha512-<hex>", of the decompressed data) asks for, or what is wrong
+// with the spec.
+func hasher(spec string) (h hash.Hash, kind, want, msg string) {
 	kind, want, ok := strings.Cut(spec, "-")
 	if !ok {
-		return fmt.Sprintf("hash %q is not of the form <type>-<hex>", spec)
+		return nil, "", "", fmt.Sprintf("hash %q is not of the form <type>-<hex>", spec)
 	}
-	var h hash.Hash
 	switch kind {
 	case "sha256":
-		h = sha256.New()
+		return sha256.New(), kind, want, ""
 	case "sha512":
-		h = sha512.New()
-	default:
-		return fmt.Sprintf("unsupported hash type %q (want sha256 or sha512)", kind)
+		return sha512.New(), kind, want, ""
 	}
-	h.Write(data)
-	if got := hex.EncodeToString(h.Sum(nil)); !strings.EqualFold(got, want) {
-		return fmt.Sprintf("contents do not match: %s hash is %s, want %s", kind, got, want)
-	}
-	return ""
+	return nil, "", "", fmt.Sprintf("unsupported hash type %q (want sha256 or sha512)", kind)
 }

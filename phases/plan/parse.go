@@ -19,15 +19,16 @@ import (
 // coreUser is the only user whose SSH keys the daemon manages.
 const coreUser = "core"
 
-// Parse parses and validates a rendered MachineConfig. It accepts every
-// Ignition 3.x spec up to 3.5.0 (older ones are translated to 3.5); an empty
-// config is an empty Config. A config that is malformed or that the daemon
-// cannot apply at all yields a *ConfigError naming the first offending field.
-func Parse(mc *mcfgv1.MachineConfig) (Config, error) {
+// ParseWithLimits parses and validates a rendered MachineConfig. It accepts
+// every Ignition 3.x spec up to 3.5.0 (older ones are translated to 3.5); an
+// empty config is an empty Config. A config that is malformed, that the
+// daemon cannot apply at all, or whose decoded contents exceed lim yields a
+// *ConfigError naming the first offending field.
+func ParseWithLimits(mc *mcfgv1.MachineConfig, lim Limits) (Config, error) {
 	if mc == nil {
 		return Config{}, &ConfigError{Msg: "no MachineConfig given"}
 	}
-	p := &parser{name: mc.Name}
+	p := &parser{name: mc.Name, size: budget{limits: lim.withDefaults()}}
 	ignCfg := p.ignition(mc.Spec.Config.Raw)
 	if len(p.problems) > 0 {
 		return Config{}, p.err()
@@ -43,6 +44,7 @@ func Parse(mc *mcfgv1.MachineConfig) (Config, error) {
 		Unreconcilable: map[string]string{},
 	}
 	p.checkIgnitionSection(ignCfg.Ignition)
+	p.countInline(ignCfg)
 	p.files(&cfg, ignCfg.Storage.Files)
 	p.units(&cfg, ignCfg.Systemd.Units)
 	p.passwd(&cfg, ignCfg.Passwd)
@@ -66,6 +68,7 @@ func Parse(mc *mcfgv1.MachineConfig) (Config, error) {
 type parser struct {
 	name     string
 	problems []*ConfigError
+	size     budget
 }
 
 func (p *parser) add(field, format string, args ...any) {
@@ -168,18 +171,9 @@ func (p *parser) files(cfg *Config, files []types.File) {
 		if !p.checkOwnerIDs(field, f) {
 			continue
 		}
-		contents, prob := decodeResource(f.Contents)
-		if prob != nil {
-			p.add(field+".contents."+prob.Sub, "%s", prob.Msg)
+		contents, ok := p.fileContents(field, f)
+		if !ok {
 			continue
-		}
-		for j, a := range f.Append {
-			data, prob := decodeResource(a)
-			if prob != nil {
-				p.add(fmt.Sprintf("%s.append[%d].%s", field, j, prob.Sub), "%s", prob.Msg)
-				continue
-			}
-			contents = append(contents, data...)
 		}
 		if len(f.Append) > 0 {
 			// Appending is not idempotent: only a reprovision applies it.

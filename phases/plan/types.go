@@ -45,6 +45,9 @@ type File struct {
 	Mode  fs.FileMode
 	User  Owner
 	Group Owner
+	// Digest, when set, stands for the contents (Contents is then nil) in
+	// a config kept only to check the node against (see Config.Digested).
+	Digest *Digest
 }
 
 // Owner names a user or group by ID or by name; the zero value is root.
