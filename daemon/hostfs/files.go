@@ -148,6 +148,8 @@ func (b *batch) putAll(ts []target) error {
 				if err := replace(dirs[i], path.Base(ts[i].rel), ts[i].want); err != nil {
 					errs[i] = fmt.Errorf("writing %s: %w", ts[i].path, err)
 					failed.Store(true)
+				} else if b.f.Fault != nil {
+					b.f.Fault("file-written")
 				}
 			}
 		})

@@ -182,9 +182,12 @@ func (t *Txn) record(b *batch, paths []string) error {
 	if len(added) == 0 {
 		return nil
 	}
-	_, err := t.journal.Write(buf.Bytes())
+	_, err := t.journal.Write(t.tornForTest(buf.Bytes()))
 	if err == nil {
 		err = t.journal.Sync()
+	}
+	if err == nil && t.f.Fault != nil {
+		t.f.Fault("journal-synced")
 	}
 	if err != nil {
 		t.journal.Truncate(t.size) // best effort: never leave half a line
