@@ -6,7 +6,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 export GOTOOLCHAIN ?= auto
 GO ?= go
 
-.PHONY: all build deps controlplane nodeimage demo test test-unit test-e2e bench crds fmt vet
+.PHONY: all build deps controlplane nodeimage demo test test-unit test-e2e bench fuzz crds fmt vet
 
 all: build
 
@@ -38,6 +38,14 @@ test-unit:
 test: deps controlplane nodeimage build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m -p 2 ./...
+	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./test/fuzz/
+
+# Fuzz targets (test/fuzz): `make test` runs each for FUZZTIME; this runs
+# them for FUZZTIME_LONG. New findings land in test/fuzz/testdata/fuzz/.
+FUZZTIME ?= 30s
+FUZZTIME_LONG ?= 10m
+fuzz:
+	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME_LONG) ./test/fuzz/
 
 bench: deps controlplane nodeimage build
 	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./daemon/hostfs/ ./test/bench/

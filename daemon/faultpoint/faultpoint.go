@@ -14,7 +14,8 @@
 //	done:<phase>    after its progress record is saved
 //	drain-evicted   after each eviction the drain saw through
 //	journal-append  half-way through an undo journal append (a torn entry)
-//	journal-synced  after a journal append is durable, before its writes
+//	journal-synced  in a batch write, once the journal and the originals are
+//	                durable, before the first file is renamed into place
 //	file-written    after each file of a batch write is renamed into place
 package faultpoint
 

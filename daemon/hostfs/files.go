@@ -123,6 +123,9 @@ const putWorkers = 8
 // error no new write starts, and the first error is returned once the
 // running ones end; the transaction's journal covers every path.
 func (b *batch) putAll(ts []target) error {
+	if b.f.Fault != nil && len(ts) > 0 {
+		b.f.Fault("journal-synced")
+	}
 	dirs := make([]*os.Root, len(ts))
 	for i, t := range ts {
 		d, err := b.dir(path.Dir(t.rel), true)
