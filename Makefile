@@ -38,14 +38,19 @@ test-unit:
 test: deps controlplane nodeimage build
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m -p 2 ./...
-	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./test/fuzz/
+	$(FUZZ) -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./test/fuzz/
+	$(FUZZ) -fuzz '^FuzzApplyFields$$' -fuzztime $(FUZZTIME) ./test/fuzz/
 
-# Fuzz targets (test/fuzz): `make test` runs each for FUZZTIME; this runs
-# them for FUZZTIME_LONG. New findings land in test/fuzz/testdata/fuzz/.
+# Fuzz targets (test/fuzz): `make test` runs each for FUZZTIME; `make fuzz`
+# for FUZZTIME_LONG. A failing input is saved under test/fuzz/testdata/fuzz/.
+# The temporary nodes go to a tmpfs (FUZZ_TMPDIR): the fuzzed writes fsync.
 FUZZTIME ?= 30s
 FUZZTIME_LONG ?= 10m
+FUZZ_TMPDIR ?= /dev/shm
+FUZZ = TMPDIR=$(FUZZ_TMPDIR) $(GO) test -run '^$$' -fuzzminimizetime 5s
 fuzz:
-	$(GO) test -run '^$$' -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME_LONG) ./test/fuzz/
+	$(FUZZ) -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME_LONG) ./test/fuzz/
+	$(FUZZ) -fuzz '^FuzzApplyFields$$' -fuzztime $(FUZZTIME_LONG) ./test/fuzz/
 
 bench: deps controlplane nodeimage build
 	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./daemon/hostfs/ ./test/bench/

@@ -46,41 +46,49 @@ func FuzzApply(f *testing.F) {
 		f.Add([]byte(s.ignition), s.kargs, s.osImage, s.withBase)
 	}
 	f.Fuzz(func(t *testing.T, ignition []byte, kargs, osImage string, withBase bool) {
-		dir, host := newNode(t)
-		current := ""
-		if withBase {
-			current = "rendered-base"
-			if err := runUpdate(host, "", current, mc(current, []byte(baseIgnition), "", "")); err != nil {
-				t.Fatalf("applying the base config: %v", err)
-			}
-		}
-		desired := mc("rendered-fuzz", ignition, kargs, osImage)
-		before := snapshot(t, dir)
-		err := runUpdate(host, current, desired.Name, desired)
-		after := snapshot(t, dir)
-		var se *phases.StepError
-		switch {
-		case err == nil:
-			checkWritten(t, host, dir, before, after, desired)
-		case errors.As(err, &se) && se.Phase == "prepare":
-			if ch := changed(before, after, inState); len(ch) > 0 {
-				t.Errorf("refused in prepare (%v), yet changed %q", short(err.Error()), ch)
-			}
-		case errors.As(err, &se) && se.Phase == "write":
-			t.Errorf("accepted in prepare, then the write failed (knowable in prepare?): %v", short(err.Error()))
-			if ch := changed(before, after, inState); len(ch) > 0 {
-				t.Errorf("the failed write left %q changed after its rollback", ch)
-			}
-		default:
-			t.Errorf("written, then: %v", short(err.Error()))
-		}
-		if tmp := tempFiles(after); len(tmp) > 0 {
-			t.Errorf("temporary files left: %q", tmp)
-		}
-		if ch := changed(before, after, func(rel string) bool { return strings.HasPrefix(rel, "node/") }); len(ch) > 0 {
-			t.Errorf("changed outside the node's root: %q", ch)
-		}
+		checkUpdate(t, ignition, kargs, osImage, withBase)
 	})
+}
+
+// checkUpdate runs one input of the fuzz targets (see FuzzApply) and
+// reports whether the update was written.
+func checkUpdate(t *testing.T, ignition []byte, kargs, osImage string, withBase bool) (written bool) {
+	dir, host := newNode(t)
+	current := ""
+	if withBase {
+		current = "rendered-base"
+		if err := runUpdate(host, "", current, mc(current, []byte(baseIgnition), "", "")); err != nil {
+			t.Fatalf("applying the base config: %v", err)
+		}
+	}
+	desired := mc("rendered-fuzz", ignition, kargs, osImage)
+	before := snapshot(t, dir)
+	err := runUpdate(host, current, desired.Name, desired)
+	after := snapshot(t, dir)
+	var se *phases.StepError
+	switch {
+	case err == nil:
+		written = true
+		checkWritten(t, host, dir, before, after, desired)
+	case errors.As(err, &se) && se.Phase == "prepare":
+		if ch := changed(before, after, inState); len(ch) > 0 {
+			t.Errorf("refused in prepare (%v), yet changed %q", short(err.Error()), ch)
+		}
+	case errors.As(err, &se) && se.Phase == "write":
+		t.Errorf("accepted in prepare, then the write failed (knowable in prepare?): %v", short(err.Error()))
+		if ch := changed(before, after, inState); len(ch) > 0 {
+			t.Errorf("the failed write left %q changed after its rollback", ch)
+		}
+	default:
+		t.Errorf("written, then: %v", short(err.Error()))
+	}
+	if tmp := tempFiles(after); len(tmp) > 0 {
+		t.Errorf("temporary files left: %q", tmp)
+	}
+	if ch := changed(before, after, func(rel string) bool { return strings.HasPrefix(rel, "node/") }); len(ch) > 0 {
+		t.Errorf("changed outside the node's root: %q", ch)
+	}
+	return written
 }
 
 // checkWritten checks a successful update: no open journal, and nothing

@@ -16,6 +16,8 @@ type seed struct {
 	ignition       string
 	kargs, osImage string
 	withBase       bool
+	// write marks a config that must be written (TestSeedsWritten).
+	write bool
 }
 
 // ign34 wraps Ignition 3.4 members into a config.
@@ -48,24 +50,24 @@ func seeds() []seed {
 	sum := sha256.Sum256([]byte("hashed\n"))
 	return []seed{
 		{name: "empty"},
-		{name: "empty-from-base", withBase: true},
-		{name: "minimal", ignition: ign34()},
-		{name: "one-file", ignition: ign34(files(file("/etc/foo.conf", "foo\n")))},
-		{name: "one-file-from-base", ignition: ign34(files(file("/etc/base/a.conf", "changed\n"))), withBase: true},
-		{name: "owners-by-name", ignition: ign34(files(file("/etc/owned", "x", `"user":{"name":"core"}`, `"group":{"name":"wheel"}`)))},
-		{name: "owners-by-id", ignition: ign34(files(file("/etc/owned", "x", `"user":{"id":1000}`, `"group":{"id":10}`)))},
-		{name: "setuid-sticky", ignition: ign34(files(file("/etc/suid", "x", `"mode":3565`)))},
-		{name: "gzip", ignition: ign34(files(fmt.Sprintf(`{"path":"/etc/z","contents":{"compression":"gzip","source":"data:;base64,%s"}}`,
+		{name: "empty-from-base", write: true, withBase: true},
+		{name: "minimal", write: true, ignition: ign34()},
+		{name: "one-file", write: true, ignition: ign34(files(file("/etc/foo.conf", "foo\n")))},
+		{name: "one-file-from-base", write: true, ignition: ign34(files(file("/etc/base/a.conf", "changed\n"))), withBase: true},
+		{name: "owners-by-name", write: true, ignition: ign34(files(file("/etc/owned", "x", `"user":{"name":"core"}`, `"group":{"name":"wheel"}`)))},
+		{name: "owners-by-id", write: true, ignition: ign34(files(file("/etc/owned", "x", `"user":{"id":1000}`, `"group":{"id":10}`)))},
+		{name: "setuid-sticky", write: true, ignition: ign34(files(file("/etc/suid", "x", `"mode":3565`)))},
+		{name: "gzip", write: true, ignition: ign34(files(fmt.Sprintf(`{"path":"/etc/z","contents":{"compression":"gzip","source":"data:;base64,%s"}}`,
 			gzipped(bytes.Repeat([]byte("z"), 1<<16)))))},
-		{name: "hash", ignition: ign34(files(fmt.Sprintf(`{"path":"/etc/h","contents":{"source":"data:,hashed%%0A","verification":{"hash":"sha256-%s"}}}`,
+		{name: "hash", write: true, ignition: ign34(files(fmt.Sprintf(`{"path":"/etc/h","contents":{"source":"data:,hashed%%0A","verification":{"hash":"sha256-%s"}}}`,
 			hex.EncodeToString(sum[:]))))},
-		{name: "unit-dropin-enabled", ignition: ign34(`"systemd":{"units":[{"name":"foo.service","enabled":true,` +
+		{name: "unit-dropin-enabled", write: true, ignition: ign34(`"systemd":{"units":[{"name":"foo.service","enabled":true,` +
 			`"contents":"[Service]\nExecStart=/bin/true\n","dropins":[{"name":"10-a.conf","contents":"[Service]\nNice=2\n"}]}]}`)},
-		{name: "unit-masked", ignition: ign34(`"systemd":{"units":[{"name":"bar.service","mask":true}]}`)},
-		{name: "unit-instance", ignition: ign34(`"systemd":{"units":[{"name":"getty@tty9.service","contents":"[Unit]\n"}]}`)},
-		{name: "ssh-keys", ignition: ign34(`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA k1","ssh-rsa AAAA k2"]}]}`)},
-		{name: "ssh-keys-from-base", ignition: ign34(`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA new"]}]}`), withBase: true},
-		{name: "old-spec-3.0", ignition: `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/old","contents":{"source":"data:,old"}}]}}`},
+		{name: "unit-masked", write: true, ignition: ign34(`"systemd":{"units":[{"name":"bar.service","mask":true}]}`)},
+		{name: "unit-instance", write: true, ignition: ign34(`"systemd":{"units":[{"name":"getty@tty9.service","contents":"[Unit]\n"}]}`)},
+		{name: "ssh-keys", write: true, ignition: ign34(`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA k1","ssh-rsa AAAA k2"]}]}`)},
+		{name: "ssh-keys-from-base", write: true, ignition: ign34(`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["ssh-ed25519 AAAA new"]}]}`), withBase: true},
+		{name: "old-spec-3.0", write: true, ignition: `{"ignition":{"version":"3.0.0"},"storage":{"files":[{"path":"/etc/old","contents":{"source":"data:,old"}}]}}`},
 		// Refused in prepare already on main.
 		{name: "bad-json", ignition: ign34(`"storage":{"files":"not-a-list"}`)},
 		{name: "bad-version", ignition: `{"ignition":{"version":"2.2.0"}}`},
