@@ -9,7 +9,7 @@ GO ?= go
 VERSION ?= $(shell cat VERSION)
 OUT ?= bin/nodeconfd
 
-.PHONY: all build deps controlplane nodeimage demo test test-unit test-e2e bench crds fmt vet
+.PHONY: all build deps controlplane nodeimage demo test test-unit test-e2e bench fuzz crds fmt vet
 
 all: build
 
@@ -42,6 +42,19 @@ test: deps controlplane nodeimage build
 	bash hack/check-tracked-sizes.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m -p 2 ./...
+	$(FUZZ) -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./test/fuzz/
+	$(FUZZ) -fuzz '^FuzzApplyFields$$' -fuzztime $(FUZZTIME) ./test/fuzz/
+
+# Fuzz targets (test/fuzz): `make test` runs each for FUZZTIME; `make fuzz`
+# for FUZZTIME_LONG. A failing input is saved under test/fuzz/testdata/fuzz/.
+# The temporary nodes go to a tmpfs (FUZZ_TMPDIR): the fuzzed writes fsync.
+FUZZTIME ?= 30s
+FUZZTIME_LONG ?= 10m
+FUZZ_TMPDIR ?= /dev/shm
+FUZZ = TMPDIR=$(FUZZ_TMPDIR) $(GO) test -run '^$$' -fuzzminimizetime 5s
+fuzz:
+	$(FUZZ) -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME_LONG) ./test/fuzz/
+	$(FUZZ) -fuzz '^FuzzApplyFields$$' -fuzztime $(FUZZTIME_LONG) ./test/fuzz/
 
 bench: deps controlplane nodeimage build
 	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./phases/plan/ ./daemon/hostfs/ ./test/bench/

@@ -47,6 +47,9 @@ type Daemon struct {
 
 	// Ready is closed once the daemon has registered its MachineConfigNode.
 	Ready chan struct{}
+	// Fault, when set, is the test-only fault-point hook (package
+	// daemon/faultpoint) handed to each update's runner.
+	Fault func(point string)
 	// Settled, when set, is called when the node settles into idling: once
 	// the daemon started on an up-to-date node, and after every update
 	// (also one rolled back to the config the node ran). main returns the
@@ -277,7 +280,7 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 		Env: env, Status: d.API, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
 		Now: d.Now, Phases: phases.All(), Record: rec,
 		Conditions:     append([]metav1.Condition(nil), d.mcn.Status.Conditions...),
-		CurrentVersion: cur, DesiredVersion: des,
+		CurrentVersion: cur, DesiredVersion: des, Fault: d.Fault,
 	}
 }
 

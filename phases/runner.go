@@ -76,6 +76,9 @@ type Runner struct {
 	Conditions []metav1.Condition
 	// CurrentVersion and DesiredVersion are status.configVersion.
 	CurrentVersion, DesiredVersion string
+	// Fault, when set, is the test-only fault-point hook (package
+	// daemon/faultpoint), told of each phase's start, end and record.
+	Fault func(point string)
 
 	update  Update
 	current *Phase
@@ -233,7 +236,9 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	}
 	log.Info("Phase started")
 	start := r.Now()
+	r.fault("start:", p.Name)
 	out, err := p.Run(ctx, r)
+	r.fault("ran:", p.Name)
 	if errors.Is(err, ErrRebooting) {
 		log.Info("Node is rebooting; the update goes on after boot")
 		return err
@@ -329,6 +334,7 @@ func (r *Runner) done(ctx context.Context, p *Phase, st progress.Step) error {
 	if err := r.SaveProgress(); err != nil {
 		return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 	}
+	r.fault("done:", p.Name)
 	r.finish(p, &st)
 	return nil
 }

@@ -24,6 +24,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/drift"
+	"github.com/nodeconfd/nodeconfd/daemon/faultpoint"
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/logging"
@@ -192,11 +193,16 @@ func start(args []string) error {
 		return fmt.Errorf("building the API client: %w", err)
 	}
 
+	fault, err := faultpoint.FromEnv() // test-only; nil in production
+	if err != nil {
+		return err
+	}
 	host, err := hostfs.Open(o.rootMount)
 	if err != nil {
 		return fmt.Errorf("opening the root mount: %w", err)
 	}
 	defer host.Close()
+	host.Fault = fault
 	units, err := systemd.Dial(ctx, o.busAddress)
 	if err != nil {
 		return fmt.Errorf("connecting to the node's systemd at %s: %w", o.busAddress, err)
@@ -220,7 +226,7 @@ func start(args []string) error {
 	}
 	defer slots.Close()
 	drainer := &drain.Drainer{Client: kapi, NodeName: o.nodeName, Timeout: o.drainTimeout,
-		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Log: log.Named("drain")}
+		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Log: log.Named("drain"), Fault: fault}
 	var events *kube.Events
 	d := &daemon.Daemon{
 		API:     api,
@@ -243,6 +249,7 @@ func start(args []string) error {
 		},
 		Log:     log,
 		Backoff: daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
+		Fault:   fault,
 	}
 	if o.releaseMemory {
 		d.Settled = func() { releaseMemory(log, o.nodeName) }

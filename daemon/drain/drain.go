@@ -62,6 +62,9 @@ type Drainer struct {
 	// Concurrency bounds the evictions in flight; 0 means DefaultConcurrency.
 	Concurrency int
 	Log         *zap.Logger
+	// Fault, when set, is the test-only fault-point hook (package
+	// daemon/faultpoint), told of each accepted eviction.
+	Fault func(point string)
 }
 
 // Drain evicts every pod of the node that Select picks and waits until they

@@ -134,6 +134,9 @@ func (r *run) onEvicted(res evictResult) {
 	switch out {
 	case outcomeAccepted:
 		r.evicted++
+		if r.d.Fault != nil {
+			r.d.Fault("drain-evicted")
+		}
 		r.setRefusal(t, "", false)
 		if t.state == stateEvicting {
 			t.state = stateTerminating

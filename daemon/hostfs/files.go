@@ -133,6 +133,9 @@ const putWorkers = 8
 // error no new write starts, and the first error is returned once the
 // running ones end; the transaction's journal covers every path.
 func (b *batch) putAll(ts []target) error {
+	if b.f.Fault != nil && len(ts) > 0 {
+		b.f.Fault("journal-synced")
+	}
 	dirs := make([]*os.Root, len(ts))
 	for i, t := range ts {
 		d, err := b.dir(path.Dir(t.rel), true)
@@ -158,6 +161,8 @@ func (b *batch) putAll(ts []target) error {
 				if err := replace(dirs[i], path.Base(ts[i].rel), ts[i].want); err != nil {
 					errs[i] = fmt.Errorf("writing %s: %w", ts[i].path, err)
 					failed.Store(true)
+				} else if b.f.Fault != nil {
+					b.f.Fault("file-written")
 				}
 			}
 		})

@@ -53,6 +53,10 @@ type FS struct {
 	// mu serializes mutating operations, which share temp file names and
 	// bookkeeping.
 	mu sync.Mutex
+	// Fault, when set, is the test-only fault-point hook (package
+	// daemon/faultpoint), told of journal appends and file writes. It is
+	// set once, before the first operation.
+	Fault func(point string)
 }
 
 // Open opens the node's filesystem mounted at rootMount (e.g. "/rootfs", or

@@ -172,6 +172,9 @@ func (t *Txn) record(b *batch, paths []string) error {
 	if t.closed {
 		return fmt.Errorf("transaction %s is closed", t.id)
 	}
+	if t.f.Fault != nil {
+		t.tornForTest(b, paths)
+	}
 	var buf bytes.Buffer
 	var added []string
 	for _, p := range paths {
@@ -381,6 +384,9 @@ func (b *batch) setMark(r string, on bool) error {
 // drop deletes the journal; a crash in between leaves a pending transaction
 // with fewer or no entries, which commits or rolls back trivially.
 func (t *Txn) drop(b *batch) error {
+	if err := t.removeTempLeftovers(b); err != nil {
+		return fmt.Errorf("dropping journal of transaction %s: %w", t.id, err)
+	}
 	t.closed = true
 	t.journal.Close()
 	t.closeData()

@@ -47,6 +47,7 @@ type Node struct {
 	exited  chan struct{}
 	stopped bool
 	starts  int
+	crash   crashState
 }
 
 // NodeOptions adjusts a test node.
@@ -138,7 +139,7 @@ func freeAddr() (string, error) {
 func (n *Node) StartDaemon() error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if n.stopped || n.daemon != nil {
+	if n.stopped || n.daemon != nil || n.crash.held {
 		return nil
 	}
 	logf, err := os.OpenFile(n.logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
@@ -148,12 +149,13 @@ func (n *Node) StartDaemon() error {
 	cmd := exec.Command(n.bed.Daemon, n.args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	cmd.Env = n.crash.env()
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return err
 	}
 	exited := make(chan struct{})
-	go func() { _ = cmd.Wait(); logf.Close(); close(exited) }()
+	go func() { _ = cmd.Wait(); logf.Close(); n.exitedAt(cmd); close(exited) }()
 	n.daemon, n.exited = cmd, exited
 	n.starts++
 	return nil
