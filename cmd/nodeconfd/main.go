@@ -204,7 +204,7 @@ func start(args []string) error {
 		Env: phases.Env{
 			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
 			Cluster:    cluster{Client: api, Drainer: drainer},
-			Host:       daemon.Host{FS: host},
+			Host:       daemon.Host{FS: host, Units: units},
 			Units:      units,
 			OS:         osu,
 			Policy:     policy,

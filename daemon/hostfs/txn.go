@@ -2,6 +2,7 @@ package hostfs
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -48,17 +49,22 @@ type Txn struct {
 	size     int64 // bytes of whole entries in the journal
 	paths    []string
 	recorded map[string]bool
-	closed   bool
+	// units holds the journaled enablement states (see RecordUnitStates).
+	units  map[string]string
+	closed bool
 }
 
-// entry is one journal line: the state of a path before the transaction.
+// entry is one journal line: the state of a path before the transaction,
+// or (Unit set, Path empty) a unit's enablement before it (txnunits.go).
 type entry struct {
-	Path string   `json:"path"`
-	File snapshot `json:"file"`
+	Path string   `json:"path,omitempty"`
+	File snapshot `json:"file,omitzero"`
 	// Orig is the original backup, NoOrig and Restored the markers.
 	Orig     snapshot `json:"orig"`
 	NoOrig   bool     `json:"noorig,omitempty"`
 	Restored bool     `json:"restored,omitempty"`
+	Unit     string   `json:"unit,omitempty"`
+	State    string   `json:"state,omitempty"`
 }
 
 // BeginTxn opens the transaction id, or re-opens it after a restart: the
@@ -72,7 +78,7 @@ func (f *FS) BeginTxn(id string) (*Txn, error) {
 	defer f.mu.Unlock()
 	b := f.newBatch()
 	defer b.close()
-	t := &Txn{f: f, id: id, dir: txnRel + "/" + id, recorded: map[string]bool{}}
+	t := &Txn{f: f, id: id, dir: txnRel + "/" + id, recorded: map[string]bool{}, units: map[string]string{}}
 	if _, err := b.dir(t.dir, true); err != nil {
 		return nil, fmt.Errorf("opening transaction %s: %w", id, err)
 	}
@@ -91,6 +97,10 @@ func (f *FS) BeginTxn(id string) (*Txn, error) {
 	}
 	t.journal, t.size = jf, size
 	for _, e := range entries {
+		if e.Unit != "" {
+			t.units[e.Unit] = e.State
+			continue
+		}
 		t.paths = append(t.paths, e.Path)
 		t.recorded[e.Path] = true
 	}
@@ -129,7 +139,7 @@ func loadJournal(jf *os.File) ([]entry, int64, error) {
 	for off < len(data) {
 		n := bytes.IndexByte(data[off:], '\n')
 		var e entry
-		if n < 0 || json.Unmarshal(data[off:off+n], &e) != nil || e.Path == "" {
+		if n < 0 || json.Unmarshal(data[off:off+n], &e) != nil || !e.valid() {
 			if n >= 0 && anyEntry(data[off+n+1:]) {
 				return nil, 0, fmt.Errorf("journal corrupt at byte %d", off)
 			}
@@ -148,7 +158,7 @@ func loadJournal(jf *os.File) ([]entry, int64, error) {
 func anyEntry(data []byte) bool {
 	for line := range bytes.Lines(data) {
 		var e entry
-		if bytes.HasSuffix(line, []byte("\n")) && json.Unmarshal(line, &e) == nil && e.Path != "" {
+		if bytes.HasSuffix(line, []byte("\n")) && json.Unmarshal(line, &e) == nil && e.valid() {
 			return true
 		}
 	}
@@ -182,7 +192,19 @@ func (t *Txn) record(b *batch, paths []string) error {
 	if len(added) == 0 {
 		return nil
 	}
-	_, err := t.journal.Write(buf.Bytes())
+	if err := t.append(buf.Bytes()); err != nil {
+		return err
+	}
+	for _, p := range added {
+		t.paths = append(t.paths, p)
+		t.recorded[p] = true
+	}
+	return nil
+}
+
+// append writes whole journal lines with one write and one fsync.
+func (t *Txn) append(lines []byte) error {
+	_, err := t.journal.Write(lines)
 	if err == nil {
 		err = t.journal.Sync()
 	}
@@ -190,11 +212,7 @@ func (t *Txn) record(b *batch, paths []string) error {
 		t.journal.Truncate(t.size) // best effort: never leave half a line
 		return fmt.Errorf("writing journal of transaction %s: %w", t.id, err)
 	}
-	t.size += int64(buf.Len())
-	for _, p := range added {
-		t.paths = append(t.paths, p)
-		t.recorded[p] = true
-	}
+	t.size += int64(len(lines))
 	return nil
 }
 
@@ -297,8 +315,13 @@ func (t *Txn) Commit() error {
 // Rollback puts every recorded path back as it was before the transaction
 // (contents, mode, owner, or absent, with the original backup bookkeeping),
 // in reverse order, then drops the journal. After a crash, calling it again
-// on the re-opened transaction converges.
-func (t *Txn) Rollback() error {
+// on the re-opened transaction converges. A journal that recorded units'
+// enablement needs RollbackWith.
+func (t *Txn) Rollback() error { return t.RollbackWith(context.Background(), nil) }
+
+// RollbackWith is Rollback that also puts back, through units, the
+// enablement of the units the journal recorded (see RecordUnitStates).
+func (t *Txn) RollbackWith(ctx context.Context, units Units) error {
 	t.f.mu.Lock()
 	defer t.f.mu.Unlock()
 	if t.closed {
@@ -310,12 +333,22 @@ func (t *Txn) Rollback() error {
 	if err != nil {
 		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
 	}
+	restorer := unitRestorer{units: units, entries: entries}
+	if err := restorer.release(ctx); err != nil {
+		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
+	}
 	for _, e := range slices.Backward(entries) {
+		if e.Unit != "" {
+			continue
+		}
 		if err := b.restore(e); err != nil {
 			return fmt.Errorf("rolling back %s: %w", e.Path, err)
 		}
 	}
 	if err := b.sync(); err != nil {
+		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
+	}
+	if err := restorer.restore(ctx); err != nil {
 		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
 	}
 	return t.drop(b)
