@@ -118,8 +118,13 @@ func (t txn) WriteFiles(fs []plan.File) error {
 	}
 	return nil
 }
-func (t txn) RemoveFile(p string) error    { delete(t.h.files, p); return nil }
-func (t txn) WriteUnit(u plan.Unit) error  { t.h.files["unit:"+u.Name] = *u.Contents; return nil }
+func (t txn) RemoveFile(p string) error { delete(t.h.files, p); return nil }
+func (t txn) WriteUnit(u plan.Unit) error {
+	if u.Contents != nil {
+		t.h.files["unit:"+u.Name] = *u.Contents
+	}
+	return nil
+}
 func (t txn) RemoveUnit(u plan.Unit) error { delete(t.h.files, "unit:"+u.Name); return nil }
 func (t txn) WriteSSHKeys(keys []string) error {
 	t.h.files["ssh"] = strings.Join(keys, "\n")
@@ -139,7 +144,9 @@ func (t txn) RecordUnitStates(states map[string]string) error {
 	}
 	return nil
 }
-func (t txn) Journaled() (int, []string) { return len(t.h.written), slices.Sorted(maps.Keys(t.h.unitStates)) }
+func (t txn) Journaled() (int, []string) {
+	return len(t.h.written), slices.Sorted(maps.Keys(t.h.unitStates))
+}
 func (t txn) Rollback() error {
 	t.h.rolled = true
 	t.h.files = map[string]string{}
@@ -149,7 +156,6 @@ func (t txn) Rollback() error {
 func (t txn) Commit() error { t.h.done(t.id); return nil }
 func (h *host) done(id string) {
 	h.pending = slices.DeleteFunc(h.pending, func(p string) bool { return p == id })
-	h.unitStates = nil
 }
 func (h *host) BeginTxn(id string) (phases.Txn, error) {
 	if !slices.Contains(h.pending, id) {
