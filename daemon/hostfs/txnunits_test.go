@@ -126,7 +126,6 @@ func (u *linkUnits) Unmask(_ context.Context, units ...string) error {
 
 func (u *linkUnits) DaemonReload(context.Context) error { u.reloads++; return nil }
 
-
 const installed = "[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
 
 // Every state an update can move a unit from comes back exactly, links
