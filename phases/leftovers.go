@@ -85,6 +85,7 @@ func (r *Runner) RollBackAbandoned(ctx context.Context) (string, error) {
 	if err := txn.Rollback(); err != nil {
 		return "", fail(err)
 	}
+	r.Record.WriteStarted = true // a record older than the flag: the give-back says what happened
 	msg := fmt.Sprintf("Rolled back the write of %s, which a new desired config replaced: %s", id, rolledBack(paths, units))
 	r.set(status.AppliedFilesAndOS, metav1.ConditionFalse, ReasonRolledBack, msg)
 	if r.Events != nil {

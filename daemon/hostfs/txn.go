@@ -365,6 +365,9 @@ func (b *batch) restore(e entry) error {
 	if err := b.put(origRel+"/"+r, e.Orig); err != nil {
 		return err
 	}
+	if err := b.removeTemps(r, origRel+"/"+r); err != nil {
+		return err
+	}
 	if err := b.setMark(noOrigRel+"/"+r, e.NoOrig); err != nil {
 		return err
 	}
