@@ -202,20 +202,6 @@ func (t *Txn) record(b *batch, paths []string) error {
 	return nil
 }
 
-// append writes whole journal lines with one write and one fsync.
-func (t *Txn) append(lines []byte) error {
-	_, err := t.journal.Write(lines)
-	if err == nil {
-		err = t.journal.Sync()
-	}
-	if err != nil {
-		t.journal.Truncate(t.size) // best effort: never leave half a line
-		return fmt.Errorf("writing journal of transaction %s: %w", t.id, err)
-	}
-	t.size += int64(len(lines))
-	return nil
-}
-
 func (b *batch) entry(p string) (entry, error) {
 	r, err := rel(p)
 	if err != nil {
@@ -318,41 +304,6 @@ func (t *Txn) Commit() error {
 // on the re-opened transaction converges. A journal that recorded units'
 // enablement needs RollbackWith.
 func (t *Txn) Rollback() error { return t.RollbackWith(context.Background(), nil) }
-
-// RollbackWith is Rollback that also puts back, through units, the
-// enablement of the units the journal recorded (see RecordUnitStates).
-func (t *Txn) RollbackWith(ctx context.Context, units Units) error {
-	t.f.mu.Lock()
-	defer t.f.mu.Unlock()
-	if t.closed {
-		return fmt.Errorf("transaction %s is closed", t.id)
-	}
-	b := t.f.newBatch()
-	defer b.close()
-	entries, _, err := loadJournal(t.journal)
-	if err != nil {
-		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
-	}
-	restorer := unitRestorer{units: units, entries: entries}
-	if err := restorer.release(ctx); err != nil {
-		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
-	}
-	for _, e := range slices.Backward(entries) {
-		if e.Unit != "" {
-			continue
-		}
-		if err := b.restore(e); err != nil {
-			return fmt.Errorf("rolling back %s: %w", e.Path, err)
-		}
-	}
-	if err := b.sync(); err != nil {
-		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
-	}
-	if err := restorer.restore(ctx); err != nil {
-		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
-	}
-	return t.drop(b)
-}
 
 func (b *batch) restore(e entry) error {
 	r, err := rel(e.Path)

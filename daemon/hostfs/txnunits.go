@@ -86,6 +86,55 @@ func (t *Txn) Journaled() (paths int, units []string) {
 	return len(t.paths), slices.Sorted(maps.Keys(t.units))
 }
 
+// append writes whole journal lines with one write and one fsync.
+func (t *Txn) append(lines []byte) error {
+	_, err := t.journal.Write(lines)
+	if err == nil {
+		err = t.journal.Sync()
+	}
+	if err != nil {
+		t.journal.Truncate(t.size) // best effort: never leave half a line
+		return fmt.Errorf("writing journal of transaction %s: %w", t.id, err)
+	}
+	t.size += int64(len(lines))
+	return nil
+}
+
+// RollbackWith is Rollback that also puts back, through units, the
+// enablement of the units the journal recorded (see RecordUnitStates).
+func (t *Txn) RollbackWith(ctx context.Context, units Units) error {
+	t.f.mu.Lock()
+	defer t.f.mu.Unlock()
+	if t.closed {
+		return fmt.Errorf("transaction %s is closed", t.id)
+	}
+	b := t.f.newBatch()
+	defer b.close()
+	entries, _, err := loadJournal(t.journal)
+	if err != nil {
+		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
+	}
+	restorer := unitRestorer{units: units, entries: entries}
+	if err := restorer.release(ctx); err != nil {
+		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
+	}
+	for _, e := range slices.Backward(entries) {
+		if e.Unit != "" {
+			continue
+		}
+		if err := b.restore(e); err != nil {
+			return fmt.Errorf("rolling back %s: %w", e.Path, err)
+		}
+	}
+	if err := b.sync(); err != nil {
+		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
+	}
+	if err := restorer.restore(ctx); err != nil {
+		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
+	}
+	return t.drop(b)
+}
+
 // valid reports whether e is a whole entry: of a path or of a unit.
 func (e entry) valid() bool {
 	if e.Unit != "" {

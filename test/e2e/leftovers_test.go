@@ -19,14 +19,21 @@ import (
 // wrote (the originals back, its new files, temporary files and journal
 // gone) before anything else, says so, gives back its cordon, then applies
 // the new config.
-func TestKilledMidWriteThenNewConfig(t *testing.T) {
+func TestKilledMidWriteThenNewConfig(t *testing.T) { killedMidWrite(t, "lo1", false) }
+
+// Leftovers 1b: the same, when the desired config goes back to the one the
+// node ran: the node ends exactly as it was.
+func TestKilledMidWriteThenConfigBack(t *testing.T) { killedMidWrite(t, "lo1b", true) }
+
+func killedMidWrite(t *testing.T, name string, back bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	const name, dir = "lo1", "/etc/nodeconfd-left"
-	config(t, "rendered-lo1-a", ign(nil))
+	const dir = "/etc/nodeconfd-left"
+	cfgA, cfgB, cfgC := "rendered-"+name+"-a", "rendered-"+name+"-b", "rendered-"+name+"-c"
+	config(t, cfgA, ign(nil))
 	// The folder needs no post action, so only the update that writes
 	// /etc/nodeconfd-lz.conf too reboots (and drains).
-	n, log := nodeWithPolicy(t, name, "rendered-lo1-a", "rules:\n- path: "+dir+"/\n  action: None\n")
+	n, log := nodeWithPolicy(t, name, cfgA, "rules:\n- path: "+dir+"/\n  action: None\n")
 	originals := map[string]string{}
 	for i := 100; i < 120; i++ {
 		p := fmt.Sprintf("%s/f%03d.conf", dir, i)
@@ -38,10 +45,14 @@ func TestKilledMidWriteThenNewConfig(t *testing.T) {
 		files[fmt.Sprintf("%s/f%03d.conf", dir, i)] = strings.Repeat(fmt.Sprintf("line %d\n", i), 250)
 	}
 	files["/etc/nodeconfd-lz.conf"] = "b\n"
-	config(t, "rendered-lo1-b", ign(files)) // a reboot update: cordon, drain, write
-	crio := "/etc/containers/registries.d/lo1.yaml"
-	config(t, "rendered-lo1-c", ign(map[string]string{crio: "docker: {}\n", dir + "/f101.conf": "from c\n"}))
-	if err := n.SetDesired(ctx, "rendered-lo1-b"); err != nil {
+	config(t, cfgB, ign(files)) // a reboot update: cordon, drain, write
+	crio := "/etc/containers/registries.d/" + name + ".yaml"
+	config(t, cfgC, ign(map[string]string{crio: "docker: {}\n", dir + "/f101.conf": "from c\n"}))
+	next := cfgC
+	if back {
+		next = cfgA
+	}
+	if err := n.SetDesired(ctx, cfgB); err != nil {
 		t.Fatal(err)
 	}
 	first := filepath.Join(n.Sys.Root, dir, "f000.conf")
@@ -60,7 +71,7 @@ func TestKilledMidWriteThenNewConfig(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(n.Sys.Root, "/etc/nodeconfd-lz.conf")); !os.IsNotExist(err) {
 		t.Fatalf("the write was not cut short: the last file is there (%v)", err)
 	}
-	journal := filepath.Join(n.Sys.Root, "/var/lib/nodeconfd/txn/rendered-lo1-b")
+	journal := filepath.Join(n.Sys.Root, "/var/lib/nodeconfd/txn", cfgB)
 	if _, err := os.Stat(filepath.Join(journal, "journal")); err != nil {
 		t.Fatalf("no journal after the kill (the write was not cut short?): %v", err)
 	}
@@ -71,16 +82,31 @@ func TestKilledMidWriteThenNewConfig(t *testing.T) {
 	entries, _ := os.ReadDir(filepath.Join(n.Sys.Root, dir))
 	t.Logf("killed with %d entries in %s", len(entries), dir)
 
-	if err := n.SetDesired(ctx, "rendered-lo1-c"); err != nil {
+	if err := n.SetDesired(ctx, next); err != nil {
 		t.Fatal(err)
 	}
 	if err := n.StartDaemon(); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitCurrent(ctx, log, "rendered-lo1-c"); err != nil {
+	if err := waitCurrent(ctx, log, next); err != nil {
 		t.Fatal(err)
 	}
-	// Only the originals and the new config's file are left, whole.
+	wantRolledBack(ctx, t, n, log, rolledBackCase{dir: dir, crio: crio, abandoned: cfgB, back: back, originals: originals})
+}
+
+type rolledBackCase struct {
+	dir, crio, abandoned string
+	back                 bool
+	originals            map[string]string
+}
+
+// wantRolledBack checks the node after killedMidWrite: the abandoned
+// update's writes rolled back, the new config applied, the status true.
+func wantRolledBack(ctx context.Context, t *testing.T, n *testbed.Node, log *testbed.StatusLog, c rolledBackCase) {
+	t.Helper()
+	dir, crio, back, originals := c.dir, c.crio, c.back, c.originals
+	journal := filepath.Join(n.Sys.Root, "/var/lib/nodeconfd/txn", c.abandoned)
+	// Only the originals (and the new config's file) are left, whole.
 	entries, err := os.ReadDir(filepath.Join(n.Sys.Root, dir))
 	if err != nil {
 		t.Fatal(err)
@@ -93,15 +119,27 @@ func TestKilledMidWriteThenNewConfig(t *testing.T) {
 		t.Errorf("%d entries in %s, want the %d originals: %v", len(entries), dir, len(originals), names)
 	}
 	for p, want := range originals {
-		if p == dir+"/f101.conf" {
+		if p == dir+"/f101.conf" && !back {
 			want = "from c\n"
 		}
 		if got := readNodeFile(t, n, p); got != want {
 			t.Errorf("%s = %.40q, want %q", p, got, want)
 		}
 	}
-	if got := readNodeFile(t, n, crio); got != "docker: {}\n" {
-		t.Errorf("%s = %q", crio, got)
+	if !back {
+		if got := readNodeFile(t, n, crio); got != "docker: {}\n" {
+			t.Errorf("%s = %q", crio, got)
+		}
+	} else if _, err := os.Stat(filepath.Join(n.Sys.Root, crio)); !os.IsNotExist(err) {
+		t.Errorf("%s: %v", crio, err)
+	}
+	if back {
+		filepath.WalkDir(filepath.Join(n.Sys.Root, "/var/lib/nodeconfd/orig", dir), func(p string, d os.DirEntry, err error) error {
+			if err == nil && !d.IsDir() {
+				t.Errorf("backup of a rolled-back original left: %s", p)
+			}
+			return nil
+		})
 	}
 	if _, err := os.Stat(filepath.Join(n.Sys.Root, "/etc/nodeconfd-lz.conf")); !os.IsNotExist(err) {
 		t.Errorf("the abandoned update's /etc/nodeconfd-lz.conf: %v", err)
@@ -110,24 +148,24 @@ func TestKilledMidWriteThenNewConfig(t *testing.T) {
 		t.Errorf("the abandoned update's journal is still there: %v", err)
 	}
 	wantNoTempFiles(t, n)
-	if getNode(t, name).Spec.Unschedulable {
+	if getNode(t, n.Name).Spec.Unschedulable {
 		t.Error("node left cordoned")
 	}
 	if b := n.Sys.Boots(); b != 1 {
 		t.Errorf("boots = %d, want 1", b)
 	}
 	said := false
-	for _, c := range log.History("AppliedFilesAndOS") {
-		said = said || c.Status == "False" && c.Reason == "RolledBack" &&
-			strings.Contains(c.Message, "Rolled back the write of rendered-lo1-b")
+	for _, cond := range log.History("AppliedFilesAndOS") {
+		said = said || cond.Status == "False" && cond.Reason == "RolledBack" &&
+			strings.Contains(cond.Message, "Rolled back the write of "+c.abandoned)
 	}
 	if !said {
 		t.Errorf("AppliedFilesAndOS never said the write was rolled back: %+v", log.History("AppliedFilesAndOS"))
 	}
 	wantGivenBack(ctx, t, n, log, "what it had written was rolled back")
-	for _, c := range []string{"Updated", "UpdateComplete"} {
-		if got := log.Condition(c); got == nil || got.Status != "True" {
-			t.Errorf("%s = %+v, want True", c, got)
+	for _, cond := range []string{"Updated", "UpdateComplete"} {
+		if got := log.Condition(cond); got == nil || got.Status != "True" {
+			t.Errorf("%s = %+v, want True", cond, got)
 		}
 	}
 	if got := log.Condition("NodeDegraded"); got == nil || got.Status != "False" {
