@@ -310,3 +310,70 @@ func wantNoTempFiles(t *testing.T, n *testbed.Node) {
 		})
 	}
 }
+
+// Leftovers 3: a journal that belongs to no update (its progress record is
+// gone) is rolled back when the daemon starts, before it idles, and the
+// daemon says so in an Event.
+func TestOrphanJournalRolledBack(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const name, dir = "lo3", "/etc/nodeconfd-orphan"
+	config(t, "rendered-lo3-a", ign(nil))
+	n, log := nodeWithPolicy(t, name, "rendered-lo3-a", "rules:\n- path: "+dir+"/\n  action: None\n")
+	putNodeFile(t, n, dir+"/f010.conf", "original\n")
+	files := map[string]string{}
+	for i := 0; i < 400; i++ {
+		files[fmt.Sprintf("%s/f%03d.conf", dir, i)] = strings.Repeat(fmt.Sprintf("line %d\n", i), 250)
+	}
+	config(t, "rendered-lo3-b", ign(files))
+	if err := n.SetDesired(ctx, "rendered-lo3-b"); err != nil {
+		t.Fatal(err)
+	}
+	for {
+		if _, err := os.Stat(filepath.Join(n.Sys.Root, dir, "f000.conf")); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatal("no file of the update written")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := n.KillDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	journal := filepath.Join(n.Sys.Root, "/var/lib/nodeconfd/txn/rendered-lo3-b")
+	if _, err := os.Stat(filepath.Join(journal, "journal")); err != nil {
+		t.Fatalf("no journal after the kill (the write was not cut short?): %v", err)
+	}
+	if err := os.Remove(filepath.Join(n.Sys.Root, "/var/lib/nodeconfd", progress.FileName)); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetDesired(ctx, "rendered-lo3-a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for _, err := os.Stat(journal); !os.IsNotExist(err); _, err = os.Stat(journal) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the orphan journal is still there: %v", err)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	wantEvents(t, name, "Node", "LeftoverJournal")
+	entries, err := os.ReadDir(filepath.Join(n.Sys.Root, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(entries) != 1 || readNodeFile(t, n, dir+"/f010.conf") != "original\n" {
+		t.Errorf("%d entries left in %s, want only the original f010.conf as it was", len(entries), dir)
+	}
+	wantNoTempFiles(t, n)
+	if c := log.Condition("Updated"); c == nil || c.Status != "True" {
+		t.Errorf("Updated = %+v", c)
+	}
+	if !strings.Contains(n.DaemonLog(), "Rolled back the unfinished write of rendered-lo3-b") {
+		t.Error("the daemon log does not say it rolled back the orphan journal")
+	}
+}
