@@ -63,8 +63,11 @@ type entry struct {
 	Orig     snapshot `json:"orig"`
 	NoOrig   bool     `json:"noorig,omitempty"`
 	Restored bool     `json:"restored,omitempty"`
-	Unit     string   `json:"unit,omitempty"`
-	State    string   `json:"state,omitempty"`
+	// Dir, when set, makes the entry a folder's (core's ~/.ssh): File and
+	// the backups are then unused.
+	Dir   *dirState `json:"dir,omitempty"`
+	Unit  string    `json:"unit,omitempty"`
+	State string    `json:"state,omitempty"`
 }
 
 // BeginTxn opens the transaction id, or re-opens it after a restart: the
@@ -249,6 +252,15 @@ func (t *Txn) apply(b *batch, ts []target, removes []string) error {
 	for _, tg := range ts {
 		paths = append(paths, tg.path)
 	}
+	for _, p := range removes {
+		r, err := rel(p)
+		if err == nil {
+			err = b.checkRemove(r)
+		}
+		if err != nil {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
+	}
 	if err := t.record(b, append(paths, removes...)); err != nil {
 		return err
 	}
@@ -306,6 +318,9 @@ func (t *Txn) Commit() error {
 func (t *Txn) Rollback() error { return t.RollbackWith(context.Background(), nil) }
 
 func (b *batch) restore(e entry) error {
+	if e.Dir != nil {
+		return b.restoreDir(e)
+	}
 	r, err := rel(e.Path)
 	if err != nil {
 		return err

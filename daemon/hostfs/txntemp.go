@@ -2,13 +2,13 @@ package hostfs
 
 import "path"
 
-// removeTemps removes the temporary files that a write of each rel (see
-// replace, whose temp name this must match) cut short by a crash left
+// removeTemps removes the temporary files that a write of each rel (named by
+// tempName, as replace names them) cut short by a crash left
 // beside it: a rollback leaves nothing of the update behind, and no later
 // write of the same path may come to remove them.
 func (b *batch) removeTemps(rels ...string) error {
 	for _, rel := range rels {
-		if err := b.remove(path.Join(path.Dir(rel), "."+path.Base(rel)+".nodeconfd-tmp")); err != nil {
+		if err := b.remove(path.Join(path.Dir(rel), tempName(path.Base(rel)))); err != nil {
 			return err
 		}
 	}

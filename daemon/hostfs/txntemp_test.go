@@ -19,7 +19,7 @@ func TestTxnRollbackRemovesTempFiles(t *testing.T) {
 	if err := tx.WriteFiles([]plan.File{{Path: "/etc/t/a", Contents: []byte("a"), Mode: 0o644}}); err != nil {
 		t.Fatal(err)
 	}
-	put(t, node, "etc/t/.a.nodeconfd-tmp", "half", 0o600) // a write cut short
+	put(t, node, "etc/t/"+tempName("a"), "half", 0o600) // a write cut short
 	tx.Close()
 	if tx, err = f.BeginTxn("tmp-1"); err != nil {
 		t.Fatal(err)

@@ -114,6 +114,9 @@ func (t *Txn) RollbackWith(ctx context.Context, units Units) error {
 	if err != nil {
 		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
 	}
+	if err := b.pinDirs(entries); err != nil {
+		return err
+	}
 	restorer := unitRestorer{units: units, entries: entries}
 	if err := restorer.release(ctx); err != nil {
 		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
