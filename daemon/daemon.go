@@ -157,6 +157,9 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if err != nil {
 		return d.nextDelay(), err
 	}
+	if err := d.cleanLeftovers(ctx, rec, current, desired); err != nil {
+		return d.nextDelay(), err
+	}
 	// Idle when the node runs its desired config and no update is left
 	// half done (an abandoned update, e.g. one whose desired config was
 	// rolled back, still has to be undone and its cordon lifted).
@@ -293,6 +296,11 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 		// the new desired config and its own stop).
 		old := d.runner(rec)
 		old.Start(d.node.Name)
+		// What it wrote is rolled back first, so that nothing of it stays
+		// and the give-back's status is true.
+		if _, err := old.RollBackAbandoned(context.WithoutCancel(ctx)); err != nil {
+			return d.fail(context.WithoutCancel(ctx), old, err)
+		}
 		outcome, err := old.GiveBack(context.WithoutCancel(ctx))
 		if err != nil {
 			return d.fail(context.WithoutCancel(ctx), old, err)

@@ -34,7 +34,7 @@ func (d *Daemon) idle(ctx context.Context, current string) error {
 		d.Log.Info("Node is up to date; config drift monitor running", zap.String("node", d.node.Name),
 			zap.String("config", current), zap.Int("files", len(cfg.Files)), zap.Int("units", len(cfg.Units)))
 		// A drift found while the daemon was down shows at once.
-		d.onDrift(ctx, checkDrift(d.Env.Host, cfg))
+		d.onDrift(ctx, checkDrift(d.Env.Host, d.Env.Units, cfg))
 	}
 	if d.settledOn != current {
 		d.settledOn = current
@@ -153,8 +153,8 @@ func (d *Daemon) onDrift(ctx context.Context, err error) {
 	}
 }
 
-func checkDrift(host phases.Host, cfg plan.Config) error {
-	return phases.CheckOnDisk(context.Background(), host, nil, cfg)
+func checkDrift(host phases.Host, units phases.Units, cfg plan.Config) error {
+	return phases.CheckOnDisk(context.Background(), host, units, cfg)
 }
 
 // adopt takes a node that has no currentConfig: when its on-disk state

@@ -49,25 +49,8 @@ func CheckOnDisk(ctx context.Context, host Host, units Units, cfg plan.Config) e
 		if err := host.CheckUnit(u); err != nil {
 			errs = append(errs, err)
 		}
-		if units == nil || (u.Enabled == nil && !u.Mask) {
-			continue
-		}
-		state, err := units.IsEnabled(ctx, u.Name)
-		if err != nil {
-			errs = append(errs, fmt.Errorf("unit %s: reading its enablement: %w", u.Name, err))
-			continue
-		}
-		want := ""
-		switch {
-		case u.Mask:
-			want = "masked"
-		case *u.Enabled:
-			want = "enabled"
-		default:
-			want = "disabled"
-		}
-		if state != want && !(want == "disabled" && state == "static") {
-			errs = append(errs, fmt.Errorf("unit %s: is %s, config wants %s", u.Name, state, want))
+		if err := CheckEnablement(ctx, units, u); err != nil {
+			errs = append(errs, err)
 		}
 	}
 	if len(cfg.SSHKeys) > 0 {

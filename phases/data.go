@@ -83,6 +83,13 @@ type Txn interface {
 	WriteUnit(u plan.Unit) error
 	RemoveUnit(u plan.Unit) error
 	WriteSSHKeys(keys []string) error
+	// RecordUnitStates journals units' enablement (name to IsEnabled
+	// state) before the update changes it; Rollback restores it through
+	// systemd. A unit journaled before keeps its first state.
+	RecordUnitStates(states map[string]string) error
+	// Journaled says what Rollback would undo: the number of paths and
+	// the units whose enablement is journaled.
+	Journaled() (paths int, units []string)
 	Rollback() error
 	Commit() error
 }
@@ -90,6 +97,9 @@ type Txn interface {
 // Host is the node's filesystem, reached through the root mount.
 type Host interface {
 	BeginTxn(id string) (Txn, error)
+	// PendingTxns lists the ids of the journals neither committed nor
+	// rolled back (see CleanLeftovers).
+	PendingTxns() ([]string, error)
 	CheckFile(f plan.File) error
 	CheckUnit(u plan.Unit) error
 	CheckSSHKeys(keys []string) error

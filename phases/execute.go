@@ -192,8 +192,12 @@ func supersededCordon(ctx context.Context, d Data) error {
 // update then starts from an uncordoned node holding no slot, whatever it
 // needs. It returns what it did.
 func (r *Runner) GiveBack(ctx context.Context) (string, error) {
-	outcome, err := giveBack(ctx, r, "Uncordoned: the update to "+r.Record.Desired+
-		" was replaced by a new desired config before it wrote anything")
+	msg := "Uncordoned: the update to " + r.Record.Desired + " was replaced by a new desired config before it wrote anything"
+	if r.Record.WriteStarted {
+		msg = "Uncordoned: the update to " + r.Record.Desired + " was replaced by a new desired config while it " +
+			"was writing; what it had written was rolled back"
+	}
+	outcome, err := giveBack(ctx, r, msg)
 	if err != nil {
 		return "", fmt.Errorf("giving back the cordon of the replaced update to %s: %w", r.Record.Desired, err)
 	}
@@ -217,6 +221,9 @@ func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 		return "", err
 	}
 	outcome := "the node was not cordoned"
+	if rec.WriteStarted {
+		outcome = "the node was not cordoned; what was written was rolled back"
+	}
 	if wasCordoned {
 		outcome = "the node stays cordoned (it was cordoned before the update)"
 	}
@@ -230,6 +237,9 @@ func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 		}
 		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned), uncordoned)
 		outcome = "uncordoned the node, nothing was written"
+		if rec.WriteStarted {
+			outcome = "uncordoned the node, what was written was rolled back"
+		}
 	}
 	// The retry waits for a slot again before it cordons.
 	if err := releaseSlot(ctx, d); err != nil {
@@ -246,6 +256,9 @@ func Write() Phase {
 		Wait: holdSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
+			if err := markWriteStarted(d); err != nil {
+				return Outcome{}, err
+			}
 			txn, err := d.Host().BeginTxn(u.DesiredName)
 			if err != nil {
 				return Outcome{}, fmt.Errorf("starting the write of %s: %w", u.DesiredName, err)
@@ -281,6 +294,9 @@ func Write() Phase {
 
 func write(ctx context.Context, d Data, txn Txn) (string, error) {
 	diff := d.Update().Diff
+	if err := recordUnitStates(ctx, d.Units(), txn, diff); err != nil {
+		return "", err
+	}
 	if err := txn.WriteFiles(diff.ChangedFiles); err != nil {
 		return "", fmt.Errorf("writing files: %w", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -94,12 +95,21 @@ type host struct {
 	failOn  string
 	rolled  bool
 	written []string
+	// pending are the open journals; unitStates the journaled enablement,
+	// and callsAtRecord the systemd calls made when it was journaled.
+	pending       []string
+	unitStates    map[string]string
+	sd            *systemd.Fake
+	callsAtRecord []string
 	// preflightErr is what Preflight returns; preflights counts its calls.
 	preflightErr error
 	preflights   int
 }
 
-type txn struct{ h *host }
+type txn struct {
+	h  *host
+	id string
+}
 
 func (t txn) WriteFiles(fs []plan.File) error {
 	for _, f := range fs {
@@ -111,16 +121,52 @@ func (t txn) WriteFiles(fs []plan.File) error {
 	}
 	return nil
 }
-func (t txn) RemoveFile(p string) error    { delete(t.h.files, p); return nil }
-func (t txn) WriteUnit(u plan.Unit) error  { t.h.files["unit:"+u.Name] = *u.Contents; return nil }
+func (t txn) RemoveFile(p string) error { delete(t.h.files, p); return nil }
+func (t txn) WriteUnit(u plan.Unit) error {
+	if u.Contents != nil {
+		t.h.files["unit:"+u.Name] = *u.Contents
+	}
+	return nil
+}
 func (t txn) RemoveUnit(u plan.Unit) error { delete(t.h.files, "unit:"+u.Name); return nil }
 func (t txn) WriteSSHKeys(keys []string) error {
 	t.h.files["ssh"] = strings.Join(keys, "\n")
 	return nil
 }
-func (t txn) Rollback() error                       { t.h.rolled = true; t.h.files = map[string]string{}; return nil }
-func (t txn) Commit() error                         { return nil }
-func (h *host) BeginTxn(string) (phases.Txn, error) { return txn{h}, nil }
+func (t txn) RecordUnitStates(states map[string]string) error {
+	if t.h.unitStates == nil {
+		t.h.unitStates = map[string]string{}
+	}
+	for n, s := range states {
+		if _, ok := t.h.unitStates[n]; !ok {
+			t.h.unitStates[n] = s
+		}
+	}
+	if t.h.sd != nil {
+		t.h.callsAtRecord = t.h.sd.CallLog()
+	}
+	return nil
+}
+func (t txn) Journaled() (int, []string) {
+	return len(t.h.written), slices.Sorted(maps.Keys(t.h.unitStates))
+}
+func (t txn) Rollback() error {
+	t.h.rolled = true
+	t.h.files = map[string]string{}
+	t.h.done(t.id)
+	return nil
+}
+func (t txn) Commit() error { t.h.done(t.id); return nil }
+func (h *host) done(id string) {
+	h.pending = slices.DeleteFunc(h.pending, func(p string) bool { return p == id })
+}
+func (h *host) BeginTxn(id string) (phases.Txn, error) {
+	if !slices.Contains(h.pending, id) {
+		h.pending = append(h.pending, id)
+	}
+	return txn{h, id}, nil
+}
+func (h *host) PendingTxns() ([]string, error) { return slices.Sorted(slices.Values(h.pending)), nil }
 func (h *host) CheckFile(f plan.File) error {
 	if h.files[f.Path] != string(f.Contents) {
 		return errors.New(f.Path + ": contents differ")

@@ -234,7 +234,7 @@ func start(args []string) error {
 		Env: phases.Env{
 			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
 			Cluster:    cluster{Client: api, Drainer: drainer},
-			Host:       daemon.Host{FS: host},
+			Host:       daemon.Host{FS: host, Units: units},
 			Units:      units,
 			OS:         osu,
 			Policy:     policy,
@@ -254,7 +254,7 @@ func start(args []string) error {
 	if o.releaseMemory {
 		d.Settled = func() { releaseMemory(log, o.nodeName) }
 	}
-	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Abs: host.Abs, Log: log, Changed: d.DriftChanged}
+	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Units: units, Abs: host.Abs, Log: log, Changed: d.DriftChanged}
 	defer d.Drift.Stop()
 
 	if o.metricsAddr != "" {

@@ -26,6 +26,9 @@ const settle = 200 * time.Millisecond
 // Monitor watches the node for drift from one config.
 type Monitor struct {
 	Host phases.Host
+	// Units, when set, is the node's systemd: the units' enablement is
+	// checked too.
+	Units phases.Units
 	// Abs maps a node path to the host path to watch.
 	Abs func(nodePath string) string
 	Log *zap.Logger
@@ -60,6 +63,9 @@ func (m *Monitor) Watch(ctx context.Context, cfg plan.Config) error {
 		if len(u.Dropins) > 0 {
 			dirs["/etc/systemd/system/"+n+".d"] = true
 		}
+	}
+	for _, d := range enablementDirs(m.Abs, cfg) {
+		dirs[d] = true
 	}
 	for d := range dirs {
 		if err := w.Add(m.Abs(d)); err != nil {
@@ -108,7 +114,7 @@ func (m *Monitor) loop(ctx context.Context, w *fsnotify.Watcher, cfg plan.Config
 			m.Log.Warn("Drift watcher error", zap.Error(err))
 		case <-timer:
 			timer = nil
-			err := Check(m.Host, cfg)
+			err := errors.Join(Check(m.Host, cfg), CheckUnits(ctx, m.Units, cfg))
 			if (err == nil) != (last == nil) || (err != nil && err.Error() != last.Error()) {
 				last = err
 				m.Changed(err)

@@ -13,7 +13,8 @@
 //	               first wrote it
 //	restored/<path>  empty marker: the original of <path> was put back, so
 //	               removing <path> again must leave it alone
-//	txn/<id>/journal  undo journal of an update in progress (see Txn)
+//	txn/<id>/journal  undo journal of an update in progress: the paths'
+//	               states, and the units' enablement (see Txn, txnunits.go)
 //	txn/<id>/data     the contents the journal's entries point into
 //	<name>         small state files (WriteState, ReadState)
 //

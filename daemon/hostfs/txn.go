@@ -2,6 +2,7 @@ package hostfs
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -52,20 +53,25 @@ type Txn struct {
 	unsynced bool // data was written since its last fsync
 	paths    []string
 	recorded map[string]bool
-	closed   bool
+	// units holds the journaled enablement states (see RecordUnitStates).
+	units  map[string]string
+	closed bool
 }
 
-// entry is one journal line: the state of a path before the transaction.
+// entry is one journal line: the state of a path before the transaction,
+// or (Unit set, Path empty) a unit's enablement before it (txnunits.go).
 type entry struct {
-	Path string   `json:"path"`
-	File snapshot `json:"file"`
+	Path string   `json:"path,omitempty"`
+	File snapshot `json:"file,omitzero"`
 	// Orig is the original backup, NoOrig and Restored the markers.
 	Orig     snapshot `json:"orig"`
 	NoOrig   bool     `json:"noorig,omitempty"`
 	Restored bool     `json:"restored,omitempty"`
 	// Dir, when set, makes the entry a folder's (core's ~/.ssh): File and
 	// the backups are then unused.
-	Dir *dirState `json:"dir,omitempty"`
+	Dir   *dirState `json:"dir,omitempty"`
+	Unit  string    `json:"unit,omitempty"`
+	State string    `json:"state,omitempty"`
 }
 
 // BeginTxn opens the transaction id, or re-opens it after a restart: the
@@ -79,7 +85,7 @@ func (f *FS) BeginTxn(id string) (*Txn, error) {
 	defer f.mu.Unlock()
 	b := f.newBatch()
 	defer b.close()
-	t := &Txn{f: f, id: id, dir: txnRel + "/" + id, recorded: map[string]bool{}}
+	t := &Txn{f: f, id: id, dir: txnRel + "/" + id, recorded: map[string]bool{}, units: map[string]string{}}
 	if _, err := b.dir(t.dir, true); err != nil {
 		return nil, fmt.Errorf("opening transaction %s: %w", id, err)
 	}
@@ -102,6 +108,10 @@ func (f *FS) BeginTxn(id string) (*Txn, error) {
 	}
 	t.journal, t.size = jf, size
 	for _, e := range entries {
+		if e.Unit != "" {
+			t.units[e.Unit] = e.State
+			continue
+		}
 		t.paths = append(t.paths, e.Path)
 		t.recorded[e.Path] = true
 	}
@@ -140,7 +150,7 @@ func loadJournal(jf *os.File) ([]entry, int64, error) {
 	for off < len(data) {
 		n := bytes.IndexByte(data[off:], '\n')
 		var e entry
-		if n < 0 || json.Unmarshal(data[off:off+n], &e) != nil || e.Path == "" {
+		if n < 0 || json.Unmarshal(data[off:off+n], &e) != nil || !e.valid() {
 			if n >= 0 && anyEntry(data[off+n+1:]) {
 				return nil, 0, fmt.Errorf("journal corrupt at byte %d", off)
 			}
@@ -159,7 +169,7 @@ func loadJournal(jf *os.File) ([]entry, int64, error) {
 func anyEntry(data []byte) bool {
 	for line := range bytes.Lines(data) {
 		var e entry
-		if bytes.HasSuffix(line, []byte("\n")) && json.Unmarshal(line, &e) == nil && e.Path != "" {
+		if bytes.HasSuffix(line, []byte("\n")) && json.Unmarshal(line, &e) == nil && e.valid() {
 			return true
 		}
 	}
@@ -202,15 +212,9 @@ func (t *Txn) record(b *batch, paths []string) error {
 	if err := t.syncData(); err != nil {
 		return err
 	}
-	_, err := t.journal.Write(buf.Bytes())
-	if err == nil {
-		err = t.journal.Sync()
+	if err := t.append(buf.Bytes()); err != nil {
+		return err
 	}
-	if err != nil {
-		t.journal.Truncate(t.size) // best effort: never leave half a line
-		return fmt.Errorf("writing journal of transaction %s: %w", t.id, err)
-	}
-	t.size += int64(buf.Len())
 	for _, p := range added {
 		t.paths = append(t.paths, p)
 		t.recorded[p] = true
@@ -326,33 +330,9 @@ func (t *Txn) Commit() error {
 // Rollback puts every recorded path back as it was before the transaction
 // (contents, mode, owner, or absent, with the original backup bookkeeping),
 // in reverse order, then drops the journal. After a crash, calling it again
-// on the re-opened transaction converges.
-func (t *Txn) Rollback() error {
-	t.f.mu.Lock()
-	defer t.f.mu.Unlock()
-	if t.closed {
-		return fmt.Errorf("transaction %s is closed", t.id)
-	}
-	b := t.f.newBatch()
-	defer b.close()
-	entries, _, err := loadJournal(t.journal)
-	if err != nil {
-		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
-	}
-	if err := b.pinDirs(entries); err != nil {
-		return err
-	}
-	for _, e := range slices.Backward(entries) {
-		e.File, e.Orig = t.load(e.File), t.load(e.Orig)
-		if err := b.restore(e); err != nil {
-			return fmt.Errorf("rolling back %s: %w", e.Path, err)
-		}
-	}
-	if err := b.sync(); err != nil {
-		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
-	}
-	return t.drop(b)
-}
+// on the re-opened transaction converges. A journal that recorded units'
+// enablement needs RollbackWith.
+func (t *Txn) Rollback() error { return t.RollbackWith(context.Background(), nil) }
 
 func (b *batch) restore(e entry) error {
 	if e.Dir != nil {
@@ -366,6 +346,9 @@ func (b *batch) restore(e entry) error {
 		return err
 	}
 	if err := b.put(origRel+"/"+r, e.Orig); err != nil {
+		return err
+	}
+	if err := b.removeTemps(r, origRel+"/"+r); err != nil {
 		return err
 	}
 	if err := b.setMark(noOrigRel+"/"+r, e.NoOrig); err != nil {

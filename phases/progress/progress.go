@@ -32,6 +32,10 @@ type Record struct {
 	Steps   []Step `json:"steps,omitempty"`
 	// CordonedByUs is true once this daemon cordoned the node for the update.
 	CordonedByUs bool `json:"cordonedByUs,omitempty"`
+	// WriteStarted is set, and saved, before the write step changes
+	// anything: from then on the update may have written, and an update
+	// replacing it first rolls its journal back.
+	WriteStarted bool `json:"writeStarted,omitempty"`
 	// RebootFromBootID is the boot ID the node had when the daemon asked for
 	// the reboot; a different boot ID afterwards proves the reboot happened.
 	RebootFromBootID string `json:"rebootFromBootID,omitempty"`

@@ -1,0 +1,192 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// What an update that stopped in its write step leaves behind, and how it
+// is undone: the write step marks itself started in the progress record
+// before its first change, journals every path and every unit's enablement
+// before changing it, and commits (drops) the journal once all is written.
+// A journal still there at a start is an update that may have written part
+// of its config; it is rolled back before anything else happens.
+
+// ReasonRolledBack is AppliedFilesAndOS's reason once a replaced update's
+// writes were rolled back.
+const ReasonRolledBack = "RolledBack"
+
+// markWriteStarted saves, before the write step's first change, that the
+// update may have written from now on.
+func markWriteStarted(d Data) error {
+	rec := d.Progress()
+	if rec.WriteStarted {
+		return nil
+	}
+	rec.WriteStarted = true
+	return d.SaveProgress()
+}
+
+// recordUnitStates journals the enablement of every unit the write step may
+// change, before any of its files: a unit the update creates is journaled
+// as not found, so its rollback removes its links too.
+func recordUnitStates(ctx context.Context, units Units, txn Txn, diff plan.Diff) error {
+	all := slices.Concat(diff.ChangedUnits, diff.RemovedUnits)
+	if len(all) == 0 || units == nil {
+		return nil
+	}
+	states := make(map[string]string, len(all))
+	for _, u := range all {
+		state, err := units.IsEnabled(ctx, u.Name)
+		if err != nil {
+			return fmt.Errorf("reading the enablement of unit %s: %w", u.Name, err)
+		}
+		states[u.Name] = state
+	}
+	if err := txn.RecordUnitStates(states); err != nil {
+		return fmt.Errorf("journaling the enablement of units: %w", err)
+	}
+	return nil
+}
+
+// RollBackAbandoned rolls back, from its journal, what the update of r's
+// record wrote before a new desired config replaced it (a restart came
+// between: a running write runs to its end first), before anything else
+// happens: the give-back and the new update then start from the node as it
+// was. It stages AppliedFilesAndOS=False saying what was rolled back,
+// records an Event and returns that message; "" when nothing was left.
+func (r *Runner) RollBackAbandoned(ctx context.Context) (string, error) {
+	id := r.Record.Desired
+	fail := func(err error) error {
+		return &StepError{Phase: "write", Condition: status.AppliedFilesAndOS,
+			Err: fmt.Errorf("rolling back the write of %s, which a new desired config replaced: %w", id, err)}
+	}
+	pending, err := r.Env.Host.PendingTxns()
+	if err != nil {
+		return "", fail(err)
+	}
+	if !slices.Contains(pending, id) {
+		return "", nil // never begun, or already rolled back
+	}
+	txn, err := r.Env.Host.BeginTxn(id)
+	if err != nil {
+		return "", fail(err)
+	}
+	paths, units := txn.Journaled()
+	if err := txn.Rollback(); err != nil {
+		return "", fail(err)
+	}
+	r.Record.WriteStarted = true // a record older than the flag: the give-back says what happened
+	msg := fmt.Sprintf("Rolled back the write of %s, which a new desired config replaced: %s", id, rolledBack(paths, units))
+	r.set(status.AppliedFilesAndOS, metav1.ConditionFalse, ReasonRolledBack, msg)
+	if r.Events != nil {
+		r.Events.Event(true, false, ReasonRolledBack, msg)
+	}
+	r.log().Info("Rolled back the replaced update's writes", zap.String("replaced", id), zap.Int("paths", paths),
+		zap.Strings("units", units))
+	return msg, nil
+}
+
+func rolledBack(paths int, units []string) string {
+	s := "restored " + plural(paths, "path")
+	if len(units) > 0 {
+		s += " and the enablement of " + plural(len(units), "unit") + " (" + strings.Join(units, ", ") + ")"
+	}
+	return s
+}
+
+// Leftover is what CleanLeftovers did with one journal.
+type Leftover struct {
+	ID      string
+	Message string
+	// Warning marks a journal removed without its rollback.
+	Warning bool
+}
+
+// journalFate is what becomes of a journal found on the node.
+type journalFate int
+
+const (
+	// journalKeep: the current update's; its write resumes, or the update
+	// replacing it rolls it back first (RollBackAbandoned).
+	journalKeep journalFate = iota
+	// journalCommitted: its update's write was done; only the journal's
+	// removal was cut short.
+	journalCommitted
+	// journalRollBack: an update that never committed (a committed
+	// journal is dropped before the write is recorded done), and nothing
+	// was written since (no record, or one whose write has not begun).
+	journalRollBack
+	// journalStale: an update that never committed, older than the write
+	// of the current update: rolling it back could undo that write.
+	journalStale
+)
+
+// leftoverFate decides, from the progress record, what becomes of the
+// journal id; pending lists every journal on the node.
+func leftoverFate(rec *progress.Record, id string, pending []string) journalFate {
+	switch {
+	case rec != nil && id == rec.Desired && rec.Done("write"):
+		return journalCommitted
+	case rec != nil && id == rec.Desired:
+		return journalKeep
+	case rec == nil, !rec.WriteStarted && !rec.Done("write") && !slices.Contains(pending, rec.Desired):
+		return journalRollBack
+	}
+	return journalStale
+}
+
+// CleanLeftovers handles the journals on the node that belong to no current
+// update (left by a lost progress record, or by a daemon that did not roll
+// them back): one whose update committed is removed; one that never
+// committed is rolled back, unless the current update has written since,
+// which rolling it back could undo: it is then removed, with a warning.
+// It says what it did with each.
+func CleanLeftovers(host Host, rec *progress.Record) ([]Leftover, error) {
+	pending, err := host.PendingTxns()
+	if err != nil {
+		return nil, err
+	}
+	var done []Leftover
+	for _, id := range pending {
+		fate := leftoverFate(rec, id, pending)
+		if fate == journalKeep {
+			continue
+		}
+		txn, err := host.BeginTxn(id)
+		if err != nil {
+			return done, fmt.Errorf("opening the leftover journal of %s: %w", id, err)
+		}
+		paths, units := txn.Journaled()
+		l := Leftover{ID: id}
+		switch fate {
+		case journalCommitted:
+			err = txn.Commit()
+			l.Message = "Removed the journal of the update to " + id + ", whose write had finished"
+		case journalRollBack:
+			err = txn.Rollback()
+			l.Message = "Rolled back the unfinished write of " + id + ", which no update owns any more: " +
+				rolledBack(paths, units)
+		default:
+			err = txn.Commit()
+			l.Warning = true
+			l.Message = fmt.Sprintf("Removed the journal of the unfinished write of %s (%s) without rolling it "+
+				"back: the update to %s has written since, and a rollback could undo its files", id,
+				plural(paths, "path"), rec.Desired)
+		}
+		if err != nil {
+			return done, fmt.Errorf("cleaning up the leftover journal of %s: %w", id, err)
+		}
+		done = append(done, l)
+	}
+	return done, nil
+}

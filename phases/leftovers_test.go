@@ -1,0 +1,144 @@
+package phases_test
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"testing"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+const threeUnits = `{"ignition":{"version":"3.4.0"},"systemd":{"units":[` +
+	`{"name":"a.service","enabled":true,"contents":"[Service]\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"},` +
+	`{"name":"b.service","enabled":false},{"name":"c.service","mask":true}]}}`
+
+// The write step marks itself started and journals every unit's
+// enablement before it changes any unit.
+func TestWriteJournalsUnitStatesFirst(t *testing.T) {
+	units := &systemd.Fake{}
+	units.SetEnabled("a.service", "not-found")
+	units.SetEnabled("b.service", "enabled")
+	units.SetEnabled("c.service", "static")
+	h := &host{files: map[string]string{}, state: map[string][]byte{}, sd: units}
+	cl, w := &cluster{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": threeUnits}, h, cl, units, w)
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v, want the reboot", err)
+	}
+	want := map[string]string{"a.service": "not-found", "b.service": "enabled", "c.service": "static"}
+	for u, s := range want {
+		if h.unitStates[u] != s {
+			t.Errorf("journaled %s as %q, want %q (journal %v)", u, h.unitStates[u], s, h.unitStates)
+		}
+	}
+	for _, c := range h.callsAtRecord {
+		if !strings.HasPrefix(c, "is-enabled") {
+			t.Errorf("systemd call %q before the units' states were journaled", c)
+		}
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !rec.WriteStarted || !rec.Done("write") {
+		t.Errorf("record: write started %v, steps %v", rec.WriteStarted, rec.Steps)
+	}
+}
+
+// An update replaced while it was writing is rolled back from its journal;
+// the status says what was rolled back, and the give-back says so too.
+func TestRollBackAbandoned(t *testing.T) {
+	h := &host{files: map[string]string{"/etc/x": "b"}, state: map[string][]byte{}, written: []string{"/etc/x", "/etc/y"},
+		pending: []string{"b"}, unitStates: map[string]string{"a.service": "enabled"}}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/x", "b")}, h, cl, units, w)
+	r.Record.WriteStarted = true
+	r.Record.CordonedByUs = true
+	r.Record.Finish(progress.Step{Name: "cordon"})
+	msg, err := r.RollBackAbandoned(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Rolled back the write of b", "restored 2 paths", "enablement of 1 unit (a.service)"} {
+		if !strings.Contains(msg, want) {
+			t.Errorf("message %q lacks %q", msg, want)
+		}
+	}
+	if !h.rolled || len(h.pending) != 0 {
+		t.Errorf("rolled back %v, pending %v", h.rolled, h.pending)
+	}
+	outcome, err := r.GiveBack(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if outcome != "uncordoned the node, what was written was rolled back" {
+		t.Errorf("give-back outcome %q", outcome)
+	}
+	if c := status.Find(w.last, status.AppliedFilesAndOS); c.Status != metav1.ConditionFalse ||
+		c.Reason != phases.ReasonRolledBack || c.Message != msg {
+		t.Errorf("AppliedFilesAndOS = %s %s %q", c.Status, c.Reason, c.Message)
+	}
+	if c := status.Find(w.last, status.Cordoned); c.Status != metav1.ConditionFalse ||
+		!strings.Contains(c.Message, "what it had written was rolled back") {
+		t.Errorf("Cordoned = %s %q", c.Status, c.Message)
+	}
+	// Again (a crash after the rollback): nothing left, nothing said.
+	if msg, err := r.RollBackAbandoned(context.Background()); err != nil || msg != "" {
+		t.Errorf("second rollback: %q, %v", msg, err)
+	}
+}
+
+func TestCleanLeftovers(t *testing.T) {
+	written := progress.New("a", "b")
+	written.WriteStarted = true
+	written.Finish(progress.Step{Name: "write"})
+	notStarted := progress.New("a", "b")
+	for _, tc := range []struct {
+		name     string
+		rec      *progress.Record
+		pending  []string
+		left     []string
+		rolled   bool
+		warnings int
+		says     string
+	}{
+		{"no record: rolled back", nil, []string{"old"}, nil, true, 0, "Rolled back the unfinished write of old"},
+		{"the current update's own", notStarted, []string{"b"}, []string{"b"}, false, 0, ""},
+		{"before a write that has not begun", notStarted, []string{"old"}, nil, true, 0, "Rolled back"},
+		{"committed", written, []string{"b"}, nil, false, 0, "whose write had finished"},
+		{"older than a write", written, []string{"old"}, nil, false, 1, "without rolling it back"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &host{files: map[string]string{"/etc/x": "1"}, state: map[string][]byte{}, pending: slices.Clone(tc.pending)}
+			done, err := phases.CleanLeftovers(h, tc.rec)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(h.pending, tc.left) || h.rolled != tc.rolled {
+				t.Errorf("pending %v, rolled back %v; want %v, %v", h.pending, h.rolled, tc.left, tc.rolled)
+			}
+			warnings := 0
+			for _, l := range done {
+				if l.Warning {
+					warnings++
+				}
+				if !strings.Contains(l.Message, tc.says) {
+					t.Errorf("message %q lacks %q", l.Message, tc.says)
+				}
+			}
+			if warnings != tc.warnings || (tc.says != "" && len(done) != 1) {
+				t.Errorf("%d warnings in %+v, want %d", warnings, done, tc.warnings)
+			}
+		})
+	}
+}
