@@ -146,9 +146,12 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if err := d.ensureMCN(ctx, current, desired); err != nil {
 		return d.nextDelay(), err
 	}
-	rec, err := d.loadProgress()
+	rec, err := d.loadProgress(ctx)
 	if err != nil {
 		return d.nextDelay(), err
+	}
+	if rec == nil && d.recordLost() {
+		return d.afterLostRecord(ctx, current, desired)
 	}
 	// Idle when the node runs its desired config and no update is left
 	// half done (an abandoned update, e.g. one whose desired config was
@@ -246,7 +249,7 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 	return nil
 }
 
-func (d *Daemon) loadProgress() (*progress.Record, error) {
+func (d *Daemon) loadProgress(ctx context.Context) (*progress.Record, error) {
 	data, err := d.Env.Host.ReadState(progress.FileName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -254,7 +257,7 @@ func (d *Daemon) loadProgress() (*progress.Record, error) {
 	if err != nil {
 		return nil, fmt.Errorf("reading the progress record: %w", err)
 	}
-	return progress.Unmarshal(data)
+	return d.decodeProgress(ctx, data)
 }
 
 func (d *Daemon) statusVersions() (string, string) {
