@@ -118,17 +118,27 @@ func (d *Daemon) recordLost() bool {
 // nothing (every file of the desired config written again).
 func (d *Daemon) afterLostRecord(ctx context.Context, current, desired string) (time.Duration, error) {
 	d.settledOn = ""
-	if current == "" || current == desired {
+	tryAdopt, from := lostRecordPlan(current, desired)
+	if tryAdopt {
 		adopted, err := d.adopt(ctx, desired)
 		if err != nil || adopted {
 			return d.delayFor(err), err
 		}
-		current = ""
 	}
 	d.Log.Info("Updating the node without its lost progress record", zap.String("node", d.node.Name),
-		zap.String("from", current), zap.String("config", desired))
-	err := d.update(ctx, nil, current, desired)
+		zap.String("from", from), zap.String("config", desired))
+	err := d.update(ctx, nil, from, desired)
 	return d.delayFor(err), err
+}
+
+// lostRecordPlan decides how a node whose progress record was lost goes
+// on: whether it may be adopted at its desired config (when it is not
+// known to run another one), and which config an update starts from.
+func lostRecordPlan(current, desired string) (tryAdopt bool, from string) {
+	if current == "" || current == desired {
+		return true, ""
+	}
+	return false, current
 }
 
 // giveBackAfterLostRecord lifts the daemon's cordon and gives back its

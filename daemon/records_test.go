@@ -33,3 +33,25 @@ func TestDecodeRecord(t *testing.T) {
 		}
 	}
 }
+
+func TestLostRecordPlan(t *testing.T) {
+	for _, tc := range []struct {
+		current, desired string
+		adopt            bool
+		from             string
+	}{
+		// An update from a to b was under way: b again, from a (what only
+		// a had is removed).
+		{"a", "b", false, "a"},
+		// At a, or a rolled back to: adopted if a is on the node in full,
+		// else all of a written again.
+		{"a", "a", true, ""},
+		// A new node: as without a record.
+		{"", "b", true, ""},
+	} {
+		adopt, from := lostRecordPlan(tc.current, tc.desired)
+		if adopt != tc.adopt || from != tc.from {
+			t.Errorf("lostRecordPlan(%q, %q) = %v, %q; want %v, %q", tc.current, tc.desired, adopt, from, tc.adopt, tc.from)
+		}
+	}
+}
