@@ -254,10 +254,7 @@ func (d *Daemon) loadProgress(ctx context.Context) (*progress.Record, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the progress record: %w", err)
-	}
-	return d.decodeProgress(ctx, data)
+	return d.decodeProgress(ctx, data, err)
 }
 
 func (d *Daemon) statusVersions() (string, string) {

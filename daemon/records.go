@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"path"
+	"syscall"
 	"time"
 
 	"go.uber.org/zap"
@@ -52,10 +53,21 @@ func decodeRecord(data []byte) (*progress.Record, error) {
 	return rec, nil
 }
 
-// decodeProgress decodes the record read from the node; one it cannot use
-// is reported and moved aside, and the daemon goes on with no record.
-func (d *Daemon) decodeProgress(ctx context.Context, data []byte) (*progress.Record, error) {
-	rec, bad := decodeRecord(data)
+// decodeProgress decodes the record read from the node (readErr: the
+// read's error); one it cannot use is reported and moved aside, and the
+// daemon goes on with no record. A read error other than a folder in the
+// record's place (an I/O error, say) is returned, for a retry.
+func (d *Daemon) decodeProgress(ctx context.Context, data []byte, readErr error) (*progress.Record, error) {
+	var rec *progress.Record
+	bad := readErr
+	switch {
+	case errors.Is(readErr, syscall.EISDIR):
+		bad = errors.New("it is a folder")
+	case readErr != nil:
+		return nil, fmt.Errorf("reading the progress record: %w", readErr)
+	default:
+		rec, bad = decodeRecord(data)
+	}
 	if bad == nil {
 		return rec, nil
 	}

@@ -26,7 +26,7 @@ const recordsDir = "/etc/nodeconfd-records"
 const stateDir = "/var/lib/nodeconfd"
 
 // A progress record the daemon cannot read (empty, truncated, garbage, a
-// newer schema) written while the daemon is stopped: started, the daemon
+// newer schema, a folder) written while the daemon is stopped: started, the daemon
 // reports it (NodeDegraded names the file, a Warning Event), moves it
 // aside (the three newest kept), converges to the desired config and
 // clears NodeDegraded. The drift monitor still runs afterwards.
@@ -48,6 +48,7 @@ func TestUnreadableProgressRecord(t *testing.T) {
 		{"garbage", "\x00\x01garbage\xff", true, "invalid character"},
 		{"newer version", rec(progress.Version + 1), true, fmt.Sprintf("has version %d", progress.Version+1)},
 		{"garbage, no new config", "not json", false, "invalid character"},
+		{"a folder", "", true, "it is a folder"},
 	}
 	recPath := filepath.Join(n.Sys.Root, stateDir, progress.FileName)
 	current := "rendered-r9-0"
@@ -60,7 +61,12 @@ func TestUnreadableProgressRecord(t *testing.T) {
 		if err := n.StopDaemon(); err != nil {
 			t.Fatal(err)
 		}
-		if err := os.WriteFile(recPath, []byte(tc.data), 0o600); err != nil {
+		folder := tc.problem == "it is a folder"
+		if folder {
+			if err := os.MkdirAll(filepath.Join(recPath, "sub"), 0o700); err != nil {
+				t.Fatal(err)
+			}
+		} else if err := os.WriteFile(recPath, []byte(tc.data), 0o600); err != nil {
 			t.Fatal(err)
 		}
 		if err := n.SetDesired(ctx, current); err != nil {
@@ -90,7 +96,9 @@ func TestUnreadableProgressRecord(t *testing.T) {
 				t.Errorf("%s: round.conf = %q", tc.name, got)
 			}
 		}
-		wantAside(t, n, tc.data)
+		if !folder {
+			wantAside(t, n, tc.data)
+		}
 		if st := getNode(t, "r9").Annotations["machineconfiguration.openshift.io/state"]; st != "Done" {
 			t.Errorf("%s: state = %q, want Done", tc.name, st)
 		}
