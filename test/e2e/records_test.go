@@ -168,7 +168,8 @@ func wantAside(t *testing.T, n *testbed.Node, data string) {
 // The config the node runs deleted from the API server: the daemon, which
 // keeps it on the node, still idles with its drift monitor on, and the next
 // update removes the files only the deleted config had. A node whose copy
-// is missing (updated by an older daemon) takes it from the API server.
+// is missing (updated by an older daemon) or of another config takes it
+// from the API server.
 func TestCurrentConfigDeleted(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
@@ -189,6 +190,18 @@ func TestCurrentConfigDeleted(t *testing.T) {
 		t.Fatal(err)
 	}
 	if err := os.Remove(filepath.Join(n.Sys.Root, stateDir, phases.AppliedFileName)); err != nil {
+		t.Fatal(err)
+	}
+	restartIdle(ctx, t, n)
+	wantApplied(t, n, "rendered-r10-b")
+
+	// A copy of another config (the node moved on by someone else): the
+	// annotation wins, the API server's copy of currentConfig is kept.
+	if err := n.StopDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	stale := `{"metadata":{"name":"rendered-r10-a"},"spec":{"config":{"ignition":{"version":"3.4.0"}}}}`
+	if err := os.WriteFile(filepath.Join(n.Sys.Root, stateDir, phases.AppliedFileName), []byte(stale), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	restartIdle(ctx, t, n)
