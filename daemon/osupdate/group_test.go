@@ -137,7 +137,7 @@ func TestTimeoutKillsProcessGroup(t *testing.T) {
 	if sh == child {
 		t.Fatal("no grandchild")
 	}
-	if alive := groupAlive(sh); len(alive) > 0 {
+	if alive := gone(groupAlive, sh); len(alive) > 0 {
 		t.Errorf("processes of the command's group still alive: %v", alive)
 	}
 }
@@ -156,7 +156,7 @@ func TestExitedCommandHoldingOutput(t *testing.T) {
 		t.Errorf("Run took %s", took)
 	}
 	sh, _ := readPids(t, root)
-	if alive := groupAlive(sh); len(alive) > 0 {
+	if alive := gone(groupAlive, sh); len(alive) > 0 {
 		t.Errorf("processes of the command's group still alive: %v", alive)
 	}
 }
@@ -180,7 +180,7 @@ func TestTimedOutTransactionCancelled(t *testing.T) {
 		!strings.Contains(err.Error(), "rpm-ostree cancel: Cancelling transaction: rebase --experimental ostree-unverified-registry:"+image+" Cancelled.") {
 		t.Fatalf("Stage: %v", err)
 	}
-	if alive := rootAlive(root); len(alive) > 0 {
+	if alive := gone(rootAlive, root); len(alive) > 0 {
 		t.Errorf("processes of the timed-out command still alive: %v", alive)
 	}
 	calls := invocations(t, root)
@@ -273,4 +273,17 @@ func rootAlive(root string) []string {
 		}
 	}
 	return alive
+}
+
+// gone waits a while for killed processes to go (SIGKILL takes effect
+// asynchronously) and returns those still alive.
+func gone[T any](alive func(T) []string, of T) []string {
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		left := alive(of)
+		if len(left) == 0 || time.Now().After(deadline) {
+			return left
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }
