@@ -39,7 +39,7 @@ func TestBadConfigs(t *testing.T) {
 		{"mode", `{"ignition":{"version":"3.4.0"},"storage":{"files":[` + good + `,{"path":"` + dir + `/m","mode":65535,"contents":{"source":"data:,x"}}]}}`,
 			"UpdateCompatible", "spec.config.storage.files[1].mode", "Degraded"},
 		{"symlink", `{"ignition":{"version":"3.4.0"},"storage":{"files":[` + good + `,{"path":"` + dir + `/escape/owned","contents":{"source":"data:,x"}}]}}`,
-			"AppliedFilesAndOS", dir + "/escape/owned", "Degraded"},
+			"UpdateCompatible", "spec.config.storage.files[1].path", "Degraded"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
