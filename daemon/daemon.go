@@ -153,12 +153,15 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if err := d.ensureMCN(ctx, current, desired); err != nil {
 		return d.nextDelay(), err
 	}
-	rec, err := d.loadProgress()
+	rec, err := d.loadProgress(ctx)
 	if err != nil {
 		return d.nextDelay(), err
 	}
 	if err := d.cleanLeftovers(ctx, rec, current, desired); err != nil {
 		return d.nextDelay(), err
+	}
+	if rec == nil && d.recordLost() {
+		return d.afterLostRecord(ctx, current, desired)
 	}
 	// Idle when the node runs its desired config and no update is left
 	// half done (an abandoned update, e.g. one whose desired config was
@@ -256,15 +259,12 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 	return nil
 }
 
-func (d *Daemon) loadProgress() (*progress.Record, error) {
+func (d *Daemon) loadProgress(ctx context.Context) (*progress.Record, error) {
 	data, err := d.Env.Host.ReadState(progress.FileName)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("reading the progress record: %w", err)
-	}
-	return progress.Unmarshal(data)
+	return d.decodeProgress(ctx, data, err)
 }
 
 func (d *Daemon) statusVersions() (string, string) {

@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"time"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -23,7 +25,7 @@ func (d *Daemon) idle(ctx context.Context, current string) error {
 		return err
 	}
 	if d.drift.config != current {
-		cfg, err := d.fetch(ctx, current)
+		cfg, err := d.current(ctx, current)
 		if err != nil {
 			return err
 		}
@@ -68,12 +70,24 @@ func updatedCondition(config string, now metav1.Time) metav1.Condition {
 		LastTransitionTime: now}
 }
 
-func (d *Daemon) fetch(ctx context.Context, name string) (plan.Config, error) {
-	mc, err := d.Env.Configs.MachineConfig(ctx, name)
+// current returns the config the node runs: the copy kept on the node,
+// else the API server's, which is then kept on the node (a node last
+// updated by an older daemon, or moved to this config by someone else).
+func (d *Daemon) current(ctx context.Context, name string) (plan.Config, error) {
+	mc, why, err := phases.CurrentConfig(ctx, d.Env.Host, d.Env.Configs, name)
 	if err != nil {
-		return plan.Config{}, fmt.Errorf("fetching MachineConfig %q: %w", name, err)
+		return plan.Config{}, err
 	}
-	return plan.ParseWithLimits(mc, d.Env.Limits)
+	cfg, err := plan.ParseWithLimits(mc, d.Env.Limits)
+	if err != nil || why == "" {
+		return cfg, err
+	}
+	d.Log.Info("Keeping the current config on the node", zap.String("node", d.node.Name), zap.String("config", name),
+		zap.String("why", why))
+	if err := phases.SaveApplied(d.Env.Host, mc); err != nil {
+		return plan.Config{}, err
+	}
+	return cfg, nil
 }
 
 // Watch implements phases.Drift: it (re)starts the drift monitor on cfg.
@@ -157,11 +171,13 @@ func checkDrift(host phases.Host, units phases.Units, cfg plan.Config) error {
 	return phases.CheckOnDisk(context.Background(), host, units, cfg)
 }
 
-// adopt takes a node that has no currentConfig: when its on-disk state
+// adopt takes a node that has no currentConfig (or, after a lost
+// progress record, one not known to be at it): when its on-disk state
 // already matches the desired config, the config is adopted without an
 // update. It reports false when an update is needed instead.
 func (d *Daemon) adopt(ctx context.Context, desired string) (bool, error) {
-	cfg, err := d.fetch(ctx, desired)
+	lost := d.recordLost()
+	mc, cfg, err := d.adoptConfig(ctx, desired, lost)
 	if err != nil {
 		r := d.runner(progress.New("", desired))
 		r.Start(d.node.Name)
@@ -169,14 +185,22 @@ func (d *Daemon) adopt(ctx context.Context, desired string) (bool, error) {
 	}
 	log := d.Log.With(zap.String("node", d.node.Name), zap.String("config", desired))
 	if err := phases.CheckOnDisk(ctx, d.Env.Host, d.Env.Units, cfg); err != nil {
-		log.Info("Node has no currentConfig and differs from the desired config; updating it", zap.Error(err))
+		log.Info("Node is not known to run a config and differs from the desired config; updating it", zap.Error(err))
 		return false, nil
 	}
 	if err := phases.CheckOS(ctx, d.Env.OS, cfg); err != nil {
-		log.Info("Node has no currentConfig and its booted OS differs from the desired config; updating it", zap.Error(err))
+		log.Info("Node is not known to run a config and its booted OS differs from the desired config; updating it", zap.Error(err))
 		return false, nil
 	}
+	if lost {
+		if err := d.giveBackAfterLostRecord(ctx); err != nil {
+			return false, err
+		}
+	}
 	if err := d.API.SetNodeState(ctx, desired, phases.StateDone, ""); err != nil {
+		return false, err
+	}
+	if err := phases.SaveApplied(d.Env.Host, mc); err != nil {
 		return false, err
 	}
 	conds := append([]metav1.Condition(nil), d.mcn.Status.Conditions...)
@@ -184,6 +208,10 @@ func (d *Daemon) adopt(ctx context.Context, desired string) (bool, error) {
 	status.Set(&conds, metav1.Condition{Type: status.Updated, Status: metav1.ConditionTrue,
 		Reason: status.ReasonNodeUpgradeComplete, Message: "Node has completed update to config " + desired +
 			" (adopted: the node already matched it)", LastTransitionTime: now})
+	if c := status.Find(conds, status.NodeDegraded); c != nil && c.Status != metav1.ConditionFalse {
+		status.Set(&conds, metav1.Condition{Type: status.NodeDegraded, Status: metav1.ConditionFalse,
+			Reason: status.ReasonHealthy, Message: "Node is healthy", LastTransitionTime: now})
+	}
 	if err := d.API.WriteStatus(ctx, conds, desired, desired); err != nil {
 		return false, fmt.Errorf("writing MachineConfigNode status: %w", err)
 	}
@@ -194,4 +222,22 @@ func (d *Daemon) adopt(ctx context.Context, desired string) (bool, error) {
 		return true, err
 	}
 	return true, nil
+}
+
+// adoptConfig fetches the config to adopt: from the API server, or, when
+// a lost record leaves a node whose currentConfig is the desired config
+// unverified, the copy kept on the node first.
+func (d *Daemon) adoptConfig(ctx context.Context, desired string, lost bool) (*mcfgv1.MachineConfig, plan.Config, error) {
+	var mc *mcfgv1.MachineConfig
+	var err error
+	if lost && d.node.Annotations[kube.CurrentConfig] == desired {
+		mc, _, err = phases.CurrentConfig(ctx, d.Env.Host, d.Env.Configs, desired)
+	} else if mc, err = d.Env.Configs.MachineConfig(ctx, desired); err != nil {
+		err = fmt.Errorf("fetching MachineConfig %q: %w", desired, err)
+	}
+	if err != nil {
+		return nil, plan.Config{}, err
+	}
+	cfg, err := plan.ParseWithLimits(mc, d.Env.Limits)
+	return mc, cfg, err
 }

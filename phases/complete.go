@@ -111,6 +111,12 @@ func Finish() Phase {
 			if err := d.Cluster().SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
 				return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
 			}
+			// After the annotation: until then the update diffs against
+			// the copy of the config it started from (a restart here runs
+			// finish again).
+			if err := SaveApplied(d.Host(), u.DesiredObject); err != nil {
+				return Outcome{}, err
+			}
 			d.SetCurrentVersion(u.DesiredName)
 			msg := "Node is running config " + u.DesiredName
 			if v := d.Progress().Step("validate"); v != nil {

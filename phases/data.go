@@ -245,6 +245,10 @@ type Update struct {
 	Desired     plan.Config
 	Diff        plan.Diff
 	Action      plan.PostAction
+
+	// DesiredObject is the desired config as fetched, kept on the node
+	// once the update is complete (SaveApplied).
+	DesiredObject *mcfgv1.MachineConfig
 }
 
 // Outcome is what a finished phase reports in its condition.

@@ -46,13 +46,13 @@ func Prepare() Phase {
 // saved when not nil (a reload), else checked against the booted OS.
 func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	u := d.Update()
-	desired, err := fetch(ctx, d, u.DesiredName)
+	desired, err := fetchDesired(ctx, d)
 	if err != nil {
 		return err
 	}
 	var current plan.Config
 	if u.CurrentName != "" {
-		if current, err = fetch(ctx, d, u.CurrentName); err != nil {
+		if current, err = fetchCurrent(ctx, d, u.CurrentName); err != nil {
 			return err
 		}
 	}
@@ -71,14 +71,6 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	u.Current, u.Desired, u.Diff = current, desired, diff
 	u.Action = d.Policy().PostAction(diff)
 	return nil
-}
-
-func fetch(ctx context.Context, d Data, name string) (plan.Config, error) {
-	mc, err := d.Configs().MachineConfig(ctx, name)
-	if err != nil {
-		return plan.Config{}, fmt.Errorf("fetching MachineConfig %q: %w", name, err)
-	}
-	return plan.ParseWithLimits(mc, d.Limits())
 }
 
 // NoOSUpdaterMessage refuses an OS change on a node with no OS updater.

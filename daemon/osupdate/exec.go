@@ -31,6 +31,9 @@ type Chroot struct {
 	Root string
 	// Timeout bounds each command (0: DefaultTimeout).
 	Timeout time.Duration
+	// WaitDelay bounds the wait for a command's output once it exited or
+	// was killed (0: DefaultWaitDelay).
+	WaitDelay time.Duration
 }
 
 // DefaultTimeout bounds one rpm-ostree or bootc command (a pull of a large
@@ -60,18 +63,29 @@ func (c Chroot) Run(ctx context.Context, name string, args ...string) ([]byte, e
 	cmd.Dir = "/"
 	cmd.Env = []string{"PATH=" + binPath, "LANG=C.UTF-8"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: c.Root}
+	inGroup(cmd, c.WaitDelay)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
+	killed := ctx.Err() != nil
+	if err != nil && (killed || errors.Is(err, exec.ErrWaitDelay)) {
+		_ = killGroup(cmd) // what is left of the group: it held the output past WaitDelay
+	}
 	switch {
 	case err == nil:
 	case parent.Err() != nil:
 		err = parent.Err() // the caller gave up, not the program
-	case ctx.Err() != nil:
+	case killed:
 		err = &timeoutError{timeout}
+	case errors.Is(err, exec.ErrWaitDelay):
+		err = fmt.Errorf("a process it started still held its output %s after it exited; killed", cmd.WaitDelay)
 	}
 	if err != nil {
-		return stdout.Bytes(), &CommandError{Command: commandLine(name, args), Err: err, Stderr: stderr.String()}
+		ce := &CommandError{Command: commandLine(name, args), Err: err, Stderr: stderr.String()}
+		if killed && name == NameRpmOstree && transaction(args) {
+			ce.Cleanup = c.cancelTransaction(parent)
+		}
+		return stdout.Bytes(), ce
 	}
 	return stdout.Bytes(), nil
 }
@@ -104,12 +118,18 @@ type CommandError struct {
 	Command string
 	Err     error
 	Stderr  string
+	// Cleanup says what was done after the command was killed (the
+	// rpm-ostree transaction cancelled), "" when nothing was.
+	Cleanup string
 }
 
 func (e *CommandError) Error() string {
 	msg := fmt.Sprintf("running %s: %v", e.Command, e.Err)
 	if s := strings.TrimSpace(e.Stderr); s != "" {
 		msg += ": " + cut(strings.Join(strings.Fields(s), " "), stderrMax)
+	}
+	if e.Cleanup != "" {
+		msg += "; " + e.Cleanup
 	}
 	return msg
 }

@@ -23,9 +23,12 @@ func Main(root string, argv []string, stdout, stderr io.Writer) int {
 	case "bootc":
 		err = f.bootc(args)
 	default:
-		if len(args) == 1 && args[0] == "boot" {
+		switch {
+		case len(args) == 1 && args[0] == "boot":
 			err = f.boot()
-		} else {
+		case len(args) == 1 && args[0] == "hold":
+			err = hold()
+		default:
 			err = fmt.Errorf("usage: %s boot (or call it as rpm-ostree or bootc)", name)
 		}
 	}

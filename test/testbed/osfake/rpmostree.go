@@ -18,7 +18,15 @@ func (f *fake) rpmOstree(args []string) error {
 	if err := f.load(); err != nil {
 		return err
 	}
+	if title := transactionTitle(args); title != "" {
+		if err := f.begin(title); err != nil {
+			return err
+		}
+		defer f.end()
+	}
 	switch args[0] {
+	case "cancel":
+		return f.cancel(args[1:])
 	case "status":
 		return f.rpmStatus(args[1:])
 	case "rebase":

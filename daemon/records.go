@@ -1,0 +1,169 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// A progress record the daemon cannot use (truncated, garbage, another
+// schema version) does not stop the daemon: it is reported (NodeDegraded
+// with ReasonRecordUnreadable, the state annotation, a Warning Event),
+// moved aside, and the daemon goes on from the node's annotations as if
+// there had been no record, but without trusting that the node is at its
+// currentConfig: see afterLostRecord. The NodeDegraded condition is the
+// durable mark of that state; an update or an adoption clears it.
+
+// ReasonRecordUnreadable is NodeDegraded's reason while the daemon goes on
+// without the progress record it could not read.
+const ReasonRecordUnreadable = "ProgressRecordUnreadable"
+
+// recordsAsideKept bounds the unreadable progress records kept moved aside.
+const recordsAsideKept = 3
+
+// stateDir is the daemon's state folder on the node, for messages.
+const stateDir = "/var/lib/nodeconfd"
+
+// asideMover is the part of the host that moves a bad state file aside
+// (hostfs.FS).
+type asideMover interface {
+	MoveStateAside(name, stamp string, keep int) (string, error)
+}
+
+// decodeRecord decodes the progress record, or says what is wrong with it.
+func decodeRecord(data []byte) (*progress.Record, error) {
+	rec, err := progress.Unmarshal(data)
+	switch {
+	case err != nil:
+		return nil, err
+	case rec.Desired == "":
+		return nil, errors.New("progress record names no desired config")
+	}
+	return rec, nil
+}
+
+// decodeProgress decodes the record read from the node (readErr: the
+// read's error); one it cannot use is reported and moved aside, and the
+// daemon goes on with no record. A read error other than a folder in the
+// record's place (an I/O error, say) is returned, for a retry.
+func (d *Daemon) decodeProgress(ctx context.Context, data []byte, readErr error) (*progress.Record, error) {
+	var rec *progress.Record
+	bad := readErr
+	switch {
+	case errors.Is(readErr, syscall.EISDIR):
+		bad = errors.New("it is a folder")
+	case readErr != nil:
+		return nil, fmt.Errorf("reading the progress record: %w", readErr)
+	default:
+		rec, bad = decodeRecord(data)
+	}
+	if bad == nil {
+		return rec, nil
+	}
+	file := path.Join(stateDir, progress.FileName)
+	mover, ok := d.Env.Host.(asideMover)
+	if !ok {
+		return nil, fmt.Errorf("progress record %s is unreadable (%v) and this host cannot move it aside", file, bad)
+	}
+	aside, err := mover.MoveStateAside(progress.FileName, d.Now().UTC().Format("20060102T150405Z"), recordsAsideKept)
+	if err != nil && aside == "" {
+		return nil, fmt.Errorf("progress record %s is unreadable (%v): %w", file, bad, err)
+	}
+	if err != nil {
+		d.Log.Warn("Cannot remove older unreadable progress records", zap.String("node", d.node.Name), zap.Error(err))
+	}
+	cur, des := d.node.Annotations[kube.CurrentConfig], d.node.Annotations[kube.DesiredConfig]
+	msg := fmt.Sprintf("Error: the progress record %s is unreadable: %v; moved it aside to %s and going on "+
+		"from the node's annotations (currentConfig %q, desiredConfig %q)", file, bad, path.Join(stateDir, aside), cur, des)
+	d.Log.Error("Progress record unreadable; moved aside", zap.String("node", d.node.Name), zap.String("file", file),
+		zap.String("movedTo", path.Join(stateDir, aside)), zap.NamedError("problem", bad))
+	d.reportDegraded(ctx, ReasonRecordUnreadable, msg)
+	return nil, nil
+}
+
+// reportDegraded sets NodeDegraded=True with reason and msg, the state
+// annotation and a Warning Event; failures to report are logged only (the
+// daemon goes on either way).
+func (d *Daemon) reportDegraded(ctx context.Context, reason, msg string) {
+	if aerr := d.API.SetNodeState(ctx, "", phases.StateDegraded, truncate(msg, 1024)); aerr != nil {
+		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
+	}
+	conds := append([]metav1.Condition(nil), d.mcn.Status.Conditions...)
+	status.Set(&conds, metav1.Condition{Type: status.NodeDegraded, Status: metav1.ConditionTrue, Reason: reason,
+		Message: msg, LastTransitionTime: metav1.NewTime(d.Now().Truncate(time.Second))})
+	cur, des := d.statusVersions()
+	if err := d.API.WriteStatus(ctx, conds, cur, des); err != nil {
+		d.Log.Error("Cannot write the NodeDegraded condition", zap.Error(err))
+	} else {
+		d.mcn.Status.Conditions = conds
+	}
+	if d.events != nil {
+		d.events.Event(true, true, reason, msg)
+	}
+}
+
+// recordLost reports whether the daemon goes on without an unreadable
+// progress record, not yet past an update or an adoption.
+func (d *Daemon) recordLost() bool {
+	c := status.Find(d.mcn.Status.Conditions, status.NodeDegraded)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonRecordUnreadable
+}
+
+// afterLostRecord goes on from the node's annotations once its progress
+// record was lost. An update left unfinished may have written part of the
+// desired config, cordoned the node or held a disruption slot, so the
+// node is not taken to be at its currentConfig: a node that is at its
+// desired config in full (files, units, OS) is adopted (its cordon, if the
+// daemon's, lifted), else it is updated, from currentConfig when that is
+// another config (the diff then removes what only it had), else from
+// nothing (every file of the desired config written again).
+func (d *Daemon) afterLostRecord(ctx context.Context, current, desired string) (time.Duration, error) {
+	d.settledOn = ""
+	tryAdopt, from := lostRecordPlan(current, desired)
+	if tryAdopt {
+		adopted, err := d.adopt(ctx, desired)
+		if err != nil || adopted {
+			return d.delayFor(err), err
+		}
+	}
+	d.Log.Info("Updating the node without its lost progress record", zap.String("node", d.node.Name),
+		zap.String("from", from), zap.String("config", desired))
+	err := d.update(ctx, nil, from, desired)
+	return d.delayFor(err), err
+}
+
+// lostRecordPlan decides how a node whose progress record was lost goes
+// on: whether it may be adopted at its desired config (when it is not
+// known to run another one), and which config an update starts from.
+func lostRecordPlan(current, desired string) (tryAdopt bool, from string) {
+	if current == "" || current == desired {
+		return true, ""
+	}
+	return false, current
+}
+
+// giveBackAfterLostRecord lifts the daemon's cordon and gives back its
+// disruption slot when an adoption ends a lost record's update: the record
+// that said whether the update held them is gone.
+func (d *Daemon) giveBackAfterLostRecord(ctx context.Context) error {
+	if err := d.Env.Cluster.Uncordon(ctx); err != nil {
+		return err
+	}
+	if d.Env.Disruption != nil {
+		if err := d.Env.Disruption.Release(ctx); err != nil {
+			return fmt.Errorf("giving back the disruption slot: %w", err)
+		}
+	}
+	return nil
+}

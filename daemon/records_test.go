@@ -1,0 +1,57 @@
+package daemon
+
+import (
+	"strings"
+	"testing"
+)
+
+// What the daemon takes as a usable progress record, and what it says of
+// one it cannot use.
+func TestDecodeRecord(t *testing.T) {
+	for _, tc := range []struct {
+		name, data, err string
+	}{
+		{"ok", `{"version":1,"current":"a","desired":"b","steps":[{"name":"detect","message":"detected"}]}`, ""},
+		{"empty", ``, "unexpected end of JSON input"},
+		{"truncated", `{"version":1,"current":"a","desi`, "unexpected end of JSON input"},
+		{"garbage", "\x00garbage", "invalid character"},
+		{"null", `null`, "has version 0"},
+		{"newer version", `{"version":2,"current":"a","desired":"b"}`, "progress record has version 2, this daemon reads version 1"},
+		{"no version", `{"current":"a","desired":"b"}`, "has version 0"},
+		{"no desired config", `{"version":1,"current":"a"}`, "names no desired config"},
+		{"wrong type", `{"version":1,"desired":"b","steps":"all"}`, "cannot unmarshal"},
+	} {
+		rec, err := decodeRecord([]byte(tc.data))
+		if tc.err == "" {
+			if err != nil || rec.Desired != "b" || !rec.Done("detect") {
+				t.Errorf("%s: %+v, %v", tc.name, rec, err)
+			}
+			continue
+		}
+		if err == nil || !strings.Contains(err.Error(), tc.err) {
+			t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+		}
+	}
+}
+
+func TestLostRecordPlan(t *testing.T) {
+	for _, tc := range []struct {
+		current, desired string
+		adopt            bool
+		from             string
+	}{
+		// An update from a to b was under way: b again, from a (what only
+		// a had is removed).
+		{"a", "b", false, "a"},
+		// At a, or a rolled back to: adopted if a is on the node in full,
+		// else all of a written again.
+		{"a", "a", true, ""},
+		// A new node: as without a record.
+		{"", "b", true, ""},
+	} {
+		adopt, from := lostRecordPlan(tc.current, tc.desired)
+		if adopt != tc.adopt || from != tc.from {
+			t.Errorf("lostRecordPlan(%q, %q) = %v, %q; want %v, %q", tc.current, tc.desired, adopt, from, tc.adopt, tc.from)
+		}
+	}
+}
