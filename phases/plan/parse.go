@@ -47,6 +47,8 @@ func Parse(mc *mcfgv1.MachineConfig) (Config, error) {
 	p.units(&cfg, ignCfg.Systemd.Units)
 	p.passwd(&cfg, ignCfg.Passwd)
 	p.unreconcilableSections(&cfg, ignCfg)
+	p.conflicts(&cfg)
+	p.osFields(mc.Spec.Extensions, mc.Spec.KernelType)
 	cfg.KernelArguments = p.kernelArguments(mc.Spec.KernelArguments)
 	if mc.Spec.OSImageURL != "" {
 		if _, err := ParseImage(mc.Spec.OSImageURL); err != nil {
@@ -222,6 +224,10 @@ func (p *parser) units(cfg *Config, units []types.Unit) {
 				unit.Dropins = map[string]string{}
 			}
 			unit.Dropins[d.Name] = *d.Contents
+		}
+		if sub, msg := checkUnit(unit); msg != "" {
+			p.add(field+sub, "%s", msg)
+			continue
 		}
 		cfg.Units[u.Name] = unit
 	}
