@@ -50,6 +50,10 @@ func hostileCases() []hostileCase {
 		{name: "dev sda", files: []string{f("/dev/sda")}, field: "spec.config.storage.files[0].path", part: "/dev"},
 		{name: "state dir", files: []string{f("/var/lib/nodeconfd")}, field: "spec.config.storage.files[0].path", part: "state folder"},
 		{name: "state journal", files: []string{f("/var/lib/nodeconfd/txn/1/journal")}, field: "spec.config.storage.files[0].path", part: "state folder"},
+		{name: "run", files: []string{f("/run/x")}, field: "spec.config.storage.files[0].path", part: "emptied at every boot"},
+		{name: "var run", files: []string{f("/var/run/x")}, field: "spec.config.storage.files[0].path", part: "emptied at every boot"},
+		{name: "sysroot", files: []string{f("/sysroot/ostree/deploy/x")}, field: "spec.config.storage.files[0].path", part: "ostree"},
+		{name: "ostree", files: []string{f("/ostree/repo/config")}, field: "spec.config.storage.files[0].path", part: "ostree"},
 		{name: "NUL", files: []string{f("/etc/a\x00b")}, field: "spec.config.storage.files[0].path", part: "U+0000"},
 		{name: "newline", files: []string{f("/etc/a\nb")}, field: "spec.config.storage.files[0].path", part: "U+000A"},
 		{name: "escape", files: []string{f("/etc/\x1b[2Jx")}, field: "spec.config.storage.files[0].path", part: "U+001B"},
@@ -159,7 +163,7 @@ func TestParseRefusesHostile(t *testing.T) {
 // than they must.
 func TestParseAcceptsNearHostile(t *testing.T) {
 	name255 := strings.Repeat("n", 255)
-	files := []string{hostileFile("/etc/" + name255), hostileFile("/device/x"), hostileFile("/var/lib/nodeconfd-other/x"),
+	files := []string{hostileFile("/etc/" + name255), hostileFile("/device/x"), hostileFile("/var/lib/nodeconfd-other/x"), hostileFile("/runner/x"), hostileFile("/var/lib/ostree-x"),
 		hostileFile("/etc/systemd/system/bar.service"), hostileFile("/etc/systemd/system/foo.service.d2/x"),
 		hostileFile("/home/core/.ssh/config"), hostileFile("/etc/a"), hostileFile("/etc/ab/c"), hostileFile("/etc/caf\u00e9")}
 	units := []string{`{"name":"foo.service","dropins":[{"name":"10-x.conf","contents":"[Service]\n"}]}`,

@@ -44,8 +44,24 @@ func checkPathSafety(p string) string {
 	if within(p, stateDir) {
 		return fmt.Sprintf("path %q is in %s, the daemon's own state folder", p, stateDir)
 	}
+	for _, dir := range volatileDirs() {
+		if within(p, dir) {
+			return fmt.Sprintf("path %q is in %s, which is emptied at every boot: the file would be gone after the next reboot and the node would never match its config again", p, dir)
+		}
+	}
+	for _, dir := range ostreeDirs() {
+		if within(p, dir) {
+			return fmt.Sprintf("path %q is in %s, where ostree keeps the OS deployments: only the OS updater writes there", p, dir)
+		}
+	}
 	return ""
 }
+
+// volatileDirs are tmpfs folders (/var/run links to /run).
+func volatileDirs() []string { return []string{"/run", "/var/run"} }
+
+// ostreeDirs hold an ostree host's physical root and its repository.
+func ostreeDirs() []string { return []string{"/sysroot", "/ostree"} }
 
 // within reports whether p is dir or inside it.
 func within(p, dir string) bool {
