@@ -37,7 +37,8 @@ type hostileCase struct {
 	field, part string
 }
 
-func hostileCases() []hostileCase {
+// hostilePathCases are the storage file paths.
+func hostilePathCases() []hostileCase {
 	long := strings.Repeat("a", 256)
 	unit := func(name, rest string) string { return `{"name":"` + name + `"` + rest + `}` }
 	dropin := `,"dropins":[{"name":"10-x.conf","contents":"[Service]\n"}]`
@@ -89,6 +90,14 @@ func hostileCases() []hostileCase {
 			field: "spec.config.storage.files[0].path", part: "core's SSH keys"},
 		{name: "ssh folder as file", files: []string{f("/home/core/.ssh")}, keys: true, field: "spec.config.storage.files[0].path", part: "folder of core's SSH keys"},
 		{name: "home as file", files: []string{f("/home/core")}, keys: true, field: "spec.config.storage.files[0].path", part: "folder"},
+	}
+}
+
+// hostileUnitOSCases are the units, images, kernel arguments and OS fields.
+func hostileUnitOSCases() []hostileCase {
+	unit := func(name, rest string) string { return `{"name":"` + name + `"` + rest + `}` }
+	dropin := `,"dropins":[{"name":"10-x.conf","contents":"[Service]\n"}]`
+	return []hostileCase{
 		// Units and drop-ins.
 		{name: "unit name too long", units: []string{unit(strings.Repeat("u", 248)+".service", "")}, field: "spec.config.systemd.units[0].name", part: "at most 255"},
 		{name: "dropin folder too long", units: []string{unit(strings.Repeat("u", 246)+".service", dropin)}, field: "spec.config.systemd.units[0].name", part: "drop-in folder"},
@@ -142,7 +151,7 @@ func hostileCases() []hostileCase {
 
 // Every hostile config is refused when parsed, naming object and field.
 func TestParseRefusesHostile(t *testing.T) {
-	for _, tc := range hostileCases() {
+	for _, tc := range append(hostilePathCases(), hostileUnitOSCases()...) {
 		t.Run(tc.name, func(t *testing.T) {
 			mc := machineConfig("rendered-hostile", hostileConfig(tc.files, tc.units, tc.keys))
 			mc.Spec.KernelArguments, mc.Spec.OSImageURL = tc.kargs, tc.image
