@@ -36,6 +36,7 @@ test-unit:
 
 # Every test, on the real parts (root, control plane, systemd nodes).
 test: deps controlplane nodeimage build
+	bash hack/check-tracked-sizes.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m -p 2 ./...
 

@@ -18,9 +18,12 @@ exec 9>"$cache/controlplane.lock"
 flock 9
 
 if [ -x "$out/kube-apiserver" ] && [ -x "$out/kubectl" ] && [ -x "$out/etcd" ]; then
+  echo "set-up: control plane (kube-apiserver, kubectl ${K8S_VERSION}, etcd ${ETCD_VERSION}): cached in $out" >&2
   echo "$out"
   exit 0
 fi
+echo "set-up: building kube-apiserver and kubectl ${K8S_VERSION} and etcd ${ETCD_VERSION} from the Go module proxy," \
+  "once (cached in $cache); about 5-10 minutes on 2 cores ..." >&2
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
@@ -54,7 +57,9 @@ import (
 GO
 (
   cd "$work/k8s"
+  echo "set-up:   resolving the kubernetes ${K8S_VERSION} modules ..." >&2
   go mod tidy -e >&2 || true
+  echo "set-up:   compiling kube-apiserver and kubectl (the longest step) ..." >&2
   CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$out.tmp/kube-apiserver" k8s.io/kubernetes/cmd/kube-apiserver >&2
   CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$out.tmp/kubectl" k8s.io/kubernetes/cmd/kubectl >&2
 )
@@ -64,10 +69,12 @@ mkdir -p "$work/etcd"
 (
   cd "$work/etcd"
   go mod init nodeconfd.local/etcdbuild >/dev/null 2>&1
+  echo "set-up:   building etcd ${ETCD_VERSION} ..." >&2
   go get -tool "go.etcd.io/etcd/server/v3@${ETCD_VERSION}" >&2
   CGO_ENABLED=0 go build -trimpath -ldflags=-s -o "$out.tmp/etcd" go.etcd.io/etcd/server/v3 >&2
 )
 
 rm -rf "$out"
 mv "$out.tmp" "$out"
+echo "set-up: control plane built in ${SECONDS}s" >&2
 echo "$out"

@@ -11,13 +11,17 @@ command -v flock >/dev/null || need+=(util-linux)
 command -v dbus-daemon >/dev/null || need+=(dbus)
 command -v mount >/dev/null || need+=(mount)
 if [ ${#need[@]} -gt 0 ]; then
+  echo "set-up: installing Debian packages ${need[*]} (once; about a minute) ..." >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${need[@]}" >/dev/null
+else
+  echo "set-up: Debian packages (debootstrap, systemd-nspawn, dbus): installed" >&2
 fi
 
 if ! command -v go >/dev/null && [ ! -x /usr/local/go/bin/go ]; then
   # Debian's go is older than go.mod asks for; GOTOOLCHAIN=auto then fetches
   # the right toolchain from the Go module proxy.
+  echo "set-up: installing Go (Debian's golang-go; GOTOOLCHAIN=auto fetches the version go.mod asks for) ..." >&2
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq golang-go >/dev/null
 fi

@@ -20,9 +20,12 @@ exec 9>"$cache/nodeimage.lock"
 flock 9
 
 if [ -f "$out/.nodeimage-complete" ]; then
+  echo "set-up: node image (Debian $SUITE root filesystem): cached in $out" >&2
   echo "$out"
   exit 0
 fi
+echo "set-up: building the node image (Debian $SUITE with systemd, debootstrap from the apt mirror)," \
+  "once (cached in $cache); about 2-4 minutes ..." >&2
 
 # mirror prints the first non-security Debian mirror of the apt sources.
 mirror() {
@@ -96,4 +99,5 @@ chmod 0755 "$tmp"
 rm -rf "$out"
 mv "$tmp" "$out"
 trap - EXIT
+echo "set-up: node image built in ${SECONDS}s" >&2
 echo "$out"

@@ -93,6 +93,11 @@ type Host interface {
 	CheckFile(f plan.File) error
 	CheckUnit(u plan.Unit) error
 	CheckSSHKeys(keys []string) error
+	// Preflight checks, reading only, that the node can take diff from
+	// current to desired: owners against its passwd and group, every path
+	// to write or remove, core's SSH folder. It runs in prepare, before the
+	// cordon; its refusals are *plan.ConfigError naming the field.
+	Preflight(current, desired plan.Config, diff plan.Diff) error
 	WriteState(name string, data []byte) error
 	ReadState(name string) ([]byte, error)
 }

@@ -67,6 +67,8 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 		diff.KernelArgsRemoved, diff.KernelArgsAdded = saved.KernelArgsRemoved, saved.KernelArgsAdded
 	} else if err := checkOS(ctx, d, u.CurrentName == "", current, desired, d.Progress().EarlierKernelArgs, &diff); err != nil {
 		return err
+	} else if err := d.Host().Preflight(current, desired, diff); err != nil {
+		return err // the node's side, before the slot, the cordon, a write
 	}
 	u.Current, u.Desired, u.Diff = current, desired, diff
 	u.Action = d.Policy().PostAction(diff)

@@ -94,6 +94,9 @@ type host struct {
 	failOn  string
 	rolled  bool
 	written []string
+	// preflightErr is what Preflight returns; preflights counts its calls.
+	preflightErr error
+	preflights   int
 }
 
 type txn struct{ h *host }
@@ -124,8 +127,12 @@ func (h *host) CheckFile(f plan.File) error {
 	}
 	return nil
 }
-func (h *host) CheckUnit(plan.Unit) error           { return nil }
-func (h *host) CheckSSHKeys([]string) error         { return nil }
+func (h *host) CheckUnit(plan.Unit) error   { return nil }
+func (h *host) CheckSSHKeys([]string) error { return nil }
+func (h *host) Preflight(_, _ plan.Config, _ plan.Diff) error {
+	h.preflights++
+	return h.preflightErr
+}
 func (h *host) WriteState(n string, d []byte) error { h.state[n] = d; return nil }
 func (h *host) ReadState(n string) ([]byte, error) {
 	if d, ok := h.state[n]; ok {

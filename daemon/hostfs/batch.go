@@ -39,6 +39,8 @@ type batch struct {
 	dirs  map[string]*os.Root // by relative path; nil when known missing
 	dirty map[string]bool
 	ids   *idTable
+	// parents caches checkParents by folder: whether it is open.
+	parents map[string]bool
 }
 
 func (f *FS) newBatch() *batch {
@@ -102,7 +104,7 @@ func (b *batch) mkdirAll(rel string) error {
 		}
 		return err
 	}
-	if err := b.f.root.Chmod(rel, 0o755); err != nil { // undo the umask
+	if err := chmodDir(b.f.root, rel, 0o755); err != nil { // undo the umask
 		return err
 	}
 	delete(b.dirs, rel) // forget a cached "missing"
@@ -235,7 +237,7 @@ func (b *batch) put(rel string, s snapshot) error {
 // entry in the same directory gets it, is fsynced and renamed over name.
 // The directory itself is not synced.
 func replace(d *os.Root, name string, s snapshot) error {
-	tmp := "." + name + ".nodeconfd-tmp"
+	tmp := tempName(name)
 	var err error
 	switch s.Kind {
 	case kindFile:
@@ -245,6 +247,8 @@ func replace(d *os.Root, name string, s snapshot) error {
 			return err
 		}
 		if err = d.Symlink(s.Target, tmp); err == nil {
+			// A symlink cannot be opened to chown it: Lchown never
+			// follows, on the temp name just made in d.
 			err = d.Lchown(tmp, s.UID, s.GID)
 		}
 	default:
@@ -311,7 +315,7 @@ func (b *batch) checkTarget(rel string) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("target is a %v, not a regular file", fi.Mode().Type())
+	return fmt.Errorf("target is a %s, not a regular file", typeName(fi.Mode().Type()))
 }
 
 // remove deletes the file or symlink rel; a missing one is fine.

@@ -39,6 +39,13 @@ func (f *FS) CheckSSHKeys(keys []string) error {
 	if err != nil {
 		return err
 	}
+	core, err := b.user("core")
+	if err == nil {
+		_, err = b.checkSSH(core) // a symlinked ~/.ssh is not core's keys
+	}
+	if err != nil {
+		return fmt.Errorf("checking SSH keys: %w", err)
+	}
 	return b.checkFiles([]plan.File{file}, true)
 }
 

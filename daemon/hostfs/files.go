@@ -16,6 +16,9 @@ type target struct {
 	path string
 	rel  string
 	want snapshot
+	// pinned marks a target whose folder the caller opened and checked
+	// itself (core's SSH folder, which core owns).
+	pinned bool
 }
 
 // WriteFile atomically writes a file: parent directories are created (0755),
@@ -87,7 +90,11 @@ func (b *batch) writeFiles(files []plan.File) error {
 
 func (b *batch) writeTargets(ts []target) error {
 	for _, t := range ts {
-		if err := b.checkTarget(t.rel); err != nil {
+		check := b.checkWrite // the same checks as Preflight, again
+		if t.pinned {
+			check = b.checkTarget
+		}
+		if err := check(t.rel); err != nil {
 			return fmt.Errorf("writing %s: %w", t.path, err)
 		}
 	}

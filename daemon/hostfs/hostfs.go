@@ -69,7 +69,7 @@ func Open(rootMount string) (*FS, error) {
 		root.Close()
 		return nil, fmt.Errorf("creating state dir: %w", err)
 	}
-	if err := root.Chmod(stateRel, 0o700); err != nil {
+	if err := chmodDir(root, stateRel, 0o700); err != nil {
 		root.Close()
 		return nil, fmt.Errorf("creating state dir: %w", err)
 	}

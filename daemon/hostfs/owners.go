@@ -44,6 +44,9 @@ func (b *batch) owner(user, group plan.Owner) (uid, gid int, err error) {
 
 func (b *batch) resolve(o plan.Owner, isUser bool) (int, error) {
 	if o.ID != nil {
+		if !validID(*o.ID) {
+			return 0, fmt.Errorf("ID %d is outside 0..%d", *o.ID, plan.MaxID)
+		}
 		return *o.ID, nil
 	}
 	if o.Name == "" {

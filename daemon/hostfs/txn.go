@@ -59,6 +59,9 @@ type entry struct {
 	Orig     snapshot `json:"orig"`
 	NoOrig   bool     `json:"noorig,omitempty"`
 	Restored bool     `json:"restored,omitempty"`
+	// Dir, when set, makes the entry a folder's (core's ~/.ssh): File and
+	// the backups are then unused.
+	Dir *dirState `json:"dir,omitempty"`
 }
 
 // BeginTxn opens the transaction id, or re-opens it after a restart: the
@@ -245,6 +248,15 @@ func (t *Txn) apply(b *batch, ts []target, removes []string) error {
 	for _, tg := range ts {
 		paths = append(paths, tg.path)
 	}
+	for _, p := range removes {
+		r, err := rel(p)
+		if err == nil {
+			err = b.checkRemove(r)
+		}
+		if err != nil {
+			return fmt.Errorf("removing %s: %w", p, err)
+		}
+	}
 	if err := t.record(b, append(paths, removes...)); err != nil {
 		return err
 	}
@@ -310,6 +322,9 @@ func (t *Txn) Rollback() error {
 	if err != nil {
 		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
 	}
+	if err := b.pinDirs(entries); err != nil {
+		return err
+	}
 	for _, e := range slices.Backward(entries) {
 		if err := b.restore(e); err != nil {
 			return fmt.Errorf("rolling back %s: %w", e.Path, err)
@@ -322,6 +337,9 @@ func (t *Txn) Rollback() error {
 }
 
 func (b *batch) restore(e entry) error {
+	if e.Dir != nil {
+		return b.restoreDir(e)
+	}
 	r, err := rel(e.Path)
 	if err != nil {
 		return err

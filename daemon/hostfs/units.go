@@ -138,44 +138,12 @@ func (b *batch) managedNames(dir string) ([]string, error) {
 			return nil, err
 		}
 		for _, name := range entries {
-			if !strings.HasSuffix(name, ".nodeconfd-tmp") {
+			if !strings.HasSuffix(name, tempSuffix) {
 				names = append(names, name)
 			}
 		}
 	}
 	return names, nil
-}
-
-// WriteSSHKeys writes the authorized keys of user "core" to
-// ~core/.ssh/authorized_keys (home from the node's /etc/passwd): the .ssh
-// directory 0700 and the file 0600, both owned by core.
-func (t *Txn) WriteSSHKeys(keys []string) error {
-	t.f.mu.Lock()
-	defer t.f.mu.Unlock()
-	b := t.f.newBatch()
-	defer b.close()
-	file, err := b.sshKeysFile(keys)
-	if err != nil {
-		return err
-	}
-	ts, err := b.targets([]plan.File{file})
-	if err != nil {
-		return err
-	}
-	if err := t.record(b, []string{file.Path}); err != nil {
-		return err
-	}
-	sshDir := path.Dir(ts[0].rel)
-	if _, err := b.dir(sshDir, true); err != nil {
-		return fmt.Errorf("creating /%s: %w", sshDir, err)
-	}
-	if err := t.f.root.Chown(sshDir, ts[0].want.UID, ts[0].want.GID); err != nil {
-		return fmt.Errorf("creating /%s: %w", sshDir, err)
-	}
-	if err := t.f.root.Chmod(sshDir, 0o700); err != nil {
-		return fmt.Errorf("creating /%s: %w", sshDir, err)
-	}
-	return t.apply(b, ts, nil)
 }
 
 // sshKeysFile returns core's authorized_keys file holding keys.

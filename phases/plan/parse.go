@@ -167,6 +167,9 @@ func (p *parser) files(cfg *Config, files []types.File) {
 			}
 			mode = fs.FileMode(*f.Mode)
 		}
+		if !p.checkOwnerIDs(field, f) {
+			continue
+		}
 		contents, prob := decodeResource(f.Contents)
 		if prob != nil {
 			p.add(field+".contents."+prob.Sub, "%s", prob.Msg)

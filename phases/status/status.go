@@ -1,5 +1,5 @@
 // Package status holds the MachineConfigNode status contract
-// (shared/design/status-contract.md): condition types, reasons, the order in
+// (docs/status.md): condition types, reasons, the order in
 // which they are shown, and pure helpers that stage condition changes.
 package status
 

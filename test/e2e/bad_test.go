@@ -36,7 +36,7 @@ func TestBadConfigs(t *testing.T) {
 		{"version", `{"ignition":{"version":"2.2.0"}}`, "UpdateCompatible", "spec.config.ignition.version", "Degraded"},
 		// The dotdot and mode cases are in the hostile corpus (hostile_test.go).
 		{"symlink", `{"ignition":{"version":"3.4.0"},"storage":{"files":[` + good + `,{"path":"` + dir + `/escape/owned","contents":{"source":"data:,x"}}]}}`,
-			"AppliedFilesAndOS", dir + "/escape/owned", "Degraded"},
+			"UpdateCompatible", "spec.config.storage.files[1].path", "Degraded"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -1,0 +1,82 @@
+package hostfs
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+)
+
+// A basename of 255 bytes (NAME_MAX) is written, backed up, checked and
+// rolled back like any other: the temporary names never overflow.
+func TestNameMax(t *testing.T) {
+	node, f := newNode(t)
+	long := strings.Repeat("n", 255)
+	put(t, node, "etc/long/"+long, "original", 0o640) // backed up on the first write
+	dropin := strings.Repeat("d", 250) + ".conf"
+	unitName := strings.Repeat("u", 245) + ".service" // its drop-in folder: 255 bytes
+	contents := "[Unit]\n"
+	unit := plan.Unit{Name: unitName, Contents: &contents, Dropins: map[string]string{dropin: "[Service]\n"}}
+	files := []plan.File{
+		{Path: "/etc/long/" + long, Contents: []byte("ours"), Mode: 0o600},
+		{Path: "/etc/long/" + strings.Repeat("m", 255), Contents: []byte("new"), Mode: 0o644},
+	}
+	// Rollback leaves the folders it made: make them first.
+	mkdir(t, node, "etc/systemd/system/"+unitName+".d", 0o755, 0)
+	before := tree(t, node, "var/lib/nodeconfd")
+	if err := f.Preflight(plan.Config{}, plan.Config{}, plan.Diff{ChangedFiles: files, ChangedUnits: []plan.Unit{unit}}); err != nil {
+		t.Fatal(err)
+	}
+	for _, commit := range []bool{false, true} {
+		tx, err := f.BeginTxn("long")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.WriteFiles(files); err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.WriteUnit(unit); err != nil {
+			t.Fatal(err)
+		}
+		for _, file := range files {
+			if err := f.CheckFile(file); err != nil {
+				t.Error(err)
+			}
+		}
+		if err := f.CheckUnit(unit); err != nil {
+			t.Error(err)
+		}
+		if commit {
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		assertSame(t, before, tree(t, node, "var/lib/nodeconfd"))
+	}
+	if got := stateOf(t, filepath.Join(node, "var/lib/nodeconfd/orig/etc/long", long)); got.Data != "original" {
+		t.Errorf("backup %+v", got)
+	}
+	if err := f.RemoveFile(files[0].Path); err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, filepath.Join(node, "etc/long", long)); got.Data != "original" || got.Mode != 0o640 {
+		t.Errorf("restored %+v", got)
+	}
+	for _, dir := range []string{"etc/long", "etc/systemd/system", "etc/systemd/system/" + unitName + ".d"} {
+		entries, err := os.ReadDir(filepath.Join(node, dir))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, e := range entries {
+			if strings.HasSuffix(e.Name(), tempSuffix) {
+				t.Errorf("temporary file %s/%s left", dir, e.Name())
+			}
+		}
+	}
+}

@@ -1,0 +1,163 @@
+package hostfs
+
+import (
+	"fmt"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+)
+
+// Preflight checks, before the update touches anything (no cordon, no
+// write), everything about the node that would make the write step fail or
+// unsafe: the owners of the files to write against the node's passwd and
+// group, the folders of every path to write or remove (see checkParents),
+// what is at each path now, and the SSH folder of user core. It only reads.
+// A refusal is a *plan.ConfigError naming the desired MachineConfig and the
+// field, e.g. spec.config.storage.files[3].user.name; further problems are
+// counted in its More.
+func (f *FS) Preflight(current, desired plan.Config, diff plan.Diff) error {
+	b := f.newBatch()
+	defer b.close()
+	var errs []*plan.ConfigError
+	refuse := func(field string, err error) {
+		errs = append(errs, &plan.ConfigError{Object: desired.Name, Field: field, Msg: err.Error()})
+	}
+	for _, file := range diff.ChangedFiles {
+		b.preflightFile(file, refuse)
+	}
+	for _, p := range diff.RemovedFiles {
+		if err := b.preflightRemove(p); err != nil {
+			// The desired config has no entry for it: name the list, and
+			// the entry of the current config.
+			if old, ok := current.Files[p]; ok && old.Field != "" {
+				err = fmt.Errorf("%w (it was %s of MachineConfig %q)", err, old.Field, current.Name)
+			}
+			refuse("spec.config.storage.files", err)
+		}
+	}
+	for _, u := range diff.ChangedUnits {
+		b.preflightUnit(u, false, refuse)
+	}
+	for _, u := range diff.RemovedUnits {
+		b.preflightUnit(u, true, refuse)
+	}
+	if diff.SSHKeysChanged {
+		field := desired.SSHKeysField
+		if field == "" {
+			field = current.SSHKeysField // the keys are removed
+		}
+		if err := b.preflightSSH(); err != nil {
+			refuse(field, err)
+		}
+	}
+	if len(desired.SSHKeys) > 0 {
+		if file, err := b.fileAtSSHKeys(desired); err != nil {
+			refuse(file.Field+".path", err)
+		}
+	}
+	if len(errs) == 0 {
+		return nil
+	}
+	first := errs[0]
+	first.More = len(errs) - 1
+	return first
+}
+
+// preflightFile checks one file to write: its path, then its owner with the
+// same resolution the write uses.
+func (b *batch) preflightFile(file plan.File, refuse func(string, error)) {
+	r, err := rel(file.Path)
+	if err == nil {
+		err = b.checkWrite(r)
+	}
+	if err != nil {
+		refuse(file.Field+".path", fmt.Errorf("writing %s: %w", file.Path, err))
+	}
+	for _, o := range []struct {
+		owner  plan.Owner
+		isUser bool
+		field  string
+	}{{file.User, true, ".user"}, {file.Group, false, ".group"}} {
+		if _, err := b.resolve(o.owner, o.isUser); err != nil {
+			sub := ".name"
+			if o.owner.ID != nil {
+				sub = ".id"
+			}
+			refuse(file.Field+o.field+sub, err)
+		}
+	}
+}
+
+func (b *batch) preflightRemove(p string) error {
+	r, err := rel(p)
+	if err != nil {
+		return err
+	}
+	if err := b.checkRemove(r); err != nil {
+		return fmt.Errorf("cannot remove %s, which the desired config no longer has: %w", p, err)
+	}
+	return nil
+}
+
+// preflightUnit checks the paths of a unit's file and drop-ins: those to
+// write, or, for a removed unit, those to remove.
+func (b *batch) preflightUnit(u plan.Unit, removed bool, refuse func(string, error)) {
+	files, err := unitFiles(u)
+	if err != nil {
+		refuse(u.Field+".name", err)
+		return
+	}
+	for _, file := range files {
+		field := u.Field + ".contents"
+		if file.Path != unitDir+"/"+u.Name {
+			field = u.Field + ".dropins"
+		}
+		if removed {
+			if err := b.preflightRemove(file.Path); err != nil {
+				refuse(u.Field, fmt.Errorf("unit %s: %w", u.Name, err))
+			}
+			continue
+		}
+		r, err := rel(file.Path)
+		if err == nil {
+			err = b.checkWrite(r)
+		}
+		if err != nil {
+			refuse(field, fmt.Errorf("unit %s: writing %s: %w", u.Name, file.Path, err))
+		}
+	}
+}
+
+// preflightSSH checks that user core exists and that its SSH folder and key
+// file can be written without following anything core controls.
+func (b *batch) preflightSSH() error {
+	core, err := b.user("core")
+	if err != nil {
+		return err
+	}
+	_, err = b.checkSSH(core)
+	return err
+}
+
+// fileAtSSHKeys refuses a file of the config at core's ~/.ssh or its key
+// file (home from the node's passwd): the SSH keys go there.
+func (b *batch) fileAtSSHKeys(desired plan.Config) (plan.File, error) {
+	core, err := b.user("core")
+	if err != nil {
+		return plan.File{}, nil // refused with the keys' field when they change
+	}
+	p, err := sshRels(core)
+	if err != nil {
+		return plan.File{}, nil
+	}
+	for _, r := range []string{p.dir, p.keys} {
+		if file, ok := desired.Files["/"+r]; ok {
+			return file, fmt.Errorf("/%s is where the SSH keys of user core go (%s)", r, desired.SSHKeysField)
+		}
+	}
+	return plan.File{}, nil
+}
+
+// validID reports whether id can be a file's owner (see plan.MaxID).
+func validID(id int) bool {
+	return id >= 0 && id <= plan.MaxID
+}
