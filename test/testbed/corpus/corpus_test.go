@@ -54,12 +54,13 @@ func TestSetupAndUndo(t *testing.T) {
 		t.Skip("chown needs root")
 	}
 	root := t.TempDir()
-	for _, d := range []string{"etc", "home/core/.ssh"} {
+	for _, d := range []string{"etc/dir/sub", "home/core/.ssh"} {
 		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for name, data := range map[string]string{"etc/passwd": "root:x:0:0::/root:/bin/sh\n", "etc/group": "root:x:0:\n", "etc/keep": "old"} {
+	for name, data := range map[string]string{"etc/passwd": "root:x:0:0::/root:/bin/sh\n", "etc/group": "root:x:0:\n", "etc/keep": "old",
+		"etc/dir/sub/f": "in a folder a symlink replaces"} {
 		if err := os.WriteFile(filepath.Join(root, name), []byte(data), 0o640); err != nil {
 			t.Fatal(err)
 		}
@@ -75,6 +76,8 @@ func TestSetupAndUndo(t *testing.T) {
 		"symlink /home/core/.ssh/authorized_keys " + outside,
 		"chown /home/core/.ssh/authorized_keys 5:5",
 		"chown /home/core/.ssh 1000:1000",
+		"symlink /etc/dir ../home",
+		"symlink /etc/dir ../var",
 		"user mallory 4242",
 	})
 	if err != nil {
@@ -93,6 +96,9 @@ func TestSetupAndUndo(t *testing.T) {
 	}
 	if fi, err := os.Stat(filepath.Join(root, "etc/keep")); err != nil || fi.Mode() != 0o755|fs.ModeSetuid || fi.Sys().(*syscall.Stat_t).Uid != 7 {
 		t.Errorf("etc/keep: %v %v", fi.Mode(), err)
+	}
+	if target, err := os.Readlink(filepath.Join(root, "etc/dir")); err != nil || target != "../var" {
+		t.Errorf("etc/dir -> %q, %v", target, err)
 	}
 	if target, err := os.Readlink(filepath.Join(root, "home/core/.ssh/authorized_keys")); err != nil || target != outside {
 		t.Errorf("symlink -> %q, %v", target, err)

@@ -19,7 +19,7 @@ import (
 //
 //	mkdir PATH          (with its parents)
 //	file PATH CONTENT   (0644; CONTENT may be a Go-quoted string)
-//	symlink PATH TARGET
+//	symlink PATH TARGET (what was at PATH is removed until the undo)
 //	chown PATH UID:GID  (the link itself for a symlink)
 //	chmod PATH OCTAL
 //	user NAME UID       (a passwd and a group entry, UID = GID)
@@ -82,7 +82,7 @@ func (u *Undo) apply(line string) error {
 		}
 		return u.root.WriteFile(rel, []byte(content), 0o644)
 	case "symlink":
-		if err := u.save(rel); err != nil {
+		if err := u.moveAside(rel); err != nil {
 			return err
 		}
 		return u.root.Symlink(args[1], rel)
@@ -181,6 +181,41 @@ func (u *Undo) user(name, uid string) error {
 		}
 	}
 	return nil
+}
+
+// moveAside makes room for a new entry at rel: what is there (a folder
+// with its files, say) is saved whole, then removed; the undo puts it
+// back. (A rename would not do: overlayfs refuses to rename a folder of
+// its lower layer.)
+func (u *Undo) moveAside(rel string) error {
+	fi, err := u.root.Lstat(rel)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return u.save(rel)
+	case err != nil:
+		return err
+	case !fi.IsDir():
+		if err := u.save(rel); err != nil {
+			return err
+		}
+		return u.root.Remove(rel)
+	}
+	var tree []string
+	err = fs.WalkDir(u.root.FS(), rel, func(p string, _ fs.DirEntry, err error) error {
+		tree = append(tree, p)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	// Children first in the undo list, so the undo, which runs it
+	// backwards, makes each folder before what it holds.
+	for i := len(tree) - 1; i >= 0; i-- {
+		if err := u.save(tree[i]); err != nil {
+			return err
+		}
+	}
+	return u.root.RemoveAll(rel)
 }
 
 // save records the state of rel before its first change.
