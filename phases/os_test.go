@@ -143,9 +143,9 @@ func TestOSChangeRefusedWithoutUpdater(t *testing.T) {
 		osu  phases.OSUpdater
 		msg  string
 	}{
-		{"none", nil, "Error: OS image changes need rpm-ostree or bootc; this node has neither"},
+		{"none", nil, `Error: MachineConfig "b": spec.kernelArguments: OS image and kernel argument changes need rpm-ostree or bootc; this node has neither`},
 		{"unsupported", &fakeOS{supportsErr: errors.New("no kargs here"), booted: phases.BootedOS{Image: "os:1"}},
-			"Error: this node's OS updater fake-os cannot make the change: no kargs here"},
+			`Error: MachineConfig "b": spec.kernelArguments: this node's OS updater fake-os cannot make the change: no kargs here`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &host{files: map[string]string{}, state: map[string][]byte{}}

@@ -11,9 +11,16 @@ import (
 
 // UnsupportedError is a change this node cannot make (an OS change with no
 // OS updater). Like an unreconcilable change, it is refused in prepare.
-type UnsupportedError struct{ Msg string }
+// Object and Field, when set, name the desired MachineConfig and the field
+// that asks for the change ("spec.kernelArguments").
+type UnsupportedError struct{ Object, Field, Msg string }
 
-func (e *UnsupportedError) Error() string { return e.Msg }
+func (e *UnsupportedError) Error() string {
+	if e.Object == "" {
+		return e.Msg
+	}
+	return fmt.Sprintf("MachineConfig %q: %s: %s", e.Object, e.Field, e.Msg)
+}
 
 // Prepare fetches both rendered configs, validates them, diffs them, checks
 // the OS change against the booted deployment and chooses the post action.
@@ -74,7 +81,7 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 }
 
 // NoOSUpdaterMessage refuses an OS change on a node with no OS updater.
-const NoOSUpdaterMessage = "OS image changes need rpm-ostree or bootc; this node has neither"
+const NoOSUpdaterMessage = "OS image and kernel argument changes need rpm-ostree or bootc; this node has neither"
 
 // checkOS refuses OS changes the node cannot make, and plans the OS change
 // against the booted deployment: the image is changed when the node does
@@ -82,10 +89,13 @@ const NoOSUpdaterMessage = "OS image changes need rpm-ostree or bootc; this node
 // fell back), and the kernel arguments are edited from the booted ones when
 // those are not the current config's (no current config, or a fallback).
 func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.Config, earlier []string, diff *plan.Diff) error {
+	if field, msg := plan.UnsupportedOSFields(*diff); field != "" {
+		return &UnsupportedError{Object: desired.Name, Field: field, Msg: msg}
+	}
 	osu := d.OS()
 	if osu == nil {
 		if diff.OSChanged() {
-			return &UnsupportedError{Msg: NoOSUpdaterMessage}
+			return &UnsupportedError{Object: desired.Name, Field: osField(*diff), Msg: NoOSUpdaterMessage}
 		}
 		return nil
 	}
@@ -107,9 +117,23 @@ func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.C
 	}
 	kargs := len(diff.KernelArgsRemoved)+len(diff.KernelArgsAdded) > 0
 	if err := osu.Supports(image, kargs); err != nil {
-		return &UnsupportedError{Msg: fmt.Sprintf("this node's OS updater %s cannot make the change: %v", osu.Name(), err)}
+		field := osField(*diff)
+		if image != "" && osu.Supports(image, false) != nil {
+			field = "spec.osImageURL"
+		}
+		return &UnsupportedError{Object: desired.Name, Field: field,
+			Msg: fmt.Sprintf("this node's OS updater %s cannot make the change: %v", osu.Name(), err)}
 	}
 	return nil
+}
+
+// osField names the field whose change needs the OS updater: the image
+// when it changes, else the kernel arguments.
+func osField(diff plan.Diff) string {
+	if diff.OSImageChanged {
+		return "spec.osImageURL"
+	}
+	return "spec.kernelArguments"
 }
 
 // PlanAgainstBooted corrects diff's OS change with the booted deployment

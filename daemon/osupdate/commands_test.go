@@ -18,7 +18,18 @@ func TestRebaseArgs(t *testing.T) {
 		url, want, err string
 	}{
 		{img, "ostree-unverified-registry:" + img, ""},
-		{"  " + img + "\n", "ostree-unverified-registry:" + img, ""},
+		{"  " + img, "", "white space"},
+		{img + "\n", "", "control character U+000A"},
+		{"--help", "", "starts with -"},
+		{"ostree-unverified-registry:--help", "", "bad image name"},
+		{"ostree-unverified-image:oci:-x", "", "bad image name"},
+		{"quay.io/OS@" + digest, "", "bad path component"},
+		{"quay.io/os:bad!tag", "", "bad tag"},
+		{"quay.io/os@sha256:", "", "bad digest"},
+		{"bad_host.io:x/os", "", "bad registry host"},
+		{"quay.io/os\u202e", "", "bidirectional control"},
+		{"localhost:5000/os:1.2", "ostree-unverified-registry:localhost:5000/os:1.2", ""},
+		{"ostree-remote-registry:-x:" + img, "", "bad ostree remote"},
 		{"docker://" + img, "ostree-unverified-registry:" + img, ""},
 		{"registry:" + img, "ostree-unverified-registry:" + img, ""},
 		{"oci:/var/lib/os-image", "ostree-unverified-image:oci:/var/lib/os-image", ""},
@@ -34,9 +45,9 @@ func TestRebaseArgs(t *testing.T) {
 		{"ostree-image-signed:docker://" + img, "ostree-image-signed:registry:" + img, ""},
 		{"ostree-image-signed:" + img, "", "no transport"},
 		{"ostree-remote-registry:" + "fedora", "", "want ostree-remote-registry:<remote>:<image>"},
-		{"ostree-remote-image::docker://" + img, "", "empty ostree remote"},
+		{"ostree-remote-image::docker://" + img, "", "bad ostree remote"},
 		{"", "", "empty image reference"},
-		{"quay.io/os with space", "", "bad image name"},
+		{"quay.io/os with space", "", "white space"},
 		{"docker://", "", "bad image name"},
 	}
 	for _, tt := range tests {
@@ -47,7 +58,7 @@ func TestRebaseArgs(t *testing.T) {
 			}
 			continue
 		}
-		want := []string{"rebase", "--experimental", tt.want}
+		want := []string{"rebase", "--experimental", "--", tt.want}
 		if err != nil || !reflect.DeepEqual(got, want) {
 			t.Errorf("RebaseArgs(%q) = %q, %v; want %q", tt.url, got, err, want)
 		}
@@ -86,12 +97,13 @@ func TestSwitchArgs(t *testing.T) {
 		want []string
 		err  string
 	}{
-		{img, []string{"switch", img}, ""},
-		{"docker://" + img, []string{"switch", img}, ""},
-		{"ostree-unverified-registry:" + img, []string{"switch", img}, ""},
-		{"oci:/var/lib/os", []string{"switch", "--transport", "oci", "/var/lib/os"}, ""},
-		{"containers-storage:localhost/os", []string{"switch", "--transport", "containers-storage", "localhost/os"}, ""},
-		{"ostree-image-signed:registry:" + img, []string{"switch", "--enforce-container-sigpolicy", img}, ""},
+		{img, []string{"switch", "--", img}, ""},
+		{"docker://" + img, []string{"switch", "--", img}, ""},
+		{"ostree-unverified-registry:" + img, []string{"switch", "--", img}, ""},
+		{"oci:/var/lib/os", []string{"switch", "--transport", "oci", "--", "/var/lib/os"}, ""},
+		{"containers-storage:localhost/os", []string{"switch", "--transport", "containers-storage", "--", "localhost/os"}, ""},
+		{"ostree-image-signed:registry:" + img, []string{"switch", "--enforce-container-sigpolicy", "--", img}, ""},
+		{"--help", nil, "starts with -"},
 		{"ostree-remote-registry:fedora:" + img, nil, "cannot verify images with an ostree remote"},
 	}
 	for _, tt := range tests {

@@ -106,7 +106,7 @@ func TestRpmOstreeStageBootCleanup(t *testing.T) {
 	}
 	want := []string{
 		"rpm-ostree status --json",
-		"rpm-ostree rebase --experimental ostree-unverified-registry:" + newImage,
+		"rpm-ostree rebase --experimental -- ostree-unverified-registry:" + newImage,
 		"rpm-ostree status --json",
 		"rpm-ostree kargs --deploy-index=1", "rpm-ostree kargs --deploy-index=0",
 		"rpm-ostree kargs --delete-if-present=b --append=a --append=a",
@@ -229,7 +229,7 @@ func TestBootc(t *testing.T) {
 	if err != nil || msg != "Staged OS image "+newImage {
 		t.Fatalf("Stage = %q, %v", msg, err)
 	}
-	if got := tools.calls(t, 0); !reflect.DeepEqual(got, []string{"bootc status --json", "bootc status --json", "bootc switch " + newImage}) {
+	if got := tools.calls(t, 0); !reflect.DeepEqual(got, []string{"bootc status --json", "bootc status --json", "bootc switch -- " + newImage}) {
 		t.Errorf("calls %q", got)
 	}
 	if b, err := u.Booted(ctx, newImage); err != nil || b.IsImage || b.KernelArgs != nil {

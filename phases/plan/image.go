@@ -39,9 +39,12 @@ type ImageRef struct {
 // containers-image transport (docker://, oci:, ...), or a full ostree
 // reference (ostree-unverified-registry:, ostree-remote-image:, ...).
 func ParseImage(url string) (ImageRef, error) {
-	s := strings.TrimSpace(url)
+	s := url
 	if s == "" {
 		return ImageRef{}, fmt.Errorf("empty image reference")
+	}
+	if msg := checkImageText(s); msg != "" {
+		return ImageRef{}, fmt.Errorf("image reference %q: %s", url, msg)
 	}
 	r := ImageRef{Verify: "unverified"}
 	switch {
@@ -100,11 +103,16 @@ func cutTransport(s string) (transport, name string, ok bool) {
 }
 
 func (r ImageRef) check(url string) (ImageRef, error) {
-	if r.Name == "" || strings.ContainsAny(r.Name, " \t\n") {
+	if r.Name == "" || strings.HasPrefix(r.Name, "-") {
 		return ImageRef{}, fmt.Errorf("image reference %q: bad image name %q", url, r.Name)
 	}
-	if r.Verify == "remote" && r.Remote == "" {
-		return ImageRef{}, fmt.Errorf("image reference %q: empty ostree remote", url)
+	if r.Transport == "registry" {
+		if msg := checkImageName(r.Name); msg != "" {
+			return ImageRef{}, fmt.Errorf("image reference %q: bad image name %q: %s", url, r.Name, msg)
+		}
+	}
+	if r.Verify == "remote" && !validRemote(r.Remote) {
+		return ImageRef{}, fmt.Errorf("image reference %q: bad ostree remote %q (want letters, digits, ., _ and -)", url, r.Remote)
 	}
 	return r, nil
 }

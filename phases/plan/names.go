@@ -24,17 +24,19 @@ func checkPath(p string) string {
 			return fmt.Sprintf("path %q has a .. element", p)
 		}
 	}
-	return ""
+	return checkPathSafety(p)
 }
 
 // unitTypes lists the unit types Ignition accepts, for messages.
-const unitTypes = ".service, .socket, .device, .mount, .automount, .swap, .target, .path, .timer, .snapshot, .slice, .scope"
+// systemd dropped .snapshot units (v228): Ignition still takes the name,
+// but systemd refuses it, so the daemon does too.
+const unitTypes = ".service, .socket, .device, .mount, .automount, .swap, .target, .path, .timer, .slice, .scope"
 
 // checkUnitName says what is wrong with a unit name, if anything: it must be
 // prefix[@instance].type, with systemd's characters only.
 func checkUnitName(name string) string {
-	if len(name) > 255 {
-		return "unit name is longer than 255 characters"
+	if len(name) > nameMax {
+		return fmt.Sprintf("unit name %.40q... is %d bytes long; systemd takes at most %d", name, len(name), nameMax)
 	}
 	ext := path.Ext(name)
 	if ext == "" || !slices.Contains(strings.Split(unitTypes, ", "), ext) {
@@ -63,7 +65,12 @@ func unitChars(s string) bool {
 
 // checkDropinName says what is wrong with a drop-in file name, if anything.
 func checkDropinName(name string) string {
+	if msg := checkText("drop-in name", name); msg != "" {
+		return msg
+	}
 	switch {
+	case len(name) > nameMax:
+		return fmt.Sprintf("drop-in name %.40q... is %d bytes long; the longest file name Linux accepts is %d (NAME_MAX)", name, len(name), nameMax)
 	case path.Ext(name) != ".conf":
 		return fmt.Sprintf("drop-in name %q does not end in .conf", name)
 	case name == ".conf" || strings.HasPrefix(name, "."):

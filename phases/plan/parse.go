@@ -49,6 +49,8 @@ func ParseWithLimits(mc *mcfgv1.MachineConfig, lim Limits) (Config, error) {
 	p.units(&cfg, ignCfg.Systemd.Units)
 	p.passwd(&cfg, ignCfg.Passwd)
 	p.unreconcilableSections(&cfg, ignCfg)
+	p.conflicts(&cfg)
+	p.osFields(mc.Spec.Extensions, mc.Spec.KernelType)
 	cfg.KernelArguments = p.kernelArguments(mc.Spec.KernelArguments)
 	if mc.Spec.OSImageURL != "" {
 		if _, err := ParseImage(mc.Spec.OSImageURL); err != nil {
@@ -219,6 +221,10 @@ func (p *parser) units(cfg *Config, units []types.Unit) {
 				unit.Dropins = map[string]string{}
 			}
 			unit.Dropins[d.Name] = *d.Contents
+		}
+		if sub, msg := checkUnit(unit); msg != "" {
+			p.add(field+sub, "%s", msg)
+			continue
 		}
 		cfg.Units[u.Name] = unit
 	}

@@ -69,7 +69,16 @@ func (p *parser) kernelArguments(entries []string) []string {
 			p.add(fmt.Sprintf("spec.kernelArguments[%d]", i), "unbalanced double quote in %q", e)
 			continue
 		}
+		for _, a := range split {
+			if msg := checkKernelArg(a); msg != "" {
+				p.add(fmt.Sprintf("spec.kernelArguments[%d]", i), "%s", msg)
+				break
+			}
+		}
 		args = append(args, split...)
+	}
+	if msg := checkCmdline(args); msg != "" {
+		p.add("spec.kernelArguments", "%s", msg)
 	}
 	return args
 }

@@ -106,7 +106,7 @@ func TestOSImageUpdate(t *testing.T) {
 	if err != nil || strings.Join(boots, " ") != "ostree-unverified-registry:"+osImageA+" ostree-unverified-registry:"+osImageB {
 		t.Errorf("booted images %q, %v", boots, err)
 	}
-	want := []string{"rpm-ostree rebase --experimental ostree-unverified-registry:" + osImageB, "rpm-ostree cleanup -r"}
+	want := []string{"rpm-ostree rebase --experimental -- ostree-unverified-registry:" + osImageB, "rpm-ostree cleanup -r"}
 	if got := callsLike(t, n, "rebase", "--append", "--delete", "cleanup"); strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("changing calls:\n got %q\nwant %q", got, want)
 	}
@@ -168,7 +168,7 @@ func TestOSPullFailure(t *testing.T) {
 	}
 	c := log.Condition("AppliedFilesAndOS")
 	for _, want := range []string{"Error: staging the OS update with rpm-ostree: pulling OS image " + osImageB,
-		"rpm-ostree rebase --experimental ostree-unverified-registry:" + osImageB,
+		"rpm-ostree rebase --experimental -- ostree-unverified-registry:" + osImageB,
 		"pinging container registry quay.io", "(failed 3 times)", "(rolled back this update's writes)"} {
 		if !strings.Contains(c.Message, want) {
 			t.Errorf("AppliedFilesAndOS message lacks %q: %q", want, c.Message)
@@ -280,7 +280,7 @@ func TestOSChangeWithoutUpdater(t *testing.T) {
 	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
 		t.Fatal(err)
 	}
-	want := "Error: OS image changes need rpm-ostree or bootc; this node has neither"
+	want := `Error: MachineConfig "rendered-os5-b": spec.osImageURL: OS image and kernel argument changes need rpm-ostree or bootc; this node has neither`
 	if c := log.Condition("UpdateCompatible"); c.Message != want {
 		t.Errorf("UpdateCompatible message %q, want %q", c.Message, want)
 	}
@@ -319,7 +319,7 @@ func TestBootcSwitch(t *testing.T) {
 	if err := waitCurrent(ctx, log, "rendered-bc-b"); err != nil {
 		t.Fatal(err)
 	}
-	if got := callsLike(t, n, "switch", "cleanup"); strings.Join(got, "\n") != "bootc switch "+osImageB {
+	if got := callsLike(t, n, "switch", "cleanup"); strings.Join(got, "\n") != "bootc switch -- "+osImageB {
 		t.Errorf("changing calls %q", got)
 	}
 	if c := log.Condition("RebootedNode"); !strings.Contains(c.Message, "booted OS image ostree-unverified-registry:"+osImageB) {

@@ -101,6 +101,10 @@ func (f *fake) bootcSwitch(args []string) error {
 	if err != nil {
 		return exitError{2, "error: " + err.Error()}
 	}
+	if fl.help {
+		fmt.Fprintln(f.stdout, "Target a new container image reference to boot\n\nUsage: bootc switch [OPTIONS] <TARGET>")
+		return nil
+	}
 	if fl.has("apply") || fl.has("mutate-in-place") {
 		return fmt.Errorf("this fake does not implement switch --apply or --mutate-in-place")
 	}

@@ -6,9 +6,13 @@ import (
 )
 
 // flags is parsed GOption-style options: --name=value, --name value, -x.
+// Like GOption and clap, both tools stop at "--" (what follows is
+// positional, even when it starts with -) and take -h or --help before it
+// as a request for help: they print it and exit 0 without doing anything.
 type flags struct {
 	values     map[string][]string
 	positional []string
+	help       bool
 }
 
 func (f flags) has(name string) bool { return len(f.values[name]) > 0 }
@@ -38,6 +42,8 @@ func parseFlags(args []string, bools, valued []string, short map[string]string) 
 		case a == "--":
 			f.positional = append(f.positional, args[i+1:]...)
 			return f, nil
+		case a == "--help" || a == "-h":
+			f.help = true
 		case strings.HasPrefix(a, "--"):
 			name, value, hasValue := strings.Cut(a[2:], "=")
 			switch {

@@ -89,6 +89,10 @@ func (f *fake) rebase(args []string) error {
 	if err != nil {
 		return err
 	}
+	if fl.help {
+		fmt.Fprintln(f.stdout, "Usage:\n  rpm-ostree rebase [OPTION…] REFSPEC [REVISION] - Switch to a different tree")
+		return nil
+	}
 	if fl.has("reboot") {
 		return fmt.Errorf("this fake does not implement rebase --reboot")
 	}
