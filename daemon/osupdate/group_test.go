@@ -177,7 +177,7 @@ func TestTimedOutTransactionCancelled(t *testing.T) {
 	image := "quay.io/os@sha256:2"
 	_, err := u.Stage(ctx, phases.OSChange{Image: image})
 	if err == nil || !strings.Contains(err.Error(), "timed out after 3s") ||
-		!strings.Contains(err.Error(), "rpm-ostree cancel: Cancelling transaction: rebase --experimental ostree-unverified-registry:"+image+" Cancelled.") {
+		!strings.Contains(err.Error(), "rpm-ostree cancel: Cancelling transaction: rebase --experimental -- ostree-unverified-registry:"+image+" Cancelled.") {
 		t.Fatalf("Stage: %v", err)
 	}
 	if alive := gone(rootAlive, root); len(alive) > 0 {
