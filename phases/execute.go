@@ -11,6 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -283,6 +284,15 @@ func Write() Phase {
 					}
 				}
 				return Outcome{}, fmt.Errorf("%w (rolled back this update's writes)", err)
+			}
+			// The step is recorded done before its journal is dropped: a
+			// crash between the two leaves a journal the next start knows
+			// to be committed, never a committed write the record does not
+			// know of (a replacing update would then diff from the config
+			// before it, and leave this one's files behind).
+			d.Progress().Finish(progress.Step{Name: "write", Message: msg})
+			if err := d.SaveProgress(); err != nil {
+				return Outcome{}, fmt.Errorf("recording the write of %s: %w", u.DesiredName, err)
 			}
 			if err := txn.Commit(); err != nil {
 				return Outcome{}, fmt.Errorf("committing the write of %s: %w", u.DesiredName, err)
