@@ -104,6 +104,8 @@ type host struct {
 	// preflightErr is what Preflight returns; preflights counts its calls.
 	preflightErr error
 	preflights   int
+	// recordAtCommit is the saved progress record when a journal commits.
+	recordAtCommit []byte
 }
 
 type txn struct {
@@ -156,7 +158,11 @@ func (t txn) Rollback() error {
 	t.h.done(t.id)
 	return nil
 }
-func (t txn) Commit() error { t.h.done(t.id); return nil }
+func (t txn) Commit() error {
+	t.h.recordAtCommit = t.h.state[progress.FileName]
+	t.h.done(t.id)
+	return nil
+}
 func (h *host) done(id string) {
 	h.pending = slices.DeleteFunc(h.pending, func(p string) bool { return p == id })
 }

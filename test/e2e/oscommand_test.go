@@ -48,8 +48,8 @@ func TestOSCommandHangs(t *testing.T) {
 		t.Fatal(err)
 	}
 	got := callsLike(t, n, "rebase", "cancel")
-	want := []string{"rpm-ostree rebase --experimental ostree-unverified-registry:" + osImageB, "rpm-ostree cancel",
-		"rpm-ostree rebase --experimental ostree-unverified-registry:" + osImageB}
+	want := []string{"rpm-ostree rebase --experimental -- ostree-unverified-registry:" + osImageB, "rpm-ostree cancel",
+		"rpm-ostree rebase --experimental -- ostree-unverified-registry:" + osImageB}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("calls:\n got %q\nwant %q", got, want)
 	}
