@@ -4,9 +4,7 @@
 package manifests
 
 import (
-	"bytes"
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -22,7 +20,7 @@ const repoRoot = "../.."
 // start runs a control plane with the CRDs of manifests/ installed.
 func start(ctx context.Context, t *testing.T) *controlplane.ControlPlane {
 	t.Helper()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: testLog{t}})
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: controlplane.TestLog{T: t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -73,22 +71,8 @@ func TestKubectlApply(t *testing.T) {
 	kubectl(t, cp, "diff", "--server-side", "-f", dir)
 }
 
-// kubectl runs the control plane's kubectl as admin and returns its stdout.
+// kubectl runs kubectl as admin and returns its stdout.
 func kubectl(t *testing.T, cp *controlplane.ControlPlane, args ...string) string {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(cp.KubectlPath(), append([]string{"--kubeconfig", cp.Kubeconfig()}, args...)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir())
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
-}
-
-type testLog struct{ t *testing.T }
-
-func (l testLog) Write(b []byte) (int, error) {
-	l.t.Log(strings.TrimSuffix(string(b), "\n"))
-	return len(b), nil
+	return cp.MustKubectl(t, args...)
 }

@@ -5,12 +5,8 @@
 package policy
 
 import (
-	"bytes"
 	"context"
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,7 +43,7 @@ type bed struct {
 
 func start(ctx context.Context, t *testing.T) *bed {
 	t.Helper()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: testLog{t}})
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: controlplane.TestLog{T: t}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,19 +134,5 @@ func eventually(ctx context.Context, t *testing.T, what string, f func() error) 
 // kubectl runs kubectl as admin and returns its stdout.
 func kubectl(t *testing.T, cp *controlplane.ControlPlane, args ...string) string {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
-	cmd := exec.Command(cp.KubectlPath(), append([]string{"--kubeconfig", cp.Kubeconfig()}, args...)...)
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	cmd.Env = append(os.Environ(), "KUBECACHEDIR="+t.TempDir())
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("kubectl %s: %v\n%s%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
-}
-
-type testLog struct{ t *testing.T }
-
-func (l testLog) Write(b []byte) (int, error) {
-	l.t.Log(strings.TrimSuffix(string(b), "\n"))
-	return len(b), nil
+	return cp.MustKubectl(t, args...)
 }
