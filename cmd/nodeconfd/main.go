@@ -254,7 +254,8 @@ func start(args []string) error {
 	if o.releaseMemory {
 		d.Settled = func() { releaseMemory(log, o.nodeName) }
 	}
-	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Units: units, Abs: host.Abs, Log: log, Changed: d.DriftChanged}
+	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Units: units, Abs: host.Abs, SSHKeysPath: host.SSHKeysPath,
+		Log: log, Changed: d.DriftChanged}
 	defer d.Drift.Stop()
 
 	if o.metricsAddr != "" {

@@ -5,10 +5,7 @@ package drift
 
 import (
 	"context"
-	"errors"
-	"maps"
 	"path"
-	"slices"
 	"sync"
 	"time"
 
@@ -31,7 +28,11 @@ type Monitor struct {
 	Units phases.Units
 	// Abs maps a node path to the host path to watch.
 	Abs func(nodePath string) string
-	Log *zap.Logger
+	// SSHKeysPath, when set, gives the node path of core's authorized_keys
+	// (its home is the node's), whose folders are watched for a config
+	// with SSH keys.
+	SSHKeysPath func() (string, error)
+	Log         *zap.Logger
 	// Changed receives the drift state after every check that changes it:
 	// nil when the node matches the config again, else what differs.
 	Changed func(err error)
@@ -66,6 +67,14 @@ func (m *Monitor) Watch(ctx context.Context, cfg plan.Config) error {
 	}
 	for _, d := range enablementDirs(m.Abs, cfg) {
 		dirs[d] = true
+	}
+	if len(cfg.SSHKeys) > 0 && m.SSHKeysPath != nil {
+		// The home too: core may replace ~/.ssh itself.
+		if p, err := m.SSHKeysPath(); err != nil {
+			m.Log.Warn("Cannot watch SSH keys for drift", zap.Error(err))
+		} else {
+			dirs[path.Dir(p)], dirs[path.Dir(path.Dir(p))] = true, true
+		}
 	}
 	for d := range dirs {
 		if err := w.Add(m.Abs(d)); err != nil {
@@ -114,27 +123,13 @@ func (m *Monitor) loop(ctx context.Context, w *fsnotify.Watcher, cfg plan.Config
 			m.Log.Warn("Drift watcher error", zap.Error(err))
 		case <-timer:
 			timer = nil
-			err := errors.Join(Check(m.Host, cfg), CheckUnits(ctx, m.Units, cfg))
+			// The same check as the update's validation: files, units,
+			// their enablement and SSH keys.
+			err := phases.CheckOnDisk(ctx, m.Host, m.Units, cfg)
 			if (err == nil) != (last == nil) || (err != nil && err.Error() != last.Error()) {
 				last = err
 				m.Changed(err)
 			}
 		}
 	}
-}
-
-// Check compares the files and unit files of cfg with the node.
-func Check(host phases.Host, cfg plan.Config) error {
-	var errs []error
-	for _, p := range slices.Sorted(maps.Keys(cfg.Files)) {
-		if err := host.CheckFile(cfg.Files[p]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	for _, n := range slices.Sorted(maps.Keys(cfg.Units)) {
-		if err := host.CheckUnit(cfg.Units[n]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
 }

@@ -1,28 +1,13 @@
 package drift
 
 import (
-	"context"
-	"errors"
 	"maps"
 	"os"
 	"slices"
 	"strings"
 
-	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
-
-// CheckUnits compares the enablement (enabled, disabled, masked) of cfg's
-// units with what the node's systemd reports; nil units checks nothing.
-func CheckUnits(ctx context.Context, units phases.Units, cfg plan.Config) error {
-	var errs []error
-	for _, n := range slices.Sorted(maps.Keys(cfg.Units)) {
-		if err := phases.CheckEnablement(ctx, units, cfg.Units[n]); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	return errors.Join(errs...)
-}
 
 // enablementDirs returns the folders in which enabling or disabling one of
 // cfg's units changes a link: the .wants, .requires and .upholds folders of

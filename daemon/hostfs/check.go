@@ -29,6 +29,15 @@ func (f *FS) CheckUnit(u plan.Unit) error {
 	return b.checkFiles(files, false)
 }
 
+// SSHKeysPath returns the node path of core's authorized_keys, from core's
+// home in the node's /etc/passwd.
+func (f *FS) SSHKeysPath() (string, error) {
+	b := f.newBatch()
+	defer b.close()
+	file, err := b.sshKeysFile(nil)
+	return file.Path, err
+}
+
 // CheckSSHKeys checks core's authorized_keys file: contents, mode 0600 and
 // owner core.
 func (f *FS) CheckSSHKeys(keys []string) error {
