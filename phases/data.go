@@ -203,6 +203,8 @@ type Data interface {
 	// Report sets the running phase's condition message (live progress)
 	// and writes the status at once.
 	Report(ctx context.Context, message string) error
+	// Clock is the time now, from the runner's clock.
+	Clock() time.Time
 	// SetDesiredVersion and SetCurrentVersion stage status.configVersion.
 	SetDesiredVersion(name string)
 	SetCurrentVersion(name string)
@@ -256,6 +258,10 @@ type Outcome struct {
 	// Reason overrides the condition's default reason.
 	Reason  string
 	Message string
+	// Took, when set, is the phase's real duration where it spans more
+	// than this run of it (a reboot, from its request to the node back);
+	// else the run is timed.
+	Took time.Duration
 }
 
 // Phase is one step of the update.

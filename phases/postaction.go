@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -33,6 +34,10 @@ func Reboot() Phase {
 				return Outcome{}, fmt.Errorf("reading the boot ID: %w", err)
 			}
 			if rec.RebootFromBootID != "" && rec.RebootFromBootID != boot {
+				var took time.Duration
+				if !rec.RebootRequestedAt.IsZero() {
+					took = d.Clock().Sub(rec.RebootRequestedAt)
+				}
 				msg := fmt.Sprintf("Rebooted; boot ID changed from %s to %s", rec.RebootFromBootID, boot)
 				// After a boot that did not bring up the staged OS the phase
 				// fails here at every retry and never reboots again.
@@ -43,9 +48,9 @@ func Reboot() Phase {
 				if osMsg != "" {
 					msg += "; " + osMsg
 				}
-				return Outcome{Message: msg}, nil
+				return Outcome{Message: msg, Took: took}, nil
 			}
-			rec.RebootFromBootID = boot
+			rec.RebootFromBootID, rec.RebootRequestedAt = boot, d.Clock().UTC().Truncate(time.Millisecond)
 			if err := d.SaveProgress(); err != nil {
 				return Outcome{}, err
 			}

@@ -256,6 +256,9 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 	}
 	took := r.Now().Sub(start).Round(100 * time.Millisecond)
+	if out.Took > 0 {
+		took = out.Took.Round(100 * time.Millisecond)
+	}
 	log.Info("Phase done", zap.Duration("took", took), zap.String("result", out.Message))
 	if out.Reason == "" {
 		out.Reason = status.Reason(r.cond(p))
@@ -423,6 +426,9 @@ func groupOf(ps []Phase, cond string) string {
 }
 
 // Data implementation: the runner is what phases see.
+
+// Clock returns the runner's time now.
+func (r *Runner) Clock() time.Time { return r.Now() }
 
 // Progress returns the update's progress record.
 func (r *Runner) Progress() *progress.Record { return r.Record }

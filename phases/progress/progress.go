@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"time"
 )
 
 // Version is the record's schema version; a record of another version is
@@ -39,6 +40,9 @@ type Record struct {
 	// RebootFromBootID is the boot ID the node had when the daemon asked for
 	// the reboot; a different boot ID afterwards proves the reboot happened.
 	RebootFromBootID string `json:"rebootFromBootID,omitempty"`
+	// RebootRequestedAt is when the daemon asked for the reboot; the
+	// reboot's duration runs from there to the node being back.
+	RebootRequestedAt time.Time `json:"rebootRequestedAt,omitzero"`
 	// OS is the OS change prepare planned, checked against the booted
 	// deployment before anything was written; a restart reloads it rather
 	// than asking the OS again (after the reboot the OS has changed).

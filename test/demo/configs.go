@@ -18,7 +18,7 @@ const (
 	unitContent = "[Unit]\nDescription=nodeconfd demo unit\n\n[Service]\nType=oneshot\nExecStart=/bin/true\nRemainAfterExit=yes\n\n[Install]\nWantedBy=multi-user.target\n"
 )
 
-// demoConfigs returns the base the node starts at, update 1 and update 3,
+// demoConfigs returns the base the node starts at, update 1 and update 2,
 // each built on the one before.
 func demoConfigs() []config {
 	return []config{

@@ -84,7 +84,7 @@ func run(ctx context.Context) (err error) {
 	}
 	d.summary()
 
-	header("Update 3: systemd unit + /etc file → cordon, drain, reboot, uncordon")
+	header("Update 2: systemd unit + /etc file → cordon, drain, reboot, uncordon")
 	if err := createWorkload(ctx, bed.Kube, nodeName); err != nil {
 		return err
 	}
@@ -101,6 +101,11 @@ func run(ctx context.Context) (err error) {
 	d.kubectl(ctx, "describe", "machineconfignode/"+nodeName)
 	header("Node annotations")
 	d.annotations(ctx)
+	header("Where the node is: kubectl get machineconfignodes -o wide")
+	d.kubectl(ctx, "get", "machineconfignodes", "-o", "wide")
+	header("Events of the updates, with their durations")
+	d.kubectl(ctx, "get", "events", "-A", "--field-selector", "involvedObject.kind=MachineConfigNode,involvedObject.name="+nodeName,
+		"--sort-by=.lastTimestamp", "-o", "custom-columns=LAST SEEN:.lastTimestamp,REASON:.reason,MESSAGE:.message")
 	return ctx.Err()
 }
 
