@@ -2,7 +2,6 @@ package hostfs
 
 import (
 	"bytes"
-	"encoding/json"
 	"slices"
 )
 
@@ -23,9 +22,9 @@ func (t *Txn) tornForTest(b *batch, paths []string) {
 		if err != nil {
 			return // the record call reports it
 		}
-		line, _ := json.Marshal(e)
-		buf.Write(line)
-		buf.WriteByte('\n')
+		if writeLine(&buf, e) != nil {
+			return
+		}
 		added = append(added, p)
 	}
 	if buf.Len() < 2 {

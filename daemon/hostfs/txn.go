@@ -198,12 +198,9 @@ func (t *Txn) record(b *batch, paths []string) error {
 		if err != nil {
 			return fmt.Errorf("journaling %s: %w", p, err)
 		}
-		line, err := json.Marshal(e)
-		if err != nil {
+		if err := writeLine(&buf, e); err != nil {
 			return fmt.Errorf("journaling %s: %w", p, err)
 		}
-		buf.Write(line)
-		buf.WriteByte('\n')
 		added = append(added, p)
 	}
 	if len(added) == 0 {

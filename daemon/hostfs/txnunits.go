@@ -60,12 +60,9 @@ func (t *Txn) RecordUnitStates(states map[string]string) error {
 		if !validName(name) || !e.valid() {
 			return fmt.Errorf("journaling the enablement of unit %q: invalid name or state %q", name, e.State)
 		}
-		line, err := json.Marshal(e)
-		if err != nil {
+		if err := writeLine(&buf, e); err != nil {
 			return fmt.Errorf("journaling the enablement of unit %s: %w", name, err)
 		}
-		buf.Write(line)
-		buf.WriteByte('\n')
 		added = append(added, name)
 	}
 	if len(added) == 0 {
@@ -87,6 +84,17 @@ func (t *Txn) Journaled() (paths int, units []string) {
 }
 
 // append writes whole journal lines with one write and one fsync.
+// writeLine adds e to buf as one journal line.
+func writeLine(buf *bytes.Buffer, e entry) error {
+	line, err := json.Marshal(e)
+	if err != nil {
+		return err
+	}
+	buf.Write(line)
+	buf.WriteByte('\n')
+	return nil
+}
+
 func (t *Txn) append(lines []byte) error {
 	_, err := t.journal.Write(lines)
 	if err == nil {

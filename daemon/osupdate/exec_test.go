@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -13,7 +11,6 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
 
-	"github.com/nodeconfd/nodeconfd/test/testbed/osfake"
 )
 
 // The chroot runner on real parts: the fake tools, built static, run
@@ -22,21 +19,7 @@ func TestChrootRunner(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("chroot needs root")
 	}
-	bin := filepath.Join(t.TempDir(), "osfake")
-	build := exec.Command("go", "build", "-o", bin, "github.com/nodeconfd/nodeconfd/test/testbed/osfake/cmd/nodeconfd-osfake")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("building the fake: %v\n%s", err, out)
-	}
-	root := t.TempDir()
-	for _, d := range []string{"usr/bin", "run", "etc"} {
-		if err := os.MkdirAll(filepath.Join(root, d), 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if err := osfake.Install(root, bin, osfake.Options{RpmOstree: true, Image: "ostree-unverified-registry:quay.io/os@sha256:1"}); err != nil {
-		t.Fatal(err)
-	}
+	root := fakeRoot(t)
 	run := Chroot{Root: root}
 	if !run.Has("rpm-ostree") || run.Has("bootc") {
 		t.Errorf("Has: rpm-ostree %v, bootc %v", run.Has("rpm-ostree"), run.Has("bootc"))

@@ -86,20 +86,7 @@ func TestKilledWhileWriting(t *testing.T) {
 	if err := n.SetDesired(ctx, "rendered-u6w-b"); err != nil {
 		t.Fatal(err)
 	}
-	// Kill once the first file of the update is on disk.
-	first := filepath.Join(n.Sys.Root, dir, "f000.conf")
-	for {
-		if _, err := os.Stat(first); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no file written")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := n.KillDaemon(); err != nil {
-		t.Fatal(err)
-	}
+	killOnceWritten(ctx, t, n, filepath.Join(dir, "f000.conf"))
 	written := 0
 	entries, _ := os.ReadDir(filepath.Join(n.Sys.Root, dir))
 	written = len(entries)

@@ -101,3 +101,22 @@ func nodeWithPolicy(t *testing.T, name, base, policy string) (*testbed.Node, *te
 	}
 	return nodeOpts(t, name, base, testbed.NodeOptions{ExtraArgs: []string{"--post-action-policy", p}})
 }
+
+// killOnceWritten SIGKILLs n's daemon as soon as the node file path (the
+// first file of an update's write) is on disk: the write is cut short.
+func killOnceWritten(ctx context.Context, t *testing.T, n *testbed.Node, path string) {
+	t.Helper()
+	host := filepath.Join(n.Sys.Root, path)
+	for {
+		if _, err := os.Stat(host); err == nil {
+			break
+		}
+		if ctx.Err() != nil {
+			t.Fatalf("%s was never written", path)
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if err := n.KillDaemon(); err != nil {
+		t.Fatal(err)
+	}
+}

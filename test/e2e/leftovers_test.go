@@ -55,19 +55,7 @@ func killedMidWrite(t *testing.T, name string, back bool) {
 	if err := n.SetDesired(ctx, cfgB); err != nil {
 		t.Fatal(err)
 	}
-	first := filepath.Join(n.Sys.Root, dir, "f000.conf")
-	for {
-		if _, err := os.Stat(first); err == nil {
-			break
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no file of the update written")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	if err := n.KillDaemon(); err != nil {
-		t.Fatal(err)
-	}
+	killOnceWritten(ctx, t, n, filepath.Join(dir, "f000.conf"))
 	if _, err := os.Stat(filepath.Join(n.Sys.Root, "/etc/nodeconfd-lz.conf")); !os.IsNotExist(err) {
 		t.Fatalf("the write was not cut short: the last file is there (%v)", err)
 	}
