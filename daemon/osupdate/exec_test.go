@@ -10,7 +10,6 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
-
 )
 
 // The chroot runner on real parts: the fake tools, built static, run
