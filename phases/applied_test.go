@@ -29,8 +29,6 @@ func TestUpdateDiffsAgainstAppliedCopy(t *testing.T) {
 	delete(cfgs, "b")
 	r = newRunner(cfgs, h, cl, units, w)
 	r.Record = progress.New("b", "c")
-	r.Start("n1")
-	r.Detected()
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

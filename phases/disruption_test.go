@@ -112,14 +112,8 @@ func TestRunnerWaitsForDisruptionSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	b2 := &slots{}
-	r2 := &phases.Runner{Env: r.Env, Status: w, Log: r.Log, Now: r.Now, Phases: phases.All(), Record: rec,
-		Conditions: w.last}
+	r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Log: r.Log, Now: r.Now, Phases: phases.All(), Record: rec}
 	r2.Env.Disruption = b2
-	r2.Start("n1")
-	r2.Replay()
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	if err := r2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -153,7 +147,7 @@ func TestRunnerStopsWhileWaitingForSlot(t *testing.T) {
 	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	stop, cancel := context.WithCancel(context.Background())
-	r.Shutdown = stop
+	r.Stop = stopOn(t, stop, nil)
 	r.Env.Disruption = &slots{block: true, waiting: cancel}
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrStopped) {
 		t.Fatalf("Run: %v, want ErrStopped", err)
@@ -191,12 +185,7 @@ func TestRunnerKeepsSlotWhileValidationFails(t *testing.T) {
 	env := r.Env
 	env.Disruption = b
 	run := func() error {
-		r2 := &phases.Runner{Env: env, Status: w, Log: r.Log, Now: r.Now, Phases: phases.All(), Record: rec, Conditions: w.last}
-		r2.Start("n1")
-		r2.Replay()
-		if err := r2.Reload(context.Background()); err != nil {
-			return err
-		}
+		r2 := &phases.Runner{Env: env, Status: stager(w, w.last), Node: "n1", Log: r.Log, Now: r.Now, Phases: phases.All(), Record: rec}
 		return r2.Run(context.Background())
 	}
 	if err := run(); err == nil || !strings.Contains(err.Error(), "validating") {
@@ -237,12 +226,10 @@ func TestRunnerUndrainableFailsBeforeCordon(t *testing.T) {
 	if !errors.As(err, &se) || se.Phase != "cordon" || !errors.Is(err, phases.ErrCannotDrain) {
 		t.Fatalf("Run: %v, want the cordon step failing on the check", err)
 	}
-	if err := r.Fail(context.Background(), err); err != nil {
-		t.Fatal(err)
-	}
 	if len(cl.calls) != 0 || b.acquires != 0 || cl.checks != 1 {
 		t.Errorf("cluster calls %v, %d acquires, %d checks: want none, 0, 1", cl.calls, b.acquires, cl.checks)
 	}
+	r.Fail(context.Background(), err)
 	if c := status.Find(w.last, status.NodeDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "apps/bare") {
 		t.Errorf("NodeDegraded = %s %q", c.Status, c.Message)
 	}

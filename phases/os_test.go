@@ -92,13 +92,7 @@ func osRunner(cfgs osConfigs, h *host, units *systemd.Fake, w *writes, osu phase
 	if conds == nil {
 		conds = status.Initial(metav1.Now())
 	}
-	r := &phases.Runner{Env: env, Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec, Conditions: conds}
-	r.Start("n1")
-	if len(rec.Steps) == 0 {
-		r.Detected()
-	} else {
-		r.Replay()
-	}
+	r := &phases.Runner{Env: env, Status: stager(w, conds), Node: "n1", Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec}
 	return r
 }
 
@@ -111,9 +105,6 @@ func restartOS(t *testing.T, cfgs osConfigs, h *host, units *systemd.Fake, w *wr
 		t.Fatal(err)
 	}
 	r := osRunner(cfgs, h, units, w, osu, rec, w.last)
-	if err := r.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return r
 }
 
@@ -157,9 +148,7 @@ func TestOSChangeRefusedWithoutUpdater(t *testing.T) {
 			if !errors.As(err, &us) {
 				t.Fatalf("Run: %v, want an UnsupportedError", err)
 			}
-			if err := r.Fail(context.Background(), err); err != nil {
-				t.Fatal(err)
-			}
+			r.Fail(context.Background(), err)
 			if c := status.Find(w.last, status.UpdateCompatible); c.Status != metav1.ConditionFalse || c.Message != tc.msg {
 				t.Errorf("UpdateCompatible = %s %q, want False %q", c.Status, c.Message, tc.msg)
 			}
@@ -188,9 +177,7 @@ func TestOSFallbackBootNoSecondReboot(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "booted OS image os:1, desired os:2") {
 			t.Fatalf("retry %d: Run: %v", retry, err)
 		}
-		if err := r2.Fail(context.Background(), err); err != nil {
-			t.Fatal(err)
-		}
+		r2.Fail(context.Background(), err)
 	}
 	if n := strings.Count(strings.Join(units.CallLog(), ","), "reboot"); n != 1 {
 		t.Errorf("%d reboots, want 1", n)

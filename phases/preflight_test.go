@@ -32,9 +32,7 @@ func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
 	if !errors.As(err, &ce) || ce != refusal {
 		t.Fatalf("Run: %v, want the preflight refusal", err)
 	}
-	if err := r.Fail(context.Background(), err); err != nil {
-		t.Fatal(err)
-	}
+	r.Fail(context.Background(), err)
 	if h.preflights != 1 {
 		t.Errorf("%d preflights, want 1", h.preflights)
 	}
@@ -64,13 +62,7 @@ func TestRunnerPreflightNotOnReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2 := &phases.Runner{Env: r.Env, Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec,
-		Conditions: w.last}
-	r2.Start("n1")
-	r2.Replay()
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec}
 	if err := r2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

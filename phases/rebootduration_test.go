@@ -40,13 +40,8 @@ func TestRebootEventDuration(t *testing.T) {
 	}
 	ev := events{}
 	back := t0.Add(38 * time.Second)
-	r2 := &phases.Runner{Env: r.Env, Status: w, Events: ev, Log: zap.NewNop(), Now: func() time.Time { return back },
-		Phases: phases.All(), Record: rec, Conditions: w.last}
-	r2.Start("n1")
-	r2.Replay()
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Events: ev, Log: zap.NewNop(), Now: func() time.Time { return back },
+		Phases: phases.All(), Record: rec}
 	if err := r2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
