@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
@@ -21,7 +21,7 @@ func TestRunnerRefusesForeignConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Env.ConfigRule = pattern.For("worker")
 	err = r.Run(context.Background())

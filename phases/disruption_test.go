@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -76,7 +76,7 @@ func (s *slots) Release(context.Context) error {
 // finishes without a slot and gives it back at the uncordon.
 func TestRunnerWaitsForDisruptionSlot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	b := &slots{}
 	r.Env.Disruption = b
@@ -129,7 +129,7 @@ func TestRunnerWaitsForDisruptionSlot(t *testing.T) {
 // An update that needs no drain takes no slot.
 func TestRunnerRebootlessTakesNoSlot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/containers/registries.d/a.yaml", "x")}, h, cl, units, w)
 	b := &slots{}
 	r.Env.Disruption = b
@@ -144,7 +144,7 @@ func TestRunnerRebootlessTakesNoSlot(t *testing.T) {
 // A shutdown while waiting for a slot stops the run before the cordon.
 func TestRunnerStopsWhileWaitingForSlot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	stop, cancel := context.WithCancel(context.Background())
 	r.Stop = stopOn(t, stop, nil)
@@ -168,7 +168,7 @@ func TestRunnerStopsWhileWaitingForSlot(t *testing.T) {
 // gives it back.
 func TestRunnerKeepsSlotWhileValidationFails(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Env.Disruption = &slots{waited: true}
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
@@ -217,7 +217,7 @@ func TestRunnerKeepsSlotWhileValidationFails(t *testing.T) {
 func TestRunnerUndrainableFailsBeforeCordon(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl := &cluster{checkErr: fmt.Errorf("1 pod without a controller that would recreate them: apps/bare: %w", phases.ErrCannotDrain)}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	b := &slots{waited: true}
 	r.Env.Disruption = b
@@ -243,7 +243,7 @@ func TestRunnerUndrainableWithOurCordonUncordons(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	undrainable := fmt.Errorf("1 pod without a controller that would recreate them: apps/bare: %w", phases.ErrCannotDrain)
 	cl := &cluster{checkErr: undrainable, drainErr: undrainable}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Record.CordonedByUs = true
 	b := &slots{waited: true}
@@ -265,7 +265,7 @@ func TestRunnerUndrainableWithOurCordonUncordons(t *testing.T) {
 // cordon and the save of its outcome leaves a record that uncordons.
 func TestRunnerSavesCordonIntent(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{cordonErr: errors.New("the daemon died here")}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{cordonErr: errors.New("the daemon died here")}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	saved := false
 	cl.onCordon = func() {

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -22,7 +22,7 @@ const threeUnits = `{"ignition":{"version":"3.4.0"},"systemd":{"units":[` +
 // The write step marks itself started and journals every unit's
 // enablement before it changes any unit.
 func TestWriteJournalsUnitStatesFirst(t *testing.T) {
-	units := &systemd.Fake{}
+	units := &systemdtest.Fake{}
 	units.SetEnabled("a.service", "not-found")
 	units.SetEnabled("b.service", "enabled")
 	units.SetEnabled("c.service", "static")
@@ -58,7 +58,7 @@ func TestWriteJournalsUnitStatesFirst(t *testing.T) {
 func TestGiveBackRollsBackReplacedWrite(t *testing.T) {
 	h := &host{files: map[string]string{"/etc/x": "b"}, state: map[string][]byte{}, written: []string{"/etc/x", "/etc/y"},
 		pending: []string{"b"}, unitStates: map[string]string{"a.service": "enabled"}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	old := progress.New("a", "b")
 	old.WriteStarted = true
 	old.CordonedByUs = true

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -84,7 +84,7 @@ func (f *fakeOS) Cleanup(context.Context) (string, error) {
 	return "cleaned up", nil
 }
 
-func osRunner(cfgs osConfigs, h *host, units *systemd.Fake, w *writes, osu phases.OSUpdater, rec *progress.Record, conds []metav1.Condition) *phases.Runner {
+func osRunner(cfgs osConfigs, h *host, units *systemdtest.Fake, w *writes, osu phases.OSUpdater, rec *progress.Record, conds []metav1.Condition) *phases.Runner {
 	env := phases.Env{Configs: cfgs, Cluster: &cluster{}, Host: h, Units: units, Policy: plan.DefaultPolicy()}
 	if osu != nil {
 		env.OS = osu
@@ -98,7 +98,7 @@ func osRunner(cfgs osConfigs, h *host, units *systemd.Fake, w *writes, osu phase
 
 // restartOS is the daemon started again after the node's boot: a runner
 // from the record on disk, its done steps replayed and reloaded.
-func restartOS(t *testing.T, cfgs osConfigs, h *host, units *systemd.Fake, w *writes, osu phases.OSUpdater) *phases.Runner {
+func restartOS(t *testing.T, cfgs osConfigs, h *host, units *systemdtest.Fake, w *writes, osu phases.OSUpdater) *phases.Runner {
 	t.Helper()
 	rec, err := progress.Unmarshal(h.state[progress.FileName])
 	if err != nil {
@@ -111,7 +111,7 @@ func restartOS(t *testing.T, cfgs osConfigs, h *host, units *systemd.Fake, w *wr
 // A failed stage rolls back the files of the same update.
 func TestOSStageFailureRollsBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{stageErr: errors.New("pull failed"), booted: phases.BootedOS{Image: "os:1"}}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:2", "nosmt")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
@@ -142,7 +142,7 @@ func TestOSChangeRefusedWithoutUpdater(t *testing.T) {
 			h := &host{files: map[string]string{}, state: map[string][]byte{}}
 			w := &writes{}
 			cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:1", "nosmt")}
-			r := osRunner(cfgs, h, &systemd.Fake{}, w, tc.osu, progress.New("a", "b"), nil)
+			r := osRunner(cfgs, h, &systemdtest.Fake{}, w, tc.osu, progress.New("a", "b"), nil)
 			err := r.Run(context.Background())
 			var us *phases.UnsupportedError
 			if !errors.As(err, &us) {
@@ -163,7 +163,7 @@ func TestOSChangeRefusedWithoutUpdater(t *testing.T) {
 // naming both images, at every retry, and never reboots again.
 func TestOSFallbackBootNoSecondReboot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1"}}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", empty, "os:2")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
@@ -273,7 +273,7 @@ func TestPlanAgainstBooted(t *testing.T) {
 // action stays the reboot, and the booted OS is checked.
 func TestOSReloadKeepsPlan(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1"}}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", empty, "os:2")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
@@ -298,7 +298,7 @@ func TestOSReloadKeepsPlan(t *testing.T) {
 // goes on with its files.
 func TestOSNoChangeCannotUnstage(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1", IsImage: true}, pending: true,
 		unstageErr: errors.New("bootc cannot remove a staged deployment")}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:1")}
@@ -318,7 +318,7 @@ func TestOSNoChangeCannotUnstage(t *testing.T) {
 // its reboot checks that the node still runs the desired image.
 func TestOSNoChangeUnstagesAndChecksBoot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1"}, pending: true}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:1")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)

@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -23,7 +23,7 @@ import (
 func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
 	refusal := &plan.ConfigError{Object: "b", Field: "spec.config.storage.files[0].user.name", Msg: `unknown user "ghost" on the node`}
 	h := &host{files: map[string]string{}, state: map[string][]byte{}, preflightErr: refusal}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w) // a reboot: needs a drain
 	budget := &slots{log: &cl.calls}
 	r.Env.Disruption = budget
@@ -53,7 +53,7 @@ func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
 // plan (after the reboot, the files are the desired config's own).
 func TestRunnerPreflightNotOnReload(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
 		t.Fatalf("Run: %v", err)

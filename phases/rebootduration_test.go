@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -24,7 +24,7 @@ func (e events) Event(_, _ bool, reason, message string) { e[reason] = message }
 // back, not the moment the new daemon spends confirming the boot.
 func TestRebootEventDuration(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Now = func() time.Time { return t0 }

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -105,7 +105,7 @@ type host struct {
 	// and callsAtRecord the systemd calls made when it was journaled.
 	pending       []string
 	unitStates    map[string]string
-	sd            *systemd.Fake
+	sd            *systemdtest.Fake
 	callsAtRecord []string
 	// preflightErr is what Preflight returns; preflights counts its calls.
 	preflightErr error
@@ -237,11 +237,11 @@ func file(path, contents string) string {
 	return `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + path + `","contents":{"source":"data:,` + contents + `"}}]}}`
 }
 
-func newRunner(cfgs configs, h *host, cl *cluster, units *systemd.Fake, w *writes) *phases.Runner {
+func newRunner(cfgs configs, h *host, cl *cluster, units *systemdtest.Fake, w *writes) *phases.Runner {
 	r := &phases.Runner{
 		Env:    phases.Env{Configs: cfgs, Cluster: cl, Host: h, Units: units, Policy: plan.DefaultPolicy()},
 		Status: stager(w, status.Initial(metav1.Now())), Node: "n1", Log: zap.NewNop(), Now: time.Now, Phases: phases.All(),
-		Record:     progress.New("a", "b"),
+		Record: progress.New("a", "b"),
 	}
 	return r
 }
@@ -261,7 +261,7 @@ func TestRunnerPostActions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &host{files: map[string]string{}, state: map[string][]byte{}}
-			cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 			r := newRunner(configs{"a": empty, "b": tc.desired}, h, cl, units, w)
 			err := r.Run(context.Background())
 			if !errors.Is(err, tc.err) {
@@ -293,7 +293,7 @@ func TestRunnerPostActions(t *testing.T) {
 // NodeDegraded True.
 func TestRunnerWriteFailureRollsBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}, failOn: "/etc/b"}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	two := `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,1"}},{"path":"/etc/b","contents":{"source":"data:,2"}}]}}`
 	r := newRunner(configs{"a": empty, "b": two}, h, cl, units, w)
 	err := r.Run(context.Background())
@@ -316,7 +316,7 @@ func TestRunnerWriteFailureRollsBack(t *testing.T) {
 // After a reboot the runner resumes at the reboot step and checks the boot ID.
 func TestRunnerResumesAfterReboot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	cfgs := configs{"a": empty, "b": file("/etc/motd", "x")}
 	r := newRunner(cfgs, h, cl, units, w)
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
@@ -345,7 +345,7 @@ func TestRunnerResumesAfterReboot(t *testing.T) {
 func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl := &cluster{drainErr: fmt.Errorf("%w after 1m0s; waiting on pod default/web-0", phases.ErrDrainTimedOut)}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	b := &slots{waited: true, log: &cl.calls}
 	r.Env.Disruption = b
@@ -392,7 +392,7 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 // daemon is shutting down): the drain is not done and nothing is written.
 func TestRunnerInterruptStopsDrain(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{drainBlocks: true}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{drainBlocks: true}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	shutdown, interrupt := context.WithCancel(context.Background())
 	r.Stop = stopOn(t, shutdown, nil)
@@ -415,7 +415,7 @@ func TestRunnerInterruptStopsDrain(t *testing.T) {
 func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	changed := make(chan struct{})
-	cl, units, w := &cluster{drainBlocks: true, onDrain: func() { close(changed) }}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{drainBlocks: true, onDrain: func() { close(changed) }}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Stop = stopOn(t, context.Background(), changed)
 	budget := &slots{}
@@ -448,7 +448,7 @@ func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 // written something: the write's wait for its slot goes on.
 func TestRunnerDesiredChangeLeavesWrite(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	changed := make(chan struct{})
 	close(changed)
@@ -470,7 +470,7 @@ func TestRunnerDesiredChangeLeavesWrite(t *testing.T) {
 // is done.
 func TestRunnerDesiredChangeStopsSlotWait(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	changed := make(chan struct{})
 	r.Stop = stopOn(t, context.Background(), changed)
@@ -491,7 +491,7 @@ func TestRunnerDesiredChangeStopsSlotWait(t *testing.T) {
 // its slot released, and the record says so.
 func TestRunnerGiveBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	old := progress.New("a", "b")
 	old.CordonedByUs = true
 	old.MarkDone(progress.Step{Name: "detect"})
@@ -531,7 +531,7 @@ func TestRunnerInheritedCordonReported(t *testing.T) {
 		if fail {
 			h.failOn = "/etc/containers/registries.d/a.yaml"
 		}
-		cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+		cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 		r := newRunner(configs{"a": empty, "b": file("/etc/containers/registries.d/a.yaml", "x")}, h, cl, units, w)
 		r.Record.CordonedByUs = true // from progress.Replacing
 		err := r.Run(context.Background())

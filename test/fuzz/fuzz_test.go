@@ -14,7 +14,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -134,7 +134,7 @@ func runUpdate(host *hostfs.FS, current, desired string, mcs ...*mcfgv1.MachineC
 		configs[current] = mc(current, []byte(baseIgnition), "", "")
 	}
 	r := &phases.Runner{
-		Env: phases.Env{Configs: configs, Host: daemon.Host{FS: host}, Units: &systemd.Fake{},
+		Env: phases.Env{Configs: configs, Host: daemon.Host{FS: host}, Units: &systemdtest.Fake{},
 			Policy: plan.DefaultPolicy()},
 		Status: status.NewStager(nopStatus{}, time.Now, status.Snapshot{}), Log: zap.NewNop(), Now: time.Now, Node: "fuzz",
 		Phases: []phases.Phase{phases.Prepare(), phases.Write(), phases.Validate()},
