@@ -126,7 +126,7 @@ func (d *Daemon) onDrift(ctx context.Context, err error) {
 		d.Log.Warn("Config drift detected", zap.String("node", d.node.Name), zap.String("config", d.drift.config),
 			zap.Error(err))
 	} else {
-		if !d.status.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, phases.HealthyMessage) {
+		if !d.status.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage) {
 			return
 		}
 		d.Log.Info("Config drift cleared", zap.String("node", d.node.Name), zap.String("config", d.drift.config))

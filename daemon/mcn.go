@@ -8,7 +8,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
-	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -73,6 +72,6 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 // stageUpdated stages Updated=True and the versions of a node that runs
 // config (registered at it, or whose status was lost).
 func (d *Daemon) stageUpdated(config string) {
-	d.status.Set(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete, phases.CompletedMessage(config))
+	d.status.Set(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete, status.CompletedMessage(config))
 	d.status.SetVersions(config, config)
 }

@@ -24,6 +24,8 @@ func Adopt() Phase {
 		Needed: func(d Data) (bool, string) {
 			rec := d.Progress()
 			switch {
+			case rec.Done(progress.StepDetect): // a record of an older daemon, which adopted outside the list
+				return false, "The update has begun"
 			case d.Update().CurrentName != "":
 				return false, "Node runs config " + d.Update().CurrentName
 			case rec.Replaced != nil:
@@ -71,9 +73,9 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 	}
 	st := d.Stager()
 	st.Set(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
-		CompletedMessage(u.DesiredName)+" (adopted: the node already matched it)")
+		status.CompletedMessage(u.DesiredName)+" (adopted: the node already matched it)")
 	if c := st.Find(status.NodeDegraded); c != nil && c.Status != metav1.ConditionFalse {
-		st.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, HealthyMessage)
+		st.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage)
 	}
 	st.SetVersions(u.DesiredName, u.DesiredName)
 	if err := st.Flush(ctx); err != nil {
@@ -113,9 +115,3 @@ func adoptConfig(ctx context.Context, d Data, lost bool) (*mcfgv1.MachineConfig,
 	cfg, err := plan.ParseWithLimits(mc, d.Limits())
 	return mc, cfg, err
 }
-
-// CompletedMessage is Updated's message once the node runs config.
-func CompletedMessage(config string) string { return "Node has completed update to config " + config }
-
-// HealthyMessage is NodeDegraded's message while the node is healthy.
-const HealthyMessage = "Node is healthy"

@@ -131,9 +131,9 @@ func Resume() Phase {
 					return Outcome{}, fmt.Errorf("starting the config drift monitor: %w", err)
 				}
 			}
-			d.SetCondition(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, HealthyMessage)
+			d.SetCondition(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage)
 			d.SetCondition(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
-				CompletedMessage(u.DesiredName))
+				status.CompletedMessage(u.DesiredName))
 			return Outcome{Message: "Config drift monitor running; node resumed normal operation"}, nil
 		},
 	}

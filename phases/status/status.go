@@ -86,6 +86,12 @@ func Reason(condType string) string {
 	return condType
 }
 
+// HealthyMessage is NodeDegraded's message while the node is healthy.
+const HealthyMessage = "Node is healthy"
+
+// CompletedMessage is Updated's message once the node runs config.
+func CompletedMessage(config string) string { return "Node has completed update to config " + config }
+
 // NotYetOccurredMessage is the message of a phase not reached yet.
 func NotYetOccurredMessage(condType string) string {
 	return fmt.Sprintf("This node has not yet entered the %s phase", condType)
@@ -105,7 +111,7 @@ func Initial(now metav1.Time) []metav1.Condition {
 func reset(t string, now metav1.Time) metav1.Condition {
 	if t == NodeDegraded {
 		return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonHealthy,
-			Message: "Node is healthy", LastTransitionTime: now}
+			Message: HealthyMessage, LastTransitionTime: now}
 	}
 	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonNotYetOccurred,
 		Message: NotYetOccurredMessage(t), LastTransitionTime: now}
