@@ -39,7 +39,8 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 		return nil
 	}
 	d.mcn = mcn
-	snap := status.Snapshot{Conditions: mcn.Status.Conditions, ObservedGeneration: mcn.Generation}
+	snap := status.Snapshot{Conditions: mcn.Status.Conditions, ObservedGeneration: mcn.Generation,
+		IrreconcilableChanges: mcn.Status.IrreconcilableChanges}
 	if cv := mcn.Status.ConfigVersion; cv != nil {
 		snap.Current, snap.Desired = cv.Current, cv.Desired
 	}
