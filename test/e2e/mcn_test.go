@@ -34,7 +34,16 @@ func TestMachineConfigNodeDescribe(t *testing.T) {
 		}
 	}
 
-	// An OS update: files, then the image pulled and staged, then the reboot.
+	splitUpdate(ctx, t, n, log)
+	refusal(ctx, t, n, log)
+	goodAgain(ctx, t, n, log)
+	wideColumns(t)
+}
+
+// splitUpdate runs an OS update: files, then the image pulled and staged,
+// then the reboot, each shown by kubectl describe.
+func splitUpdate(ctx context.Context, t *testing.T, n *testbed.Node, log *testbed.StatusLog) {
+	t.Helper()
 	from := log.Len()
 	if err := n.SetDesired(ctx, "rendered-mcn-b"); err != nil {
 		t.Fatal(err)
@@ -71,8 +80,12 @@ func TestMachineConfigNodeDescribe(t *testing.T) {
 		t.Error("irreconcilableChanges shown before any refusal")
 	}
 
-	// Refused as unreconcilable: a disk, a directory and a user with a
-	// password, on top of an appended file's contents.
+}
+
+// refusal is an update refused as unreconcilable: a disk, a directory and a
+// user with a password, on top of an appended file's contents.
+func refusal(ctx context.Context, t *testing.T, n *testbed.Node, log *testbed.StatusLog) {
+	t.Helper()
 	const hash = "$6$rounds=4096$saltsalt$0123456789abcdef"
 	bad := `{"ignition":{"version":"3.4.0"},"storage":{` +
 		`"files":[{"path":"/etc/nodeconfd-mcn.conf","mode":420,"overwrite":true,"contents":{"source":"data:,b%0A"}},` +
@@ -90,7 +103,7 @@ func TestMachineConfigNodeDescribe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	describe = describeMCN(t, "mcn")
+	describe := describeMCN(t, "mcn")
 	t.Logf("kubectl describe machineconfignode/mcn after the refusal:\n%s", describe)
 	section := describe[strings.Index(describe, "Irreconcilable Changes:"):]
 	for _, want := range []string{
@@ -122,7 +135,12 @@ func TestMachineConfigNodeDescribe(t *testing.T) {
 		t.Errorf("%d entries, want 4 (disks, directories, files.append, users): %+v", len(st.IrreconcilableChanges), st.IrreconcilableChanges)
 	}
 
-	// Back to the good config: it updates fine and the field is gone.
+}
+
+// goodAgain goes back to the good config: it updates fine and
+// irreconcilableChanges is gone.
+func goodAgain(ctx context.Context, t *testing.T, n *testbed.Node, log *testbed.StatusLog) {
+	t.Helper()
 	if err := n.SetDesired(ctx, "rendered-mcn-b"); err != nil {
 		t.Fatal(err)
 	}
@@ -139,7 +157,11 @@ func TestMachineConfigNodeDescribe(t *testing.T) {
 		t.Errorf("irreconcilableChanges still shown after a good update:\n%s", d)
 	}
 
-	// kubectl get -o wide: every column, Age after Resumed.
+}
+
+// wideColumns checks kubectl get -o wide: every column, Age after Resumed.
+func wideColumns(t *testing.T) {
+	t.Helper()
 	wide := bed.CP.MustKubectl(t, "get", "machineconfignodes", "mcn", "-o", "wide")
 	t.Logf("kubectl get machineconfignodes -o wide:\n%s", wide)
 	lines := strings.Split(strings.TrimSpace(wide), "\n")
