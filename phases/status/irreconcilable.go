@@ -18,9 +18,3 @@ func (s *Stager) SetIrreconcilableChanges(changes []mcfgv1.IrreconcilableChangeD
 	s.dirty = true
 	return true
 }
-
-// IrreconcilableChanges returns a copy of the staged
-// status.irreconcilableChanges.
-func (s *Stager) IrreconcilableChanges() []mcfgv1.IrreconcilableChangeDiff {
-	return slices.Clone(s.st.IrreconcilableChanges)
-}
