@@ -89,7 +89,7 @@ func Uncordon() Phase {
 				return Outcome{}, err
 			}
 			d.Progress().CordonedByUs = false
-			if err := releaseSlot(ctx, d); err != nil {
+			if err := endSlot(ctx, d); err != nil { // the soak time, if any (soak.go)
 				return Outcome{}, err
 			}
 			return Outcome{Message: "Uncordoned node " + d.Update().Node}, nil
@@ -150,7 +150,7 @@ func Resume() Phase {
 func All() []Phase {
 	return []Phase{
 		Prepare(),
-		Cordon(), Drain(), Write(),
+		Gated(Cordon()), Gated(Drain()), Gated(Write()),
 		Reboot(), ReloadCRIO(), Services(),
 		Validate(), Uncordon(), Finish(),
 		Resume(),
