@@ -150,7 +150,7 @@ func Resume() Phase {
 func All() []Phase {
 	return []Phase{
 		Prepare(),
-		Gated(Cordon()), Gated(Drain()), Gated(Write()),
+		Gated(Cordon()), Gated(Drain()), Gate(), Write(),
 		Reboot(), ReloadCRIO(), Services(),
 		Validate(), Uncordon(), Finish(),
 		Resume(),

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -85,11 +86,12 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 			end()
 			return fmt.Errorf("checking what the update waits for: %w", err)
 		}
+		if h.Kind == "" {
+			end()
+			return nil
+		}
 		if h.Kind != cur.Kind {
 			end()
-			if h.Kind == "" {
-				return nil
-			}
 			since = d.Clock()
 			d.Waiting(h.Kind)
 			d.Note(h.Kind, fmt.Sprintf("Update to %s waits: %s", d.Update().DesiredName, h.Message))
@@ -171,9 +173,8 @@ func untilHeld(ctx context.Context, d Data, disrupts, pauseOnly bool, wait func(
 //   - drain: a pause stops its slot wait or the drain itself, and gives
 //     back the cordon and the slot (the update then waits in the cordon's
 //     gate); a window that closes does not cut a started update off;
-//   - write: the gate of an update that was not cordoned (a rebootless
-//     one: pause, and windows when they hold every update); a new desired
-//     config during that wait replaces the update (nothing is written yet).
+//
+// An update that is not cordoned (a rebootless one) waits in Gate.
 func Gated(p Phase) Phase {
 	switch p.Name {
 	case "cordon":
@@ -201,21 +202,40 @@ func Gated(p Phase) Phase {
 			return err
 		}
 		p.Run = func(ctx context.Context, d Data) (Outcome, error) { return pausableDrain(ctx, d, run) }
-	case "write":
-		inner := p.Wait
-		p.Wait = func(ctx context.Context, d Data) error {
-			if rec := d.Progress(); !rec.Done("cordon") && !rec.Done("drain") {
-				if err := gate(ctx, d, disruptive(d)); err != nil {
-					return err
-				}
-			}
-			return inner(ctx, d)
-		}
-		if p.OnSuperseded == nil {
-			p.OnSuperseded = supersededCordon
-		}
 	}
 	return p
+}
+
+// Gate is the wait of an update that is not cordoned (a rebootless one)
+// before its first write: the pause, and the windows when they hold every
+// update. A new desired config during the wait replaces the update
+// (nothing is written yet). It reports through UpdateExecuted, which says
+// what it waits for (reason Waiting) while it does.
+func Gate() Phase {
+	return Phase{
+		Name: "gate", Group: status.UpdateExecuted, Quick: true,
+		Needed: func(d Data) (bool, string) {
+			rec := d.Progress()
+			switch {
+			case d.Waits() == nil:
+				return false, "Nothing may hold the update"
+			case ran(rec, "cordon") || ran(rec, "drain") || rec.WriteStarted:
+				return false, "The update's waits came before its cordon"
+			}
+			return true, ""
+		},
+		Wait:         func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d)) },
+		OnSuperseded: supersededCordon,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			return Outcome{Message: "Nothing holds the update"}, nil
+		},
+	}
+}
+
+// ran reports whether the step ran (done, not skipped).
+func ran(rec *progress.Record, name string) bool {
+	st := rec.Step(name)
+	return st != nil && !st.Skipped
 }
 
 // pausableDrain runs the drain so that a pause stops it as a new desired
