@@ -106,7 +106,7 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 			next = min(next, max(h.Until.Sub(d.Clock()), 0)+50*time.Millisecond)
 		}
 		if err := sleepCtx(ctx, next); err != nil {
-			end()
+			d.Waiting("") // stopped (shutdown, new config): no WaitEnded Event, the wait did not end
 			return err
 		}
 	}
