@@ -82,9 +82,21 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 	}
 	for {
 		h, err := w.Check(ctx, disrupts)
+		if err != nil && ctx.Err() == nil {
+			// The API server may be away for a while: the update waits, and
+			// says why, rather than fail.
+			LogFrom(ctx, zap.NewNop()).Warn("Cannot check what the update waits for; retrying", zap.Error(err))
+			_ = d.Report(ctx, "Cannot check what the update waits for (retrying): "+err.Error())
+			cur.Message = ""
+			if err := sleepCtx(ctx, gateEvery); err != nil {
+				d.Waiting("")
+				return err
+			}
+			continue
+		}
 		if err != nil {
-			end()
-			return fmt.Errorf("checking what the update waits for: %w", err)
+			d.Waiting("")
+			return err
 		}
 		if h.Kind == "" {
 			end()
