@@ -25,6 +25,8 @@ type fakeWaits struct {
 	paused bool
 	// onCheck, when set, runs at each Check while it holds.
 	onCheck func()
+	// failFirst fails the first Check.
+	failFirst bool
 }
 
 func (f *fakeWaits) Paused() (phases.Hold, bool) {
@@ -37,6 +39,9 @@ func (f *fakeWaits) Check(context.Context, bool) (phases.Hold, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.checks++
+	if f.failFirst && f.checks == 1 {
+		return phases.Hold{}, errors.New("connection refused")
+	}
 	if f.checks > f.holds {
 		return phases.Hold{}, nil
 	}
@@ -147,5 +152,24 @@ func TestPauseStopsDrain(t *testing.T) {
 	if c := status.Find(w.last, status.Cordoned); c.Status != metav1.ConditionFalse ||
 		!strings.Contains(c.Message, "Uncordoned: the node was paused before anything was written (Paused by test)") {
 		t.Errorf("Cordoned = %s %q", c.Status, c.Message)
+	}
+}
+
+// A check that fails (the API server away) keeps the update waiting, and
+// says why, instead of failing it.
+func TestGateRetriesFailedCheck(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/var/lib/kubelet/config.json", "x")}, h, cl, units, w)
+	fw := &fakeWaits{failFirst: true}
+	r.Env.Waits = fw
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if fw.checks != 2 || h.files["/var/lib/kubelet/config.json"] != "x" {
+		t.Errorf("%d checks, files %v", fw.checks, h.files)
+	}
+	if c := status.Find(w.last, status.NodeDegraded); c.Status != metav1.ConditionFalse {
+		t.Errorf("NodeDegraded = %s after a failed check", c.Status)
 	}
 }
