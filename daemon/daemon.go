@@ -68,6 +68,8 @@ type Daemon struct {
 	// settledOn is the config Settled last ran for, "" once an update ran
 	// since.
 	settledOn string
+	// pausedSince is when the node, idle, was first seen paused (pause.go).
+	pausedSince time.Time
 }
 
 // DefaultShutdownGrace leaves a drain time to finish after SIGTERM, well
@@ -175,6 +177,9 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		if err != nil || adopted {
 			return d.delayFor(err), err
 		}
+	}
+	if paused, err := d.pausedBefore(ctx, rec, current, desired); paused || err != nil { // pause.go
+		return d.delayFor(err), err
 	}
 	d.settledOn = "" // idling after any update settles again, even on the same config
 	err = d.update(ctx, rec, current, desired)

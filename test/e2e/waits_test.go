@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -19,14 +21,23 @@ import (
 
 // A paused node stays on its config while another node takes the same
 // update; its status says paused, by whom and since when, nothing is
-// cordoned or written; once the annotation is removed it updates.
+// cordoned or written, and its drift is still reported; once the annotation
+// is removed it updates.
 func TestPausedNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
+	const kept = "/var/lib/kubelet/pause-m.json" // rebootless (post action None)
 	config(t, "rendered-pause-a", ign(nil))
-	config(t, "rendered-pause-b", ign(map[string]string{"/etc/motd.d/pause": "b\n"}))
+	config(t, "rendered-pause-m", ign(map[string]string{kept: "m\n"}))
+	config(t, "rendered-pause-b", ign(map[string]string{kept: "m\n", "/etc/motd.d/pause": "b\n"}))
 	paused, plog := node(t, "pause-1", "rendered-pause-a")
 	other, olog := node(t, "pause-2", "rendered-pause-a")
+	if err := paused.SetDesired(ctx, "rendered-pause-m"); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, plog, "rendered-pause-m"); err != nil {
+		t.Fatal(err)
+	}
 	const why = "alice: db migration"
 	if err := paused.Annotate(ctx, map[string]string{"nodeconfd.io/pause": why}); err != nil {
 		t.Fatal(err)
@@ -40,14 +51,27 @@ func TestPausedNode(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := `Paused by annotation nodeconfd.io/pause="` + why + `" since `
-	if err := waitMessage(ctx, plog, "Cordoned", "Waiting", want); err != nil {
+	if err := waitMessage(ctx, plog, "UpdateExecuted", "Waiting", want); err != nil {
 		t.Fatal(err)
 	}
-	time.Sleep(5 * time.Second) // it stays so
-	if c := plog.Condition("Cordoned"); c.Reason != "Waiting" || !strings.Contains(c.Message, want) {
-		t.Errorf("paused node's Cordoned = %s %s %q", c.Status, c.Reason, c.Message)
+	// Drift is reported while paused.
+	host := filepath.Join(paused.Sys.Root, kept)
+	if err := os.WriteFile(host, []byte("edited by hand\n"), 0o644); err != nil {
+		t.Fatal(err)
 	}
-	if cur := plog.Latest().ConfigVersion.Current; cur != "rendered-pause-a" {
+	if err := plog.WaitFor(ctx, "NodeDegraded", "True", "ConfigDrift"); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(host, []byte("m\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := plog.WaitFor(ctx, "NodeDegraded", "False", ""); err != nil {
+		t.Fatal(err)
+	}
+	if c := plog.Condition("UpdateExecuted"); c.Reason != "Waiting" || !strings.Contains(c.Message, want) {
+		t.Errorf("paused node's UpdateExecuted = %s %s %q", c.Status, c.Reason, c.Message)
+	}
+	if cur := plog.Latest().ConfigVersion.Current; cur != "rendered-pause-m" {
 		t.Errorf("paused node runs %s", cur)
 	}
 	if getNode(t, "pause-1").Spec.Unschedulable {
