@@ -74,6 +74,8 @@ type Daemon struct {
 	// settledOn is the config Settled last ran for, "" once an update ran
 	// since.
 	settledOn string
+	// pausedSince is when the node, idle, was first seen paused (pause.go).
+	pausedSince time.Time
 }
 
 // Watcher delivers the latest state of the daemon's Node and
@@ -179,6 +181,9 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		// was rolled back, still has to be undone and its cordon lifted).
 		d.failures = 0
 		return 0, d.idle(ctx, current)
+	}
+	if paused, err := d.pausedBefore(ctx, rec, current, desired); paused || err != nil { // pause.go
+		return d.delayFor(err), err
 	}
 	d.settledOn = "" // idling after any update settles again, even on the same config
 	err = d.update(ctx, rec, current, desired)

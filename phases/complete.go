@@ -81,7 +81,7 @@ func Uncordon() Phase {
 				return Outcome{}, err
 			}
 			d.Progress().CordonedByUs = false
-			if err := releaseSlot(ctx, d); err != nil {
+			if err := endSlot(ctx, d); err != nil { // the soak time, if any (soak.go)
 				return Outcome{}, err
 			}
 			return Outcome{Message: "Uncordoned node " + d.Update().Node}, nil

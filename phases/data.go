@@ -240,6 +240,12 @@ type Data interface {
 	Disruption() Disruption
 	// ConfigRule is the desired config names the node accepts.
 	ConfigRule() plan.ConfigRule
+	// Waits is what may hold the update (pause, windows, blocking pods);
+	// nil for none. Waiting tells the metrics which wait holds the update
+	// ("" once none does); Note records a Normal Event (see waits.go).
+	Waits() Waits
+	Waiting(reason string)
+	Note(reason, message string)
 }
 
 // Update is one update of the node, filled in as the phases run.

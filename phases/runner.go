@@ -45,6 +45,11 @@ type Env struct {
 	// Limits caps the decoded size of the configs parsed; the zero value
 	// means the defaults.
 	Limits plan.Limits
+	// Waits is what may hold an update (pause, windows, blocking pods);
+	// nil for none. OnWaiting, when set, is told which wait holds the
+	// update ("" once none does): the metrics hook (see runner_waits.go).
+	Waits     Waits
+	OnWaiting func(reason string)
 }
 
 // Runner runs the phases of one update (the list in update.go) in order.

@@ -17,20 +17,24 @@ import (
 // from that step with backoff.
 func All() []Phase {
 	return []Phase{
-		GiveBack(),   // giveback.go: what a replaced update held, given back
-		Adopt(),      // adopt.go: a node that already runs its desired config
-		Detect(),     // detect.go: the status reset, state=Working
-		Prepare(),    // prepare.go: fetch, validate, diff, post action
-		Cordon(),     // cordon.go: a disruption slot, then the cordon
-		Drain(),      // drain.go
-		Write(),      // write.go: files, units, SSH keys, OS; journaled
-		Reboot(),     // postaction.go
-		ReloadCRIO(), // postaction.go
-		PostAction(), // postaction.go: the units the policy names
-		Validate(),   // complete.go: the node against the config
-		Uncordon(),   // complete.go
-		SetCurrent(), // complete.go: currentConfig, state=Done
-		Resume(),     // complete.go: the drift monitor, Updated=True
+		GiveBack(), // giveback.go: what a replaced update held, given back
+		Adopt(),    // adopt.go: a node that already runs its desired config
+		Detect(),   // detect.go: the status reset, state=Working
+		Prepare(),  // prepare.go: fetch, validate, diff, post action
+		// The waits (waits.go: pause, maintenance window, blocking pods)
+		// hold the cordon and the drain, or, for an update that drains
+		// nothing, the gate before its first write.
+		Gated(Cordon()), // cordon.go: a disruption slot, then the cordon
+		Gated(Drain()),  // drain.go
+		Gate(),          // waits.go
+		Write(),         // write.go: files, units, SSH keys, OS; journaled
+		Reboot(),        // postaction.go
+		ReloadCRIO(),    // postaction.go
+		PostAction(),    // postaction.go: the units the policy names
+		Validate(),      // complete.go: the node against the config
+		Uncordon(),      // complete.go
+		SetCurrent(),    // complete.go: currentConfig, state=Done
+		Resume(),        // complete.go: the drift monitor, Updated=True
 	}
 }
 

@@ -82,6 +82,7 @@ type options struct {
 	slots                                             int
 	leaseDuration                                     time.Duration
 	limits                                            plan.Limits
+	waits                                             *waitOptions
 }
 
 func parseFlags(args []string) (options, error) {
@@ -124,7 +125,11 @@ func parseFlags(args []string) (options, error) {
 	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
 	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "cap on one file's decoded contents (gzip and base64 decoded, appends included); a config with a bigger file is refused in prepare")
 	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "cap on one config's decoded files, unit contents, drop-ins and SSH keys together; a bigger config is refused in prepare")
+	o.waits = addWaitFlags(fs)
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := o.waits.check(); err != nil {
 		return o, err
 	}
 	if err := o.limits.Check(); err != nil {
@@ -224,7 +229,7 @@ func start(args []string) error {
 
 	api := &kube.Client{API: kapi, NodeName: o.nodeName}
 	slots, err := budget.New(budget.Config{Client: kapi, Namespace: o.namespace, Name: o.budgetName, Slots: o.slots,
-		Holder: o.nodeName, Duration: o.leaseDuration, Log: log.Named("budget")})
+		Holder: o.nodeName, Duration: o.leaseDuration, Soak: o.waits.soak, Log: log.Named("budget")})
 	if err != nil {
 		return err
 	}
@@ -232,9 +237,15 @@ func start(args []string) error {
 	drainer := &drain.Drainer{Client: kapi, NodeName: o.nodeName, Timeout: o.drainTimeout,
 		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Log: log.Named("drain"), Fault: fault}
 	var events *kube.Events
+	objects := kube.NewWatch(api)
+	holds, err := o.waits.source(o, kapi, objects.Node)
+	if err != nil {
+		return err
+	}
+	holds.Start(ctx)
 	d := &daemon.Daemon{
 		API:     api,
-		Watcher: kube.NewWatch(api),
+		Watcher: objects,
 		Env: phases.Env{
 			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
 			Cluster:    cluster{Client: api, Drainer: drainer},
@@ -244,6 +255,7 @@ func start(args []string) error {
 			Policy:     policy,
 			Disruption: slots,
 			Limits:     o.limits,
+			Waits:      holds,
 		},
 		Pool:          o.pool,
 		ConfigPattern: o.configPattern,

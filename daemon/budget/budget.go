@@ -97,7 +97,10 @@ type Config struct {
 	// Duration is the lease duration (whole seconds); the holder renews
 	// five times per duration.
 	Duration time.Duration
-	Log      *zap.Logger
+	// Soak is how long a slot stays held after its node's uncordon (Soak,
+	// soak.go); 0 gives it back at once.
+	Soak time.Duration
+	Log  *zap.Logger
 }
 
 // Budget is one node's view of the cluster-wide disruption budget. Its
@@ -225,7 +228,7 @@ func (b *Budget) Release(ctx context.Context) error {
 			return err
 		}
 		for _, l := range leases {
-			if holderOf(l) == b.cfg.Holder {
+			if holderOf(l) == b.cfg.Holder && soakUntil(l, time.Now()).IsZero() { // a soak is kept
 				mine = append(mine, l)
 			}
 		}

@@ -29,7 +29,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		c := choose(b.cfg.Holder, obs.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now)
 		b.noteSynced(c)
 		if c.Action == Wait {
-			msg := waitingMessage(c.Holders, b.cfg.Slots)
+			msg := waitingMessage(c.Holders, b.cfg.Slots) + soakNote(found, now)
 			until := c.Until
 			if msg != lastMsg {
 				if next := lastAt.Add(reportEvery); now.Before(next) {

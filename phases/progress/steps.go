@@ -11,6 +11,7 @@ const (
 	StepPrepare    = "prepare"
 	StepCordon     = "cordon"
 	StepDrain      = "drain"
+	StepGate       = "gate"
 	StepWrite      = "write"
 	StepReboot     = "reboot"
 	StepReloadCRIO = "reload-crio"

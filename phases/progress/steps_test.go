@@ -8,7 +8,7 @@ import "testing"
 func TestStepNamesAreStable(t *testing.T) {
 	for got, want := range map[string]string{
 		StepAdopt: "adopt", StepGiveBack: "give-back", StepDetect: "detect", StepPrepare: "prepare",
-		StepCordon: "cordon", StepDrain: "drain", StepWrite: "write", StepReboot: "reboot",
+		StepCordon: "cordon", StepDrain: "drain", StepGate: "gate", StepWrite: "write", StepReboot: "reboot",
 		StepReloadCRIO: "reload-crio", StepPostAction: "post-action", StepValidate: "validate",
 		StepUncordon: "uncordon", StepSetCurrent: "finish", StepResume: "resume",
 	} {

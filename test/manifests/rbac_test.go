@@ -80,4 +80,5 @@ func TestDaemonRBAC(t *testing.T) {
 			t.Errorf("%s: allowed=%v, want %v", name, review.Status.Allowed, tt.allowed)
 		}
 	}
+	checkConfigMapRights(ctx, t, daemon)
 }

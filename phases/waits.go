@@ -1,0 +1,315 @@
+package phases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// Waits is what may hold an update before it disrupts the node or, for a
+// pause, before its first write (package daemon/waits): an administrator's
+// pause annotation, the maintenance windows, pods that block a disruption.
+// Nil in Env means none of them.
+type Waits interface {
+	// Paused reports whether the node is paused, from the watch cache (no
+	// request), and the hold's text.
+	Paused() (Hold, bool)
+	// Check says what holds the update now; a zero Hold when nothing does.
+	// disruptive is set for an update that drains or reboots the node.
+	Check(ctx context.Context, disruptive bool) (Hold, error)
+}
+
+// Kinds of Hold, also the reasons of their Events and the metric's label.
+const (
+	HoldPaused       = "Paused"
+	HoldWindow       = "OutsideMaintenanceWindow"
+	HoldBlockingPods = "BlockingPods"
+)
+
+// Hold is one thing an update waits for.
+type Hold struct {
+	// Kind is HoldPaused, HoldWindow or HoldBlockingPods; "" for none.
+	Kind string
+	// Message says what the update waits for and until when, for the
+	// condition and the Events.
+	Message string
+	// Until, when set, is when the hold ends by itself (a window opens):
+	// the gate looks again then at the latest.
+	Until time.Time
+}
+
+// ErrPaused is returned by a drain stopped for the node's pause annotation:
+// its cordon and slot were given back. It wraps ErrSuperseded, so that the
+// daemon runs the update again at once and its gate waits for the pause to
+// end.
+var ErrPaused = fmt.Errorf("stopped: the node was paused: %w", ErrSuperseded)
+
+// gateEvery is how often a held update looks again at what holds it (the
+// pause annotation and a ConfigMap come from watch caches; the pods are one
+// list of the node's pods).
+const gateEvery = 3 * time.Second
+
+// disruptive reports whether the update drains or reboots the node.
+func disruptive(d Data) bool { return d.Update().Action.NeedsDrain() }
+
+// gate returns once nothing holds the update: while something does, the
+// running phase's condition says what (reason Waiting, see Runner.Report),
+// an Event marks the start and the end of each hold, and d.Waiting tells
+// the metrics which wait holds the update.
+func gate(ctx context.Context, d Data, disrupts bool) error {
+	w := d.Waits()
+	if w == nil {
+		return nil
+	}
+	var cur Hold
+	var since time.Time
+	end := func() {
+		if cur.Kind == "" {
+			return
+		}
+		d.Waiting("")
+		d.Note("WaitEnded", fmt.Sprintf("Update to %s no longer waits (%s for %s)", d.Update().DesiredName,
+			cur.Kind, d.Clock().Sub(since).Round(time.Second)))
+		LogFrom(ctx, zap.NewNop()).Info("Update no longer waits", zap.String("waitedFor", cur.Kind))
+		cur = Hold{}
+	}
+	for {
+		h, err := w.Check(ctx, disrupts)
+		if err != nil && ctx.Err() == nil {
+			// The API server may be away for a while: the update waits, and
+			// says why, rather than fail.
+			LogFrom(ctx, zap.NewNop()).Warn("Cannot check what the update waits for; retrying", zap.Error(err))
+			_ = d.Report(ctx, "Cannot check what the update waits for (retrying): "+err.Error())
+			cur.Message = ""
+			if err := sleepCtx(ctx, gateEvery); err != nil {
+				d.Waiting("")
+				return err
+			}
+			continue
+		}
+		if err != nil {
+			d.Waiting("")
+			return err
+		}
+		if h.Kind == "" {
+			end()
+			return nil
+		}
+		if h.Kind != cur.Kind {
+			end()
+			since = d.Clock()
+			d.Waiting(h.Kind)
+			d.Note(h.Kind, fmt.Sprintf("Update to %s waits: %s", d.Update().DesiredName, h.Message))
+			LogFrom(ctx, zap.NewNop()).Info("Update waits", zap.String("for", h.Kind), zap.String("why", h.Message))
+		}
+		if h.Message != cur.Message {
+			_ = d.Report(ctx, h.Message)
+		}
+		cur = h
+		next := gateEvery
+		if !h.Until.IsZero() {
+			next = min(next, max(h.Until.Sub(d.Clock()), 0)+50*time.Millisecond)
+		}
+		if err := sleepCtx(ctx, next); err != nil {
+			d.Waiting("") // stopped (shutdown, new config): no WaitEnded Event, the wait did not end
+			return err
+		}
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// untilHeld runs wait under a context cancelled once something holds the
+// update (pause only when pauseOnly), and reports whether that happened.
+func untilHeld(ctx context.Context, d Data, disrupts, pauseOnly bool, wait func(context.Context, Data) error) (bool, error) {
+	w := d.Waits()
+	if w == nil || wait == nil {
+		if wait == nil {
+			return false, nil
+		}
+		return false, wait(ctx, d)
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	held := make(chan struct{})
+	go func() {
+		for sleepCtx(wctx, gateEvery) == nil {
+			if _, paused := w.Paused(); paused {
+				close(held)
+				cancel()
+				return
+			}
+			if pauseOnly {
+				continue
+			}
+			if h, err := w.Check(wctx, disrupts); err == nil && h.Kind != "" {
+				close(held)
+				cancel()
+				return
+			}
+		}
+	}()
+	err := wait(wctx, d)
+	cancel()
+	select {
+	case <-held:
+		if ctx.Err() == nil {
+			return true, nil
+		}
+	default:
+	}
+	return false, err
+}
+
+// Gated adds the waits to the phases that start a disruption or the first
+// write (cordon, drain, write), and returns the others as they are:
+//   - cordon: the gate (pause, windows, blocking pods) before its own wait
+//     (the pod check, a slot); a hold that comes while it waits for a slot
+//     stops that wait, gives back a slot just taken, and the gate waits;
+//   - drain: a pause stops its slot wait or the drain itself, and gives
+//     back the cordon and the slot (the update then waits in the cordon's
+//     gate); a window that closes does not cut a started update off;
+//
+// An update that is not cordoned (a rebootless one) waits in Gate.
+func Gated(p Phase) Phase {
+	switch p.Name {
+	case progress.StepCordon:
+		inner := p.Wait
+		p.Wait = func(ctx context.Context, d Data) error {
+			for {
+				if err := gate(ctx, d, disruptive(d)); err != nil {
+					return err
+				}
+				held, err := untilHeld(ctx, d, disruptive(d), false, inner)
+				if !held {
+					return err
+				}
+				if !d.Progress().CordonedByUs {
+					if err := releaseSlot(ctx, d); err != nil {
+						return err
+					}
+				}
+			}
+		}
+	case progress.StepDrain:
+		inner, run := p.Wait, p.Run
+		p.Wait = func(ctx context.Context, d Data) error {
+			_, err := untilHeld(ctx, d, true, true, inner) // a pause: Run gives back
+			return err
+		}
+		p.Run = func(ctx context.Context, d Data) (Outcome, error) { return pausableDrain(ctx, d, run) }
+	}
+	return p
+}
+
+// Gate is the wait of an update that is not cordoned (a rebootless one)
+// before its first write: the pause, and the windows when they hold every
+// update. A new desired config during the wait replaces the update
+// (nothing is written yet). It reports through UpdateExecuted, which says
+// what it waits for (reason Waiting) while it does.
+func Gate() Phase {
+	return Phase{
+		Name: progress.StepGate, Group: status.UpdateExecuted, Quick: true,
+		Needed: func(d Data) (bool, string) {
+			rec := d.Progress()
+			switch {
+			case d.Waits() == nil:
+				return false, "Nothing may hold the update"
+			case ran(rec, progress.StepCordon) || ran(rec, progress.StepDrain) || rec.WriteStarted:
+				return false, "The update's waits came before its cordon"
+			}
+			return true, ""
+		},
+		Wait:         func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d)) },
+		OnSuperseded: supersededCordon,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			return Outcome{Message: "Nothing holds the update"}, nil
+		},
+	}
+}
+
+// ran reports whether the step ran (done, not skipped).
+func ran(rec *progress.Record, name string) bool {
+	st := rec.Step(name)
+	return st != nil && !st.Skipped
+}
+
+// pausableDrain runs the drain so that a pause stops it as a new desired
+// config does: supersededCordon gives back the cordon and the slot, and
+// the Cordoned condition says it was the pause.
+func pausableDrain(ctx context.Context, d Data, run func(context.Context, Data) (Outcome, error)) (Outcome, error) {
+	w := d.Waits()
+	if w == nil {
+		return run(ctx, d)
+	}
+	if h, paused := w.Paused(); paused {
+		return Outcome{}, givenBackForPause(ctx, d, h)
+	}
+	// The drain's interrupt, with a pause as one more cause: a pause
+	// stops it as a new desired config does.
+	stop, stopNow := context.WithCancelCause(context.Background())
+	defer stopNow(nil)
+	inner := d.Interrupt()
+	defer context.AfterFunc(inner, func() { stopNow(context.Cause(inner)) })()
+	paused := make(chan Hold, 1)
+	go func() {
+		for {
+			select {
+			case <-stop.Done():
+				return
+			case <-time.After(time.Second):
+			}
+			if h, ok := w.Paused(); ok {
+				paused <- h
+				stopNow(ErrSuperseded)
+				return
+			}
+		}
+	}()
+	out, err := run(ctx, pausedData{Data: d, stop: stop})
+	if !errors.Is(err, ErrSuperseded) {
+		return out, err
+	}
+	select {
+	case h := <-paused:
+		LogFrom(ctx, zap.NewNop()).Info("Drain stopped: the node was paused; cordon and slot given back")
+		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned),
+			"Uncordoned: the node was paused before anything was written ("+h.Message+")")
+		return Outcome{}, ErrPaused
+	default:
+		return out, err
+	}
+}
+
+// givenBackForPause gives back the cordon and slot of a drain that has not
+// started, for a pause.
+func givenBackForPause(ctx context.Context, d Data, h Hold) error {
+	if _, err := giveBack(ctx, d, "Uncordoned: the node was paused before anything was written ("+h.Message+")"); err != nil {
+		return fmt.Errorf("giving back the cordon of node %s for its pause: %w", d.Update().Node, err)
+	}
+	return ErrPaused
+}
+
+// pausedData is the drain's view: its Superseded fires on a pause too.
+type pausedData struct {
+	Data
+	stop context.Context
+}
+
+func (p pausedData) Interrupt() context.Context { return p.stop }
