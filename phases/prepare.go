@@ -63,7 +63,7 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 			return err
 		}
 	}
-	diff, err := plan.Compare(current, desired)
+	diff, err := Decide(current, desired)
 	if err != nil {
 		return err
 	}
@@ -89,9 +89,6 @@ const NoOSUpdaterMessage = "OS image and kernel argument changes need rpm-ostree
 // fell back), and the kernel arguments are edited from the booted ones when
 // those are not the current config's (no current config, or a fallback).
 func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.Config, earlier []string, diff *plan.Diff) error {
-	if field, msg := plan.UnsupportedOSFields(*diff); field != "" {
-		return &UnsupportedError{Object: desired.Name, Field: field, Msg: msg}
-	}
 	osu := d.OS()
 	if osu == nil {
 		if diff.OSChanged() {

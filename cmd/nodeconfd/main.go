@@ -40,9 +40,11 @@ const usage = `nodeconfd: the node configuration daemon.
 
 Usage:
   nodeconfd start [flags]
+  nodeconfd start --once-from FILE [--skip-reboot] [flags]
+  nodeconfd plan --current A.yaml --desired B.yaml | --node NAME [--desired NAME] [flags]
   nodeconfd version
 
-Run "nodeconfd start -h" for the flags.
+Run "nodeconfd start -h" or "nodeconfd plan -h" for the flags.
 `
 
 // idleGCPercent is the daemon's GOGC unless the environment sets one: it
@@ -56,6 +58,9 @@ func main() {
 	if len(os.Args) == 2 && os.Args[1] == "version" {
 		fmt.Println(version)
 		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "plan" {
+		os.Exit(runPlan(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if len(os.Args) < 2 || os.Args[1] != "start" {
 		fmt.Fprint(os.Stderr, usage)
@@ -167,17 +172,9 @@ func start(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	policy := plan.DefaultPolicy()
-	if o.policyFile != "" {
-		data, err := os.ReadFile(o.policyFile)
-		if err != nil {
-			return fmt.Errorf("reading --post-action-policy: %w", err)
-		}
-		rules, err := plan.ParsePolicy(data)
-		if err != nil {
-			return fmt.Errorf("--post-action-policy %s: %w", o.policyFile, err)
-		}
-		policy = policy.With(rules...)
+	policy, err := loadPolicy(o.policyFile)
+	if err != nil {
+		return err
 	}
 
 	m := metrics.New()
