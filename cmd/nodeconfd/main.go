@@ -86,6 +86,8 @@ type options struct {
 	slots                                             int
 	leaseDuration                                     time.Duration
 	limits                                            plan.Limits
+	onceFrom                                          string
+	skipReboot                                        bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -125,7 +127,12 @@ func parseFlags(args []string) (options, error) {
 	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
 	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "cap on one file's decoded contents (gzip and base64 decoded, appends included); a config with a bigger file is refused in prepare")
 	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "cap on one config's decoded files, unit contents, drop-ins and SSH keys together; a bigger config is refused in prepare")
+	fs.StringVar(&o.onceFrom, "once-from", "", "apply the rendered MachineConfig in this file (YAML or JSON) with no API server, record it as the node's config, and exit")
+	fs.BoolVar(&o.skipReboot, "skip-reboot", false, "with --once-from: do not reboot; what needs a reboot takes effect at the next boot")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if err := onceFromFlags(&o); err != nil {
 		return o, err
 	}
 	if err := o.limits.Check(); err != nil {
@@ -175,6 +182,9 @@ func start(args []string) error {
 	policy, err := loadPolicy(o.policyFile)
 	if err != nil {
 		return err
+	}
+	if o.onceFrom != "" {
+		return startOnce(ctx, o, policy, log)
 	}
 
 	m := metrics.New()
