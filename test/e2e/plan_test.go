@@ -1,0 +1,168 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/nodeconfd/nodeconfd/phases/preview"
+	"github.com/nodeconfd/nodeconfd/test/testbed"
+)
+
+// `nodeconfd plan` on pairs of rendered configs, from the files `kubectl get
+// mc -o yaml` prints and from the cluster (--node), agrees with what the
+// update then does: the same summary in UpdateCompatible, the same post
+// action run (each kind: None, DaemonReload, RestartUnit, ReloadCRIO,
+// Reboot), a drain exactly when it said so, and for a refusal the same
+// message, node state and fields.
+func TestPlanAgreesWithUpdate(t *testing.T) {
+	const dir = "/etc/nodeconfd-plan"
+	policy := "rules:\n- {path: " + dir + "/none/, action: None}\n- {path: " + dir + "/restart/, action: Restart, unit: plan-app.service}\n" +
+		"- {path: " + dir + "/dr/, action: DaemonReload}\n"
+	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policyFile, []byte(policy), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	config(t, "rendered-pl1-base", ign(nil))
+	n, log := nodeOpts(t, "pl1", "rendered-pl1-base", testbed.NodeOptions{ExtraArgs: []string{"--post-action-policy", policyFile}})
+	unit := "[Service]\nType=oneshot\nRemainAfterExit=yes\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
+	units := `"systemd":{"units":[{"name":"plan-app.service","enabled":true,"contents":` + jsonString(unit) + `}]}`
+	files := map[string]string{dir + "/app.conf": "1\n"}
+	step := func(path string) map[string]string {
+		files[path] = "x\n"
+		out := map[string]string{}
+		for k, v := range files {
+			out[k] = v
+		}
+		return out
+	}
+	steps := []struct {
+		name, ignition, kind, postMsg string
+	}{
+		{"reboot", ign(step(dir+"/app.conf"), units), "Reboot", "Rebooted into rendered-pl1-reboot"},
+		{"none", ign(step(dir+"/none/a"), units), "None", "Changes need no reboot or reload"},
+		{"restart", ign(step(dir+"/restart/a"), units), "RestartUnit", "Restarted plan-app.service"},
+		{"daemonreload", ign(step(dir+"/dr/a"), units), "DaemonReload", "Reloaded systemd"},
+		{"crio", ign(step("/etc/containers/registries.conf"), units), "ReloadCRIO", "Reloaded crio.service"},
+	}
+	current := "rendered-pl1-base"
+	for _, s := range steps {
+		name := "rendered-pl1-" + s.name
+		config(t, name, s.ignition)
+		r := planBoth(t, policyFile, current, name)
+		if !r.Apply || r.PostAction.Kind != s.kind || r.DrainRequired != (s.kind == "Reboot") {
+			t.Fatalf("%s: plan says apply=%v, post action %+v, drain %v; want %s", name, r.Apply, r.PostAction, r.DrainRequired, s.kind)
+		}
+		boots := n.Sys.Boots()
+		ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+		if err := n.SetDesired(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitCurrent(ctx, log, name); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+		if got := log.Condition("UpdateCompatible").Message; got != r.Summary {
+			t.Errorf("%s: UpdateCompatible says\n  %q\nthe plan said\n  %q", name, got, r.Summary)
+		}
+		if got := log.Condition("UpdatePostActionComplete").Message; got != s.postMsg {
+			t.Errorf("%s: post action %q, want %q", name, got, s.postMsg)
+		}
+		if drained := log.Condition("Drained").Reason != "NotRequired"; drained != r.DrainRequired {
+			t.Errorf("%s: drained %v, plan said drain %v", name, drained, r.DrainRequired)
+		}
+		if rebooted := n.Sys.Boots() > boots; rebooted != (s.kind == "Reboot") {
+			t.Errorf("%s: rebooted %v, plan said %s", name, rebooted, s.kind)
+		}
+		current = name
+	}
+
+	refusals := []struct{ name, ignition, state string }{
+		{"disks", ign(files, units, `"storage":{"disks":[{"device":"/dev/vdb","wipeTable":true}]}`), "Unreconcilable"},
+		{"fields", `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/proc/pl1","contents":{"source":"data:,x"}},` +
+			`{"path":"` + dir + `/m","mode":99999,"contents":{"source":"data:,x"}}]}}`, "Degraded"},
+	}
+	for _, c := range refusals {
+		name := "rendered-pl1-" + c.name
+		config(t, name, c.ignition)
+		r := planBoth(t, policyFile, current, name)
+		if r.Apply || r.Refusal.State != c.state || len(r.Refusal.Problems) == 0 {
+			t.Fatalf("%s: plan %+v, want a refusal with state %s", name, r.Refusal, c.state)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		if err := n.SetDesired(ctx, name); err != nil {
+			t.Fatal(err)
+		}
+		if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
+			t.Fatal(err)
+		}
+		if got := log.Condition("UpdateCompatible").Message; got != r.Refusal.Message {
+			t.Errorf("%s: UpdateCompatible says\n  %q\nthe plan said\n  %q", name, got, r.Refusal.Message)
+		}
+		for _, p := range r.Refusal.Problems[:1] {
+			if !strings.Contains(r.Refusal.Message, p.Field) {
+				t.Errorf("%s: the message does not name %s", name, p.Field)
+			}
+		}
+		if st := getNode(t, "pl1").Annotations["machineconfiguration.openshift.io/state"]; st != r.Refusal.State {
+			t.Errorf("%s: state %q, the plan said %q", name, st, r.Refusal.State)
+		}
+		if err := n.SetDesired(ctx, current); err != nil {
+			t.Fatal(err)
+		}
+		if err := log.WaitFor(ctx, "NodeDegraded", "False", ""); err != nil {
+			t.Fatal(err)
+		}
+		cancel()
+	}
+}
+
+// planBoth runs `nodeconfd plan` from the files kubectl prints and from the
+// cluster, checks that both say the same, and returns the report.
+func planBoth(t *testing.T, policyFile, current, desired string) preview.Report {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	var paths []string
+	for _, name := range []string{current, desired} {
+		out, err := bed.Kubectl(ctx, "get", "mc", name, "-o", "yaml")
+		if err != nil {
+			t.Fatalf("kubectl get mc %s: %v\n%s", name, err, out)
+		}
+		p := filepath.Join(dir, name+".yaml")
+		if err := os.WriteFile(p, out, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, p)
+	}
+	common := []string{"-o", "json", "--post-action-policy", policyFile, "--allowed-config-pattern", testbed.TestConfigPattern}
+	fromFiles := runPlanCmd(ctx, t, append([]string{"--current", paths[0], "--desired", paths[1]}, common...))
+	fromCluster := runPlanCmd(ctx, t, append([]string{"--node", "pl1", "--desired", desired, "--kubeconfig", bed.CP.Kubeconfig()}, common...))
+	if !reflect.DeepEqual(fromFiles, fromCluster) {
+		t.Errorf("plan from files:\n%+v\nfrom the cluster:\n%+v", fromFiles, fromCluster)
+	}
+	text, _ := exec.CommandContext(ctx, bed.Daemon, "plan", "--current", paths[0], "--desired", paths[1],
+		"--post-action-policy", policyFile, "--allowed-config-pattern", testbed.TestConfigPattern).CombinedOutput()
+	t.Logf("nodeconfd plan %s -> %s:\n%s", current, desired, text)
+	return fromFiles
+}
+
+func runPlanCmd(ctx context.Context, t *testing.T, args []string) preview.Report {
+	t.Helper()
+	out, err := exec.CommandContext(ctx, bed.Daemon, append([]string{"plan"}, args...)...).Output()
+	var r preview.Report
+	if jerr := json.Unmarshal(out, &r); jerr != nil {
+		t.Fatalf("plan %v: %v, %v\n%s", args, err, jerr, out)
+	}
+	if code := exitCode(err); code != map[bool]int{true: 0, false: 1}[r.Apply] {
+		t.Errorf("plan %v: exit %d with apply=%v", args, code, r.Apply)
+	}
+	return r
+}
