@@ -83,17 +83,28 @@ func TestPlanAgreesWithUpdate(t *testing.T) {
 		current = name
 	}
 
-	refusals := []struct{ name, ignition, state string }{
-		{"disks", ign(files, units, `"storage":{"disks":[{"device":"/dev/vdb","wipeTable":true}]}`), "Unreconcilable"},
-		{"fields", `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/proc/pl1","contents":{"source":"data:,x"}},` +
-			`{"path":"` + dir + `/m","mode":99999,"contents":{"source":"data:,x"}}]}}`, "Degraded"},
+	refusals := []struct {
+		name, ignition, state string
+		fields                []string
+	}{
+		{"disks", strings.Replace(ign(files, units), `"storage":{`, `"storage":{"disks":[{"device":"/dev/vdb","wipeTable":true}],`, 1),
+			"Unreconcilable", []string{"spec.config.storage.disks"}},
+		{"fields", ign(map[string]string{"/proc/pl1": "x", "/sys/pl1": "x", dir + "/fine": "x"}, units), "Degraded",
+			[]string{"spec.config.storage.files[1].path", "spec.config.storage.files[2].path"}},
 	}
 	for _, c := range refusals {
 		name := "rendered-pl1-" + c.name
 		config(t, name, c.ignition)
 		r := planBoth(t, policyFile, current, name)
-		if r.Apply || r.Refusal.State != c.state || len(r.Refusal.Problems) == 0 {
+		if r.Apply || r.Refusal.State != c.state {
 			t.Fatalf("%s: plan %+v, want a refusal with state %s", name, r.Refusal, c.state)
+		}
+		var fields []string
+		for _, p := range r.Refusal.Problems {
+			fields = append(fields, p.Field)
+		}
+		if !reflect.DeepEqual(fields, c.fields) {
+			t.Errorf("%s: the plan names fields %q, want %q", name, fields, c.fields)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		if err := n.SetDesired(ctx, name); err != nil {
@@ -105,10 +116,8 @@ func TestPlanAgreesWithUpdate(t *testing.T) {
 		if got := log.Condition("UpdateCompatible").Message; got != r.Refusal.Message {
 			t.Errorf("%s: UpdateCompatible says\n  %q\nthe plan said\n  %q", name, got, r.Refusal.Message)
 		}
-		for _, p := range r.Refusal.Problems[:1] {
-			if !strings.Contains(r.Refusal.Message, p.Field) {
-				t.Errorf("%s: the message does not name %s", name, p.Field)
-			}
+		if !strings.Contains(r.Refusal.Message, c.fields[0]) {
+			t.Errorf("%s: the message does not name %s", name, c.fields[0])
 		}
 		if st := getNode(t, "pl1").Annotations["machineconfiguration.openshift.io/state"]; st != r.Refusal.State {
 			t.Errorf("%s: state %q, the plan said %q", name, st, r.Refusal.State)
