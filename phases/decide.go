@@ -1,6 +1,8 @@
 package phases
 
 import (
+	"context"
+
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
@@ -58,4 +60,19 @@ func PlanConfigs(current, desired *mcfgv1.MachineConfig, policy plan.Policy, rul
 	}
 	dec.Action = policy.PostAction(dec.Diff)
 	return dec, nil
+}
+
+// CheckOnNode adds to a decision what prepare checks on the node itself, as
+// it does: the OS change planned against the booted deployment (osu nil:
+// the node has no OS updater), then Host.Preflight (owners, paths), and the
+// post action chosen again from the corrected diff. It only reads.
+func CheckOnNode(ctx context.Context, host Host, osu OSUpdater, policy plan.Policy, adopting bool, dec *Decision) error {
+	if err := checkOS(ctx, osu, adopting, dec.Current, dec.Desired, nil, &dec.Diff); err != nil {
+		return err
+	}
+	if err := host.Preflight(dec.Current, dec.Desired, dec.Diff); err != nil {
+		return err
+	}
+	dec.Action = policy.PostAction(dec.Diff)
+	return nil
 }

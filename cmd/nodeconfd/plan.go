@@ -13,7 +13,10 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodeconfd/nodeconfd/daemon"
+	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/preview"
@@ -31,6 +34,7 @@ const planTimeout = time.Minute
 
 type planOptions struct {
 	current, desired, node, kubeconfig, pool, output, policyFile string
+	rootMount                                                    string
 	configPattern                                                plan.ConfigPattern
 	limits                                                       plan.Limits
 }
@@ -52,6 +56,8 @@ func parsePlanFlags(args []string, stderr io.Writer) (planOptions, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file for --node (default: in-cluster config)")
 	fs.StringVar(&o.pool, "pool", "", "the node's pool, for the config name rule (default: the node's role label with --node, else worker)")
 	fs.StringVar(&o.output, "o", "text", "output: text or json")
+	fs.StringVar(&o.rootMount, "root-mount", "", "the node's root filesystem (run on the node, e.g. in its daemon pod: /rootfs): "+
+		"also make prepare's checks of the node (owners, paths, the booted OS) and, with --node, diff from the node's copy of its config")
 	fs.StringVar(&o.policyFile, "post-action-policy", "", "the daemon's --post-action-policy file")
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern, "the daemon's --allowed-config-pattern")
 	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
@@ -97,17 +103,36 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nodeconfd plan:", err)
 		return planUsage
 	}
-	current, desired, pool, err := planInputs(o)
+	ctx, cancel := context.WithTimeout(context.Background(), planTimeout)
+	defer cancel()
+	var host *hostfs.FS
+	if o.rootMount != "" {
+		if host, err = hostfs.Open(o.rootMount); err != nil {
+			fmt.Fprintln(stderr, "nodeconfd plan: opening the root mount:", err)
+			return planUsage
+		}
+		defer host.Close()
+	}
+	current, desired, pool, err := planInputs(ctx, o, host)
 	if err != nil {
 		fmt.Fprintln(stderr, "nodeconfd plan:", err)
 		return planUsage
 	}
 	dec, perr := phases.PlanConfigs(current, desired, policy, o.configPattern.For(pool), o.limits)
+	if perr == nil && host != nil {
+		if perr = checkOnNode(ctx, o, host, policy, current == nil, &dec); errors.Is(perr, errNoNodeCheck) {
+			fmt.Fprintln(stderr, "nodeconfd plan:", perr)
+			return planUsage
+		}
+	}
 	cur := ""
 	if current != nil {
 		cur = current.Name
 	}
 	r := preview.Build(cur, desired.Name, dec, perr, policy)
+	if host != nil {
+		r.NotPreviewed = ""
+	}
 	if o.output == "json" {
 		err = r.JSON(stdout)
 	} else {
@@ -123,10 +148,30 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	return planApplies
 }
 
+// errNoNodeCheck marks a node-side check that could not run (as opposed
+// to one that refuses the update).
+var errNoNodeCheck = errors.New("cannot check the node")
+
+// checkOnNode makes prepare's checks of the node through its root mount.
+func checkOnNode(ctx context.Context, o planOptions, host *hostfs.FS, policy plan.Policy, adopting bool, dec *phases.Decision) error {
+	osu, err := osupdate.Detect(ctx, o.rootMount, osupdate.Chroot{Root: o.rootMount, Timeout: osupdate.DefaultTimeout},
+		osupdate.DefaultRetry())
+	if err != nil {
+		return fmt.Errorf("%w: detecting its OS updater: %v", errNoNodeCheck, err)
+	}
+	err = phases.CheckOnNode(ctx, daemon.Host{FS: host}, osu, policy, adopting, dec)
+	var ce *plan.ConfigError
+	var us *phases.UnsupportedError
+	if err != nil && !errors.As(err, &ce) && !errors.As(err, &us) {
+		return fmt.Errorf("%w: %v", errNoNodeCheck, err)
+	}
+	return err
+}
+
 // planInputs reads the two configs (current nil: none) and the node's pool.
-func planInputs(o planOptions) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
+func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
 	if o.node != "" {
-		return clusterInputs(o)
+		return clusterInputs(ctx, o, host)
 	}
 	if desired, err = readMachineConfig(o.desired); err != nil {
 		return nil, nil, "", err
@@ -140,8 +185,9 @@ func planInputs(o planOptions) (current, desired *mcfgv1.MachineConfig, pool str
 }
 
 // clusterInputs reads the node's configs from the API server, through the
-// daemon's own client.
-func clusterInputs(o planOptions) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
+// daemon's own client; with the node's root mount (host), the config it
+// runs comes from its copy on the node, as prepare takes it.
+func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return nil, nil, "", err
@@ -151,8 +197,6 @@ func clusterInputs(o planOptions) (current, desired *mcfgv1.MachineConfig, pool 
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("building the API client: %w", err)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), planTimeout)
-	defer cancel()
 	node, err := api.Nodes().Get(ctx, o.node, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("reading node %s: %w", o.node, err)
@@ -166,10 +210,15 @@ func clusterInputs(o planOptions) (current, desired *mcfgv1.MachineConfig, pool 
 	if desired, err = api.MachineConfigs().Get(ctx, desiredName, metav1.GetOptions{}); err != nil {
 		return nil, nil, "", fmt.Errorf("fetching MachineConfig %q: %w", desiredName, err)
 	}
-	if currentName != "" {
+	switch {
+	case currentName != "" && host != nil:
+		if current, _, err = phases.CurrentConfig(ctx, daemon.Host{FS: host}, &kube.Client{API: api}, currentName); err != nil {
+			return nil, nil, "", err
+		}
+	case currentName != "":
 		if current, err = api.MachineConfigs().Get(ctx, currentName, metav1.GetOptions{}); err != nil {
 			return nil, nil, "", fmt.Errorf("fetching MachineConfig %q (node %s's currentConfig; the daemon keeps a copy "+
-				"on the node in /var/lib/nodeconfd/%s, give it with --current instead of --node): %w",
+				"on the node in /var/lib/nodeconfd/%s: run plan on the node with --root-mount, or give that copy with --current and --desired files): %w",
 				currentName, o.node, phases.AppliedFileName, err)
 		}
 	}

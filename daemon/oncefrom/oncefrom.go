@@ -66,6 +66,15 @@ func Run(ctx context.Context, o Options) error {
 	if err != nil {
 		return err
 	}
+	// As the daemon does at every pass: a journal no update owns (a run
+	// killed mid-write, then a record lost) is rolled back or dropped.
+	done, err := phases.CleanLeftovers(o.Host, rec)
+	for _, l := range done {
+		log.Info(l.Message, zap.String("journal", l.ID), zap.Bool("warning", l.Warning))
+	}
+	if err != nil {
+		return fmt.Errorf("cleaning up leftover journals: %w", err)
+	}
 	log.Info("Applying a MachineConfig from a file, with no API server: no cordon or drain (there is no cluster), "+
 		"status and Events are logged only", zap.String("config", o.Config.Name), zap.String("from", rec.Current),
 		zap.Bool("resuming", resuming), zap.Bool("skipReboot", o.SkipReboot))

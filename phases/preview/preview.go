@@ -40,8 +40,10 @@ type Report struct {
 	// DrainRequired says the node would be cordoned and drained first.
 	DrainRequired bool `json:"drainRequired"`
 	// Summary is the message prepare writes in UpdateCompatible.
-	Summary      string `json:"summary,omitempty"`
-	NotPreviewed string `json:"notPreviewed"`
+	Summary string `json:"summary,omitempty"`
+	// NotPreviewed says what prepare checks that the preview did not; ""
+	// when the node's side was checked too (plan --root-mount).
+	NotPreviewed string `json:"notPreviewed,omitempty"`
 }
 
 // Refusal is prepare's refusal of the update.

@@ -31,18 +31,19 @@ func file(path, data string, extra ...string) string {
 
 const unitText = `"[Service]\nExecStart=/bin/true\n"`
 
-func TestBuild(t *testing.T) {
+type buildCase struct {
+	name    string
+	current *mcfgv1.MachineConfig
+	desired *mcfgv1.MachineConfig
+	check   func(t *testing.T, r Report)
+	text    []string
+}
+
+func buildCases() []buildCase {
 	base := mc("rendered-worker-a", ign(files(file("/etc/a", "one"), file("/etc/gone", "x")),
 		`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["k1"]}]}`,
 		`"systemd":{"units":[{"name":"u.service","contents":`+unitText+`,"dropins":[{"name":"10-a.conf","contents":"a"}]}]}`))
-	policy := plan.DefaultPolicy().With(plan.Rule{Prefix: "/etc/app/", Action: plan.ActionRestartUnit, Unit: "app.service"})
-	tests := []struct {
-		name    string
-		current *mcfgv1.MachineConfig
-		desired *mcfgv1.MachineConfig
-		check   func(t *testing.T, r Report)
-		text    []string
-	}{
+	return []buildCase{
 		{"ssh keys only: none", base, mc("rendered-worker-b", ign(files(file("/etc/a", "one"), file("/etc/gone", "x")),
 			`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["k1","k2"]}]}`,
 			`"systemd":{"units":[{"name":"u.service","contents":`+unitText+`,"dropins":[{"name":"10-a.conf","contents":"a"}]}]}`)),
@@ -124,8 +125,12 @@ func TestBuild(t *testing.T) {
 				}
 			}, []string{`Error: MachineConfig "99-worker-ssh": metadata.name: not a rendered config`}},
 	}
+}
+
+func TestBuild(t *testing.T) {
+	policy := plan.DefaultPolicy().With(plan.Rule{Prefix: "/etc/app/", Action: plan.ActionRestartUnit, Unit: "app.service"})
 	rule, _ := plan.ParseConfigPattern(plan.DefaultConfigPattern)
-	for _, tt := range tests {
+	for _, tt := range buildCases() {
 		t.Run(tt.name, func(t *testing.T) {
 			dec, err := phases.PlanConfigs(tt.current, tt.desired, policy, rule.For("worker"), plan.Limits{})
 			cur := ""

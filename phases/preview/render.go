@@ -60,7 +60,11 @@ func (r Report) Text(w io.Writer) error {
 	if len(r.Files)+len(r.Units) == 0 && r.SSHKeys == nil && r.OSImage == nil && r.KernelArgs == nil {
 		b.WriteString("No changes.\n")
 	}
-	fmt.Fprintf(&b, "Not previewed: %s.\n", r.NotPreviewed)
+	if r.NotPreviewed != "" {
+		fmt.Fprintf(&b, "Not previewed: %s.\n", r.NotPreviewed)
+	} else {
+		b.WriteString("The node's side was checked too (owners, paths, the booted OS).\n")
+	}
 	_, err := io.WriteString(w, b.String())
 	return err
 }

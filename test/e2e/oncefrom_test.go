@@ -51,6 +51,13 @@ func TestOnceFrom(t *testing.T) {
 		}
 	}
 
+	onceRuns(ctx, t, n, dir)
+}
+
+// onceRuns applies a config with --skip-reboot, then one that reboots,
+// finished by a second run after the boot; the daemon then adopts it.
+func onceRuns(ctx context.Context, t *testing.T, n *testbed.Node, dir string) {
+	t.Helper()
 	// --skip-reboot: a unit (a reboot's change) and a file, no reboot.
 	unit := "[Unit]\nDescription=once\n[Service]\nType=oneshot\nExecStart=/bin/true\n[Install]\nWantedBy=multi-user.target\n"
 	units := `"systemd":{"units":[{"name":"once1.service","enabled":true,"contents":` + jsonString(unit) + `}]}`
@@ -93,6 +100,13 @@ func TestOnceFrom(t *testing.T) {
 	if got := readNodeFile(t, n, "/home/core/.ssh/authorized_keys"); !strings.Contains(got, key) {
 		t.Errorf("authorized_keys = %q, want the key", got)
 	}
+	onceAdopted(ctx, t, n, second, dir)
+}
+
+// onceAdopted checks that the daemon, started against the control plane on
+// the node once-from set up with mc, adopts mc without rewriting a file.
+func onceAdopted(ctx context.Context, t *testing.T, n *testbed.Node, second *mcfgv1.MachineConfig, dir string) {
+	t.Helper()
 	watched := []string{dir + "/a.conf", "/etc/systemd/system/once1.service",
 		"/etc/systemd/system/once1.service.d/10-once.conf", "/home/core/.ssh/authorized_keys"}
 	before := stats(t, n, watched)

@@ -42,15 +42,23 @@ func TestPlanAgreesWithUpdate(t *testing.T) {
 		}
 		return out
 	}
-	steps := []struct {
-		name, ignition, kind, postMsg string
-	}{
+	steps := []planStep{
 		{"reboot", ign(step(dir+"/app.conf"), units), "Reboot", "Rebooted into rendered-pl1-reboot"},
 		{"none", ign(step(dir+"/none/a"), units), "None", "Changes need no reboot or reload"},
 		{"restart", ign(step(dir+"/restart/a"), units), "RestartUnit", "Restarted plan-app.service"},
 		{"daemonreload", ign(step(dir+"/dr/a"), units), "DaemonReload", "Reloaded systemd"},
 		{"crio", ign(step("/etc/containers/registries.conf"), units), "ReloadCRIO", "Reloaded crio.service"},
 	}
+	current := planAccepted(t, n, log, policyFile, steps)
+	planRefused(t, n, log, policyFile, current, files, units)
+}
+
+type planStep struct{ name, ignition, kind, postMsg string }
+
+// planAccepted runs each step's update after its plan and checks they
+// agree; it returns the config the node ends on.
+func planAccepted(t *testing.T, n *testbed.Node, log *testbed.StatusLog, policyFile string, steps []planStep) string {
+	t.Helper()
 	current := "rendered-pl1-base"
 	for _, s := range steps {
 		name := "rendered-pl1-" + s.name
@@ -82,7 +90,14 @@ func TestPlanAgreesWithUpdate(t *testing.T) {
 		}
 		current = name
 	}
+	return current
+}
 
+// planRefused checks refused plans against the refused updates, and rolls
+// the node back to current after each.
+func planRefused(t *testing.T, n *testbed.Node, log *testbed.StatusLog, policyFile, current string, files map[string]string, units string) {
+	t.Helper()
+	const dir = "/etc/nodeconfd-plan"
 	refusals := []struct {
 		name, ignition, state string
 		fields                []string
@@ -129,6 +144,39 @@ func TestPlanAgreesWithUpdate(t *testing.T) {
 			t.Fatal(err)
 		}
 		cancel()
+	}
+	planRefusedOnNode(t, n, log, policyFile, current, units)
+}
+
+// planRefusedOnNode: an owner the node does not have is refused only by
+// the node's side of prepare; plan sees it with --root-mount, word for word.
+func planRefusedOnNode(t *testing.T, n *testbed.Node, log *testbed.StatusLog, policyFile, current, units string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	name := "rendered-pl1-ghost"
+	config(t, name, strings.Replace(ign(map[string]string{"/etc/nodeconfd-plan/ghost": "x"}, units),
+		`"mode":420,`, `"mode":420,"user":{"name":"ghost"},`, 1))
+	common := []string{"-o", "json", "--post-action-policy", policyFile, "--allowed-config-pattern", testbed.TestConfigPattern,
+		"--node", "pl1", "--desired", name, "--kubeconfig", bed.CP.Kubeconfig()}
+	if off := runPlanCmd(ctx, t, common); !off.Apply || off.NotPreviewed == "" {
+		t.Errorf("off the node: apply=%v, notPreviewed %q; want applied, saying what was not checked", off.Apply, off.NotPreviewed)
+	}
+	r := runPlanCmd(ctx, t, append(common, "--root-mount", n.Sys.Root))
+	if r.Apply || r.Refusal.Problems[0].Field != "spec.config.storage.files[0].user.name" || r.NotPreviewed != "" {
+		t.Fatalf("on the node: %+v, want refused naming the owner", r.Refusal)
+	}
+	if err := n.SetDesired(ctx, name); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.Condition("UpdateCompatible").Message; got != r.Refusal.Message {
+		t.Errorf("%s: UpdateCompatible says\n  %q\nthe plan on the node said\n  %q", name, got, r.Refusal.Message)
+	}
+	if st := getNode(t, "pl1").Annotations["machineconfiguration.openshift.io/state"]; st != r.Refusal.State {
+		t.Errorf("%s: state %q, the plan said %q", name, st, r.Refusal.State)
 	}
 }
 
