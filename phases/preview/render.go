@@ -34,6 +34,10 @@ func (r Report) Text(w io.Writer) error {
 		return err
 	}
 	fmt.Fprintf(&b, "Update %s -> %s would be applied.\n", from, r.Desired)
+	if r.Current == "" {
+		b.WriteString("With no current config, the daemon first adopts the desired one if the node already matches it " +
+			"(nothing written); else it writes everything below.\n")
+	}
 	drain := "no drain"
 	if r.DrainRequired {
 		drain = "drain required (cordon and drain first)"
