@@ -170,14 +170,18 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		d.failures = 0
 		return 0, d.idle(ctx, current)
 	}
+	from := current
 	if current == "" && rec == nil {
 		adopted, err := d.adopt(ctx, desired)
 		if err != nil || adopted {
 			return d.delayFor(err), err
 		}
+		if from, err = d.appliedFrom(); err != nil {
+			return d.nextDelay(), err
+		}
 	}
 	d.settledOn = "" // idling after any update settles again, even on the same config
-	err = d.update(ctx, rec, current, desired)
+	err = d.update(ctx, rec, from, desired)
 	return d.delayFor(err), err
 }
 

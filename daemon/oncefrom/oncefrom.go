@@ -11,7 +11,6 @@ package oncefrom
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -170,29 +169,9 @@ func record(host Host, desired string) (rec *progress.Record, resuming bool, err
 			return rec, true, nil
 		}
 	}
-	current, err := appliedName(host)
+	current, err := phases.AppliedName(host)
 	if err != nil {
 		return nil, false, err
 	}
 	return progress.New(current, desired), false, nil
-}
-
-// appliedName is the name of the config kept on the node as the one it
-// runs, "" when there is none.
-func appliedName(host Host) (string, error) {
-	data, err := host.ReadState(phases.AppliedFileName)
-	if errors.Is(err, fs.ErrNotExist) {
-		return "", nil
-	} else if err != nil {
-		return "", err
-	}
-	var mc struct {
-		Metadata struct {
-			Name string `json:"name"`
-		} `json:"metadata"`
-	}
-	if err := json.Unmarshal(data, &mc); err != nil {
-		return "", fmt.Errorf("reading the applied config %s: %w", phases.AppliedFileName, err)
-	}
-	return mc.Metadata.Name, nil
 }

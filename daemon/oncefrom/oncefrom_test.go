@@ -69,7 +69,7 @@ func TestRun(t *testing.T) {
 	if err := Run(ctx, opts(a, false)); err != nil {
 		t.Fatal(err)
 	}
-	if name, _ := appliedName(host); name != "rendered-a" || !exists("/etc/old") || exists("/var/lib/nodeconfd/progress.json") {
+	if name, _ := phases.AppliedName(host); name != "rendered-a" || !exists("/etc/old") || exists("/var/lib/nodeconfd/progress.json") {
 		t.Fatalf("after rendered-a: applied %q", name)
 	}
 
@@ -88,7 +88,7 @@ func TestRun(t *testing.T) {
 	if err := Run(ctx, opts(b, false)); err != nil {
 		t.Fatalf("after the boot: %v", err)
 	}
-	if name, _ := appliedName(host); name != "rendered-b" || exists("/var/lib/nodeconfd/progress.json") {
+	if name, _ := phases.AppliedName(host); name != "rendered-b" || exists("/var/lib/nodeconfd/progress.json") {
 		t.Errorf("after rendered-b: applied %q", name)
 	}
 
@@ -101,7 +101,7 @@ func TestRun(t *testing.T) {
 	if n := strings.Count(strings.Join(units.CallLog(), " "), "reboot"); n != reboots {
 		t.Errorf("--skip-reboot rebooted")
 	}
-	if name, _ := appliedName(host); name != "rendered-c" {
+	if name, _ := phases.AppliedName(host); name != "rendered-c" {
 		t.Errorf("after rendered-c: applied %q", name)
 	}
 }

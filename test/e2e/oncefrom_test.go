@@ -202,3 +202,56 @@ func stats(t *testing.T, n *testbed.Node, paths []string) []os.FileInfo {
 	}
 	return out
 }
+
+// A node set up by --once-from whose cluster has moved on to another
+// config is updated from the config it was set up with: what only that
+// one had is removed, not left behind.
+func TestOnceFromThenNewerConfig(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	dir := "/etc/nodeconfd-once2"
+	policy := filepath.Join(t.TempDir(), "policy.yaml")
+	if err := os.WriteFile(policy, []byte("rules:\n- {path: "+dir+"/, action: None}\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	n, err := bed.AddNode(ctx, "once2", testbed.NodeOptions{NoDaemon: true, ExtraArgs: []string{"--post-action-policy", policy}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("daemon log:\n%s", n.DaemonLog())
+		}
+		n.Stop(context.Background())
+	})
+	boot := testbed.MachineConfig("rendered-once2-a", ign(map[string]string{dir + "/kept": "a\n", dir + "/only-a": "a\n"}))
+	if out, err := onceFrom(ctx, t, n, boot, "--skip-reboot"); err != nil {
+		t.Fatalf("once-from: %v\n%s", err, out)
+	}
+	config(t, "rendered-once2-b", ign(map[string]string{dir + "/kept": "b\n", dir + "/new": "b\n"}))
+	log, err := bed.RecordStatus(ctx, "once2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetDesired(ctx, "rendered-once2-b"); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, log, "rendered-once2-b"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(filepath.Join(n.Sys.Root, dir, "only-a")); err == nil {
+		t.Error("only-a, which only the once-from config had, was left behind")
+	}
+	if got := readNodeFile(t, n, dir+"/kept"); got != "b\n" {
+		t.Errorf("kept = %q", got)
+	}
+	if msg := log.Condition("UpdateCompatible").Message; !strings.Contains(msg, "(1 removed)") {
+		t.Errorf("UpdateCompatible %q, want the diff from rendered-once2-a (a file removed)", msg)
+	}
+	if b := n.Sys.Boots(); b != 1 {
+		t.Errorf("boots = %d, want 1 (the policy makes the change need nothing)", b)
+	}
+}
