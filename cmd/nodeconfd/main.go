@@ -237,7 +237,7 @@ func start(args []string) error {
 	var events *kube.Events
 	d := &daemon.Daemon{
 		API:     api,
-		Objects: kube.NewWatch(api),
+		Watcher: kube.NewWatch(api),
 		Env: phases.Env{
 			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
 			Cluster:    cluster{Client: api, Drainer: drainer},

@@ -6,9 +6,9 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"go.uber.org/zap"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // configs serves the one config of the file.
@@ -49,8 +49,8 @@ func (c noCluster) SetNodeState(_ context.Context, currentConfig, state, reason 
 // write.
 type statusLog struct{ log *zap.Logger }
 
-func (s statusLog) WriteStatus(_ context.Context, conds []metav1.Condition, current, desired string) error {
-	for _, c := range conds {
+func (s statusLog) WriteStatus(_ context.Context, st status.Snapshot) error {
+	for _, c := range st.Conditions {
 		s.log.Debug("Status", zap.String("condition", c.Type), zap.String("status", string(c.Status)),
 			zap.String("reason", c.Reason), zap.String("message", c.Message))
 	}

@@ -80,24 +80,23 @@ func Run(ctx context.Context, o Options) error {
 	r := &phases.Runner{
 		Env: phases.Env{Configs: configs{o.Config}, Cluster: noCluster{log}, Host: o.Host, Units: o.Units, OS: o.OS,
 			Policy: o.Policy, Limits: o.Limits, ConfigRule: o.Rule},
-		Status: statusLog{log: log}, Events: eventLog{log}, Log: log, Now: o.Now,
-		Phases: Phases(o.SkipReboot), Record: rec,
-	}
-	r.Start(o.Node)
-	if resuming {
-		r.Replay()
-		if err := r.Reload(ctx); err != nil {
-			return fail(ctx, r, err)
-		}
-	} else {
-		r.Detected()
+		Status: status.NewStager(statusLog{log}, o.Now, status.Snapshot{}), Events: eventLog{log}, Log: log, Now: o.Now,
+		Phases: Phases(o.SkipReboot), Record: rec, Node: o.Node,
 	}
 	switch err := r.Run(ctx); {
 	case errors.Is(err, phases.ErrRebooting):
 		log.Info("Node is rebooting; run the same command after the boot to finish the update")
 		return err
 	case err != nil:
-		return fail(ctx, r, err)
+		r.Fail(ctx, err)
+		if !rec.WriteStarted {
+			// Refused, or failed before its first write: nothing of it is
+			// on the node, so no record of it stays either.
+			if rerr := o.Host.RemoveState(progress.FileName); rerr != nil {
+				log.Error("Cannot remove the progress record", zap.Error(rerr))
+			}
+		}
+		return err
 	}
 	// No record stays: the daemon adopts a node with none whose files
 	// match its desired config, and keeps them as they are.
@@ -109,23 +108,26 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
-// Phases is the update's phases that need no cluster, in order.
+// Phases is the update's phases (phases.All) that need no cluster, in
+// order: no give-back or adoption (no cluster ever gave this node a
+// config), no cordon, drain or uncordon.
 func Phases(skipReboot bool) []phases.Phase {
 	reboot := phases.Reboot()
 	if skipReboot {
 		reboot = skippedReboot()
 	}
 	return []phases.Phase{
-		phases.Prepare(), phases.Write(),
-		reboot, phases.ReloadCRIO(), phases.Services(),
-		phases.Validate(), phases.Finish(), phases.Resume(),
+		phases.Detect(), phases.Prepare(), phases.Write(),
+		reboot, phases.ReloadCRIO(), phases.PostAction(),
+		phases.Validate(), phases.SetCurrent(), phases.Resume(),
 	}
 }
 
 // skippedReboot stands for the reboot with --skip-reboot.
 func skippedReboot() phases.Phase {
 	return phases.Phase{
-		Name: "reboot", Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
+		Name: progress.StepReboot, Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
+		Starting: "Skipping the reboot (--skip-reboot)",
 		Needed: func(d phases.Data) (bool, string) {
 			if a := d.Update().Action.Kind; a != plan.ActionReboot {
 				return false, fmt.Sprintf("Post action is %s", a)
@@ -139,18 +141,11 @@ func skippedReboot() phases.Phase {
 	}
 }
 
-// fail logs the failure as the status would show it.
-func fail(ctx context.Context, r *phases.Runner, err error) error {
-	if ferr := r.Fail(ctx, err); ferr != nil {
-		r.Log.Error("Cannot report the failure", zap.Error(ferr))
-	}
-	return err
-}
-
 // record returns the progress record to run: the unfinished one of this
 // config (after a reboot, or a crash), else a new one from the config the
 // node runs (the copy kept on the node), if any. An unfinished update to
-// another config is refused: it has to be finished first.
+// another config that has begun to write is refused: it has to be
+// finished first.
 func record(host Host, desired string) (rec *progress.Record, resuming bool, err error) {
 	data, err := host.ReadState(progress.FileName)
 	switch {
@@ -161,7 +156,7 @@ func record(host Host, desired string) (rec *progress.Record, resuming bool, err
 		if rec, err = progress.Unmarshal(data); err != nil {
 			return nil, false, fmt.Errorf("reading the progress record %s: %w", progress.FileName, err)
 		}
-		if !rec.Done("resume") {
+		if !rec.Done(progress.StepResume) && (rec.WriteStarted || rec.Desired == desired) {
 			if rec.Desired != desired {
 				return nil, false, fmt.Errorf("an update to MachineConfig %q is unfinished on this node (%s): "+
 					"finish it first (the same command with its file, or the daemon)", rec.Desired, progress.FileName)

@@ -15,7 +15,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
@@ -46,7 +46,7 @@ func TestRun(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	units := &systemd.Fake{}
+	units := &systemdtest.Fake{}
 	host := testHost{daemon.Host{FS: fs, Units: units}}
 	opts := func(mc *mcfgv1.MachineConfig, skip bool) Options {
 		return Options{Node: "n", Config: mc, Host: host, Units: units, Policy: plan.DefaultPolicy().With(plan.Rule{Prefix: "/etc/", Action: plan.ActionNone}), SkipReboot: skip,
