@@ -9,8 +9,8 @@ require (
 	github.com/fsnotify/fsnotify v1.10.1
 	github.com/go-logr/zapr v1.3.0
 	github.com/godbus/dbus/v5 v5.2.4
-	github.com/openshift/api v0.0.0-20251015095338-264e80a2b6e7
-	github.com/openshift/client-go v0.0.0-20251015124057-db0dee36e235
+	github.com/openshift/api v0.0.0-20260420151639-34e60874783e
+	github.com/openshift/client-go v0.0.0-20260424153654-c280f7942f94
 	github.com/prometheus/client_golang v1.25.0
 	github.com/vincent-petithory/dataurl v1.0.0
 	go.uber.org/zap v1.28.0

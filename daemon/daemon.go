@@ -58,6 +58,9 @@ type Daemon struct {
 	// ConfigPattern is the desired config names the node accepts (see
 	// plan.ConfigPattern); the zero value accepts every name.
 	ConfigPattern plan.ConfigPattern
+	// ImageModeStatus reports the split of AppliedFilesAndOS
+	// (--image-mode-status, imagemode.go).
+	ImageModeStatus bool
 
 	node *corev1.Node
 	mcn  *mcfgv1.MachineConfigNode

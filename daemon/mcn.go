@@ -39,7 +39,8 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 		return nil
 	}
 	d.mcn = mcn
-	snap := status.Snapshot{Conditions: mcn.Status.Conditions, ObservedGeneration: mcn.Generation}
+	snap := status.Snapshot{Conditions: mcn.Status.Conditions, ObservedGeneration: mcn.Generation,
+		IrreconcilableChanges: mcn.Status.IrreconcilableChanges}
 	if cv := mcn.Status.ConfigVersion; cv != nil {
 		snap.Current, snap.Desired = cv.Current, cv.Desired
 	}
@@ -49,6 +50,7 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 	}
 	if created || d.status.Empty() {
 		d.status.Reset()
+		d.status.WithImageMode(d.ImageModeStatus)
 		if current != "" && current == desired {
 			// A node registered at its config: say so in the same write.
 			d.stageUpdated(current)
@@ -58,6 +60,12 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 		}
 		d.Log.Info("Registered MachineConfigNode", zap.String("node", d.node.Name), zap.String("pool", pool),
 			zap.Bool("created", created))
+	}
+	// A daemon restarted with the other --image-mode-status (imagemode.go).
+	if d.status.WithImageMode(d.ImageModeStatus) {
+		if err := d.status.Flush(ctx); err != nil {
+			return fmt.Errorf("writing the conditions of MachineConfigNode %s: %w", d.node.Name, err)
+		}
 	}
 	if d.Ready != nil {
 		select {

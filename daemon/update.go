@@ -28,7 +28,7 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 	env.ConfigRule = d.ConfigPattern.For(kube.Pool(d.node.Labels, d.Pool))
 	return &phases.Runner{
 		Env: env, Status: d.status, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
-		Now: d.Now, Phases: phases.All(), Record: rec, Node: d.node.Name,
+		Now: d.Now, Phases: d.phaseList(), Record: rec, Node: d.node.Name,
 		NodeCurrent: d.node.Annotations[kube.CurrentConfig], Fault: d.Fault,
 	}
 }

@@ -24,6 +24,7 @@ func Detect() Phase {
 			}
 			msg := fmt.Sprintf("Node needs update from %s to %s", from, u.DesiredName)
 			d.Stager().ResetForUpdate()
+			d.Stager().SetIrreconcilableChanges(nil) // they described the config refused before
 			d.SetCondition(status.Updated, metav1.ConditionFalse, status.Updated, msg)
 			if err := d.Cluster().SetNodeState(ctx, "", StateWorking, ""); err != nil {
 				return Outcome{}, err

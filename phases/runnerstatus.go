@@ -165,6 +165,9 @@ func (r *Runner) Fail(ctx context.Context, err error) {
 		}
 	}
 	r.set(status.NodeDegraded, metav1.ConditionTrue, status.ReasonUpdateFailed, msg)
+	if changes := IrreconcilableChanges(err); changes != nil {
+		r.Status.SetIrreconcilableChanges(changes)
+	}
 	if r.Events != nil {
 		r.Events.Event(true, true, status.ReasonUpdateFailed, msg)
 	}

@@ -78,6 +78,7 @@ type options struct {
 	drainTimeout                                      time.Duration
 	drainTimeoutAction                                string
 	evictUnowned, debug, releaseMemory                bool
+	imageModeStatus                                   bool
 	backoffInitial, backoffMax                        time.Duration
 	pullRetry                                         osupdate.Retry
 	osTimeout                                         time.Duration
@@ -108,6 +109,9 @@ func parseFlags(args []string) (options, error) {
 			"or fail (uncordon, report the blocking pods in NodeDegraded, write nothing, retry the update later)")
 	fs.BoolVar(&o.evictUnowned, "evict-unowned-pods", false, "also evict pods that no controller will recreate")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
+	fs.BoolVar(&o.imageModeStatus, "image-mode-status", false,
+		"also report AppliedFiles, ImagePulledFromRegistry and AppliedOSImage, the split of AppliedFilesAndOS that "+
+			"OpenShift reports behind its ImageModeStatusReporting feature gate (TechPreviewNoUpgrade)")
 	fs.BoolVar(&o.releaseMemory, "release-memory-when-idle", true,
 		"when the node settles on a config, return the heap the work used to the OS and have the kernel reclaim the "+
 			"executable's pages mapped for it (they come back when used)")
@@ -258,6 +262,7 @@ func start(args []string) error {
 		Backoff: daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
 		Fault:   fault,
 	}
+	d.ImageModeStatus = o.imageModeStatus
 	if o.releaseMemory {
 		d.Settled = func() { releaseMemory(log, o.nodeName) }
 	}

@@ -123,7 +123,7 @@ func (c *Client) WriteStatus(ctx context.Context, s status.Snapshot) error {
 			conds[i].Message = conds[i].Message[:mcnMaxMessageSize-3] + "..."
 		}
 	}
-	st := map[string]any{"conditions": conds}
+	st := map[string]any{"conditions": conds, "irreconcilableChanges": irreconcilable(s)}
 	if s.ObservedGeneration > 0 {
 		st["observedGeneration"] = s.ObservedGeneration
 	}

@@ -6,6 +6,8 @@ type column struct {
 	jsonPath    string
 	wide        bool // shown only with -o wide (priority 1)
 	description string
+	// colType is the column's type; "" means string.
+	colType string
 }
 
 // condition returns a column showing the status of one MachineConfigNode condition.
@@ -19,8 +21,8 @@ func condition(name, conditionType string, wide bool, description string) column
 }
 
 // machineConfigNodeColumns are the columns of `kubectl get machineconfignodes` as the status
-// contract lists them: the six primary phases by default, the secondary phases and the
-// config versions with -o wide.
+// contract lists them: the six primary phases and Age by default, the secondary phases and
+// the config versions with -o wide.
 var machineConfigNodeColumns = []column{
 	condition("Updated", "Updated", false, "True once the desired config has been applied to the node."),
 	condition("UpdatePrepared", "UpdatePrepared", false, "True once the new config has been fetched, validated and diffed."),
@@ -28,6 +30,9 @@ var machineConfigNodeColumns = []column{
 	condition("UpdatePostActionCompleted", "UpdatePostActionComplete", false, "True once the reboot or reload the update needs has finished."),
 	condition("UpdateCompleted", "UpdateComplete", false, "True once the node has been uncordoned and its state recorded."),
 	condition("Resumed", "Resumed", false, "True once the config drift monitor runs again."),
+	// Age, as upstream shows it, ends the default columns as in every kubectl table.
+	{name: "Age", jsonPath: ".metadata.creationTimestamp", colType: "date",
+		description: "How long ago the MachineConfigNode was created."},
 	condition("UpdateCompatible", "UpdateCompatible", true, "Whether the change can be applied to this node."),
 	condition("UpdateFilesAndOS", "AppliedFilesAndOS", true, "Whether files, units, SSH keys and the OS image have been written."),
 	condition("DrainedNode", "Drained", true, "Whether the node has been drained."),
@@ -44,9 +49,13 @@ var machineConfigNodeColumns = []column{
 func printerColumns(columns []column) []any {
 	out := make([]any, 0, len(columns))
 	for _, c := range columns {
+		typ := c.colType
+		if typ == "" {
+			typ = "string"
+		}
 		col := map[string]any{
 			"name":        c.name,
-			"type":        "string",
+			"type":        typ,
 			"jsonPath":    c.jsonPath,
 			"description": c.description,
 		}

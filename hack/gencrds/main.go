@@ -2,9 +2,11 @@
 // manifests/ from the CRD YAMLs shipped in the github.com/openshift/api module, so the daemon's
 // CRDs match the Go types it is built with.
 //
-// Two changes are made: annotations and labels that tie a CRD to an OpenShift release payload are
-// dropped, and the MachineConfigNode's printer columns are replaced by the ones the status contract
-// (and the OpenShift documentation it follows) promises for `kubectl get machineconfignodes`.
+// Three changes are made: annotations and labels that tie a CRD to an OpenShift release payload are
+// dropped, the MachineConfigNode's printer columns are replaced by the ones the status contract
+// (and the OpenShift documentation it follows) promises for `kubectl get machineconfignodes`, and
+// the status fields the daemon writes that only a feature-gated variant of the CRD has
+// (status.irreconcilableChanges) are copied into the Default one (see graft).
 //
 // Usage, from the repository root:
 //
@@ -34,6 +36,8 @@ type crd struct {
 	source, target string
 	// columns, if set, replace the additionalPrinterColumns of every version.
 	columns []column
+	// graft, if set, adds status fields from another feature-set variant.
+	graft *graft
 }
 
 func main() {
@@ -54,12 +58,18 @@ func run(dir string, check bool) error {
 	crds := []crd{
 		{source: "0000_80_machine-config_01_machineconfigs.crd.yaml", target: "00-crd-machineconfigs.yaml"},
 		{source: "0000_80_machine-config_01_machineconfignodes-Default.crd.yaml", target: "00-crd-machineconfignodes.yaml",
-			columns: machineConfigNodeColumns},
+			columns: machineConfigNodeColumns,
+			graft: &graft{source: "0000_80_machine-config_01_machineconfignodes-SelfManagedHA-TechPreviewNoUpgrade.crd.yaml",
+				statusFields: []string{"irreconcilableChanges"}}},
 	}
 	var stale []string
 	for _, c := range crds {
 		src := filepath.Join(modDir, crdSourceDir, c.source)
-		want, err := generate(src, fmt.Sprintf("%s@%s/%s/%s", apiModule, modVersion, crdSourceDir, c.source), c.columns)
+		origin := fmt.Sprintf("%s@%s/%s/%s", apiModule, modVersion, crdSourceDir, c.source)
+		if c.graft != nil {
+			origin += fmt.Sprintf("\n# status.%s from: %s", strings.Join(c.graft.statusFields, ", status."), c.graft.source)
+		}
+		want, err := generate(src, filepath.Join(modDir, crdSourceDir), origin, c)
 		if err != nil {
 			return err
 		}
@@ -95,7 +105,7 @@ func module(path string) (dir, version string, err error) {
 }
 
 // generate reads one CRD YAML file and returns the edited copy, with a header naming its source.
-func generate(src, origin string, columns []column) ([]byte, error) {
+func generate(src, srcDir, origin string, c crd) ([]byte, error) {
 	raw, err := os.ReadFile(src)
 	if err != nil {
 		return nil, fmt.Errorf("reading %s: %w", src, err)
@@ -104,8 +114,13 @@ func generate(src, origin string, columns []column) ([]byte, error) {
 	if err := yaml.Unmarshal(raw, &obj); err != nil {
 		return nil, fmt.Errorf("parsing %s: %w", src, err)
 	}
-	if err := edit(obj, columns); err != nil {
+	if err := edit(obj, c.columns); err != nil {
 		return nil, fmt.Errorf("editing %s: %w", src, err)
+	}
+	if c.graft != nil {
+		if err := c.graft.apply(obj, filepath.Join(srcDir, c.graft.source)); err != nil {
+			return nil, fmt.Errorf("editing %s: %w", src, err)
+		}
 	}
 	body, err := yaml.Marshal(obj)
 	if err != nil {

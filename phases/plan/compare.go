@@ -44,7 +44,8 @@ func Compare(current, desired Config) (Diff, error) {
 	d.KernelTypeChanged = canonicalKernelType(current.KernelType) != canonicalKernelType(desired.KernelType)
 
 	if fields := unreconcilableChanges(current.Unreconcilable, desired.Unreconcilable); len(fields) > 0 {
-		return d, &UnreconcilableError{Object: desired.Name, Fields: fields}
+		return d, &UnreconcilableError{Object: desired.Name, Fields: fields,
+			Current: current.Unreconcilable, Desired: desired.Unreconcilable}
 	}
 	return d, nil
 }

@@ -43,6 +43,11 @@ type UnreconcilableError struct {
 	Object string
 	// Fields lists every offending field path, sorted.
 	Fields []string
+	// Current and Desired hold, by field path, each config's value of the
+	// unreconcilable fields (canonical JSON, see Config.Unreconcilable); a
+	// field a config does not set is missing. The values may hold secrets
+	// (password hashes, file contents): never show them as they are.
+	Current, Desired map[string]string
 }
 
 func (e *UnreconcilableError) Error() string {

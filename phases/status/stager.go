@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -17,6 +18,9 @@ type Snapshot struct {
 	// ObservedGeneration is the MachineConfigNode generation acted on; 0
 	// writes none.
 	ObservedGeneration int64
+	// IrreconcilableChanges is status.irreconcilableChanges, written with
+	// every snapshot; nil removes the field (irreconcilable.go).
+	IrreconcilableChanges []mcfgv1.IrreconcilableChangeDiff
 }
 
 // Writer writes a status snapshot to the API server in one request. It
@@ -40,6 +44,7 @@ type Stager struct {
 // NewStager returns a stager holding the status as last read (st).
 func NewStager(w Writer, now func() time.Time, st Snapshot) *Stager {
 	st.Conditions = slices.Clone(st.Conditions)
+	st.IrreconcilableChanges = slices.Clone(st.IrreconcilableChanges)
 	return &Stager{w: w, now: now, st: st}
 }
 
@@ -121,6 +126,7 @@ func (s *Stager) Flush(ctx context.Context) error {
 	}
 	snap := s.st
 	snap.Conditions = slices.Clone(s.st.Conditions)
+	snap.IrreconcilableChanges = slices.Clone(s.st.IrreconcilableChanges)
 	if err := s.w.WriteStatus(ctx, snap); err != nil {
 		return err
 	}

@@ -66,7 +66,7 @@ func Parent(condType string) string {
 	switch condType {
 	case UpdateCompatible:
 		return UpdatePrepared
-	case Cordoned, Drained, AppliedFilesAndOS:
+	case Cordoned, Drained, AppliedFilesAndOS, AppliedFiles, ImagePulledFromRegistry, AppliedOSImage:
 		return UpdateExecuted
 	case RebootedNode, ReloadedCRIO:
 		return UpdatePostActionComplete
@@ -155,7 +155,7 @@ func Find(conds []metav1.Condition, t string) *metav1.Condition {
 // False/NotYetOccurred (step 1 of an update).
 func ResetForUpdate(conds *[]metav1.Condition, now metav1.Time) bool {
 	changed := false
-	for _, t := range Order() {
+	for _, t := range append(Order(), presentImageMode(*conds)...) {
 		if t == Updated || t == NodeDegraded {
 			continue
 		}
@@ -167,7 +167,7 @@ func ResetForUpdate(conds *[]metav1.Condition, now metav1.Time) bool {
 }
 
 func sortByOrder(conds []metav1.Condition) {
-	order := Order()
+	order := shownOrder() // Order and the split conditions (imagemode.go)
 	rank := make(map[string]int, len(order))
 	for i, t := range order {
 		rank[t] = i

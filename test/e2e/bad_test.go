@@ -69,6 +69,10 @@ func TestBadConfigs(t *testing.T) {
 				t.Errorf("state annotation %q, want %q", st, c.state)
 			}
 			wantEvents(t, "u5", "MachineConfigNode", "UpdateFailed")
+			// Only an unreconcilable change fills status.irreconcilableChanges (mcn_test.go).
+			if ic := log.Latest().IrreconcilableChanges; (len(ic) > 0) != (c.state == "Unreconcilable") {
+				t.Errorf("status.irreconcilableChanges %+v for a %s refusal", ic, c.state)
+			}
 			for _, p := range []string{dir + "/good.conf", "/tmp/owned", dir + "/m", "/etc/shadow.x"} {
 				if _, err := os.Lstat(filepath.Join(n.Sys.Root, p)); err == nil {
 					t.Errorf("%s was written", p)

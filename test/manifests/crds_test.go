@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"reflect"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -128,11 +129,15 @@ func TestMachineConfigNodeCRUD(t *testing.T) {
 
 	t.Run("PrinterColumns", func(t *testing.T) {
 		out := kubectl(t, cp, "get", "machineconfignodes")
-		wantHeader := "NAME UPDATED UPDATEPREPARED UPDATEEXECUTED UPDATEPOSTACTIONCOMPLETED UPDATECOMPLETED RESUMED"
+		wantHeader := "NAME UPDATED UPDATEPREPARED UPDATEEXECUTED UPDATEPOSTACTIONCOMPLETED UPDATECOMPLETED RESUMED AGE"
 		wantRow := "worker-0 False True Unknown False False False"
+		// Age, last as upstream shows it: a duration such as 5s or 2m1s.
+		age := regexp.MustCompile(`^[0-9]+[smhd]([0-9]+[smh])?$`)
 		if lines := strings.Split(strings.TrimSpace(out), "\n"); len(lines) != 2 ||
-			strings.Join(strings.Fields(lines[0]), " ") != wantHeader || strings.Join(strings.Fields(lines[1]), " ") != wantRow {
-			t.Errorf("kubectl get machineconfignodes:\n%s\nwant:\n%s\n%s", out, wantHeader, wantRow)
+			strings.Join(strings.Fields(lines[0]), " ") != wantHeader ||
+			!strings.HasPrefix(strings.Join(strings.Fields(lines[1]), " "), wantRow+" ") ||
+			!age.MatchString(lastField(lines[1])) {
+			t.Errorf("kubectl get machineconfignodes:\n%s\nwant:\n%s\n%s <age>", out, wantHeader, wantRow)
 		}
 		wide := kubectl(t, cp, "get", "machineconfignodes", "-o", "wide")
 		wantWide := wantHeader + " UPDATECOMPATIBLE UPDATEFILESANDOS DRAINEDNODE CORDONEDNODE REBOOTNODE RELOADEDCRIO UNCORDONED POOLNAME DESIREDCONFIG CURRENTCONFIG"
@@ -148,6 +153,11 @@ func TestMachineConfigNodeCRUD(t *testing.T) {
 	if _, err := api.Get(ctx, mcn.Name, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
 		t.Errorf("get after delete: %v, want NotFound", err)
 	}
+}
+
+func lastField(line string) string {
+	f := strings.Fields(line)
+	return f[len(f)-1]
 }
 
 func sameJSON(t *testing.T, a, b []byte) bool {

@@ -1,0 +1,154 @@
+package phases
+
+import (
+	"context"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// ImageModeStatus returns ps with the write phase also reporting the split
+// of AppliedFilesAndOS that upstream reports behind its
+// ImageModeStatusReporting feature gate (--image-mode-status): AppliedFiles
+// (files, units, SSH keys), ImagePulledFromRegistry (the OS image pulled)
+// and AppliedOSImage (the OS image and kernel arguments staged for the
+// next boot). AppliedFilesAndOS is still reported, for the consoles and
+// printer columns that read it.
+func ImageModeStatus(ps []Phase) []Phase {
+	out := append([]Phase(nil), ps...)
+	for i := range out {
+		if out[i].Name == progress.StepWrite {
+			out[i] = splitWrite(out[i])
+		}
+	}
+	return out
+}
+
+func splitWrite(p Phase) Phase {
+	run, starting := p.Run, p.Starting
+	p.Run = func(ctx context.Context, d Data) (Outcome, error) {
+		sd := splitData{Data: d, started: map[string]bool{}}
+		sd.start(status.AppliedFiles, "Applying the files, units and SSH keys of "+d.Update().DesiredName)
+		// Written at once, as the runner writes a phase's start (the
+		// phase's own message stays the same).
+		_ = d.Report(ctx, starting)
+		out, err := run(ctx, sd)
+		if err != nil {
+			// The conditions the write had started show the failure, as
+			// the runner shows it in the phase's own.
+			for _, t := range status.ImageMode {
+				if sd.started[t] {
+					d.SetCondition(t, metav1.ConditionUnknown, status.Reason(t), "Error: "+err.Error())
+				}
+			}
+			return out, err
+		}
+		splitDone(d)
+		return out, nil
+	}
+	// After a restart the done write shows as it did (the status as last
+	// written may predate the end of the phase).
+	reload := p.Reload
+	p.Reload = func(ctx context.Context, d Data) error {
+		if reload != nil {
+			if err := reload(ctx, d); err != nil {
+				return err
+			}
+		}
+		splitDone(d)
+		return nil
+	}
+	return p
+}
+
+// splitDone stages the split conditions of a finished write, from the plan
+// alone, so a reload stages the same.
+func splitDone(d Data) {
+	u := d.Update()
+	d.SetCondition(status.AppliedFiles, metav1.ConditionTrue, status.Reason(status.AppliedFiles), filesMessage(u.Diff))
+	if d.OS() != nil && u.Diff.OSImageChanged {
+		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionTrue, status.Reason(status.ImagePulledFromRegistry),
+			"Pulled OS image "+u.Desired.OSImageURL+" with "+d.OS().Name())
+	} else {
+		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionFalse, status.ReasonNotRequired,
+			"The update changes no OS image")
+	}
+	if d.OS() != nil && u.Diff.OSChanged() {
+		d.SetCondition(status.AppliedOSImage, metav1.ConditionTrue, status.Reason(status.AppliedOSImage),
+			osMessage(u)+" staged with "+d.OS().Name()+" for the next boot")
+	} else {
+		d.SetCondition(status.AppliedOSImage, metav1.ConditionFalse, status.ReasonNotRequired,
+			"The update changes no OS image or kernel arguments")
+	}
+}
+
+func filesMessage(diff plan.Diff) string {
+	parts := []string{plan.Plural(len(diff.ChangedFiles), "file")}
+	if n := len(diff.RemovedFiles); n > 0 {
+		parts = append(parts, plan.Plural(n, "file")+" removed")
+	}
+	if n := len(diff.ChangedUnits) + len(diff.RemovedUnits); n > 0 {
+		parts = append(parts, plan.Plural(n, "unit"))
+	}
+	if diff.SSHKeysChanged {
+		parts = append(parts, "SSH keys")
+	}
+	return "Applied " + strings.Join(parts, ", ")
+}
+
+// osMessage names the update's OS change.
+func osMessage(u *Update) string {
+	var parts []string
+	if u.Diff.OSImageChanged {
+		parts = append(parts, "OS image "+u.Desired.OSImageURL)
+	}
+	if n := len(u.Diff.KernelArgsAdded) + len(u.Diff.KernelArgsRemoved); n > 0 {
+		parts = append(parts, plan.Plural(n, "kernel argument change"))
+	}
+	return strings.Join(parts, " and ")
+}
+
+// splitData is the write phase's view with the split conditions: the OS
+// updater it sees reports the files done and the OS change started, and
+// writes that, as its staging begins.
+type splitData struct {
+	Data
+	// started holds the split conditions set in progress (Unknown).
+	started map[string]bool
+}
+
+func (s splitData) start(t, msg string) {
+	s.SetCondition(t, metav1.ConditionUnknown, status.Reason(t), msg)
+	s.started[t] = true
+}
+
+func (s splitData) OS() OSUpdater {
+	osu := s.Data.OS()
+	if osu == nil {
+		return nil
+	}
+	return splitOS{OSUpdater: osu, d: s}
+}
+
+type splitOS struct {
+	OSUpdater
+	d splitData
+}
+
+func (o splitOS) Stage(ctx context.Context, c OSChange) (string, error) {
+	u := o.d.Update()
+	o.d.SetCondition(status.AppliedFiles, metav1.ConditionTrue, status.Reason(status.AppliedFiles), filesMessage(u.Diff))
+	o.d.started[status.AppliedFiles] = false
+	if c.Image != "" {
+		o.d.start(status.ImagePulledFromRegistry, "Pulling OS image "+c.Image+" with "+o.Name())
+	}
+	o.d.start(status.AppliedOSImage, "Staging "+osMessage(u)+" with "+o.Name())
+	// A status write that fails is not the update's failure: the next
+	// write brings the status up to date.
+	_ = o.d.Report(ctx, "Staging the OS update with "+o.Name())
+	return o.OSUpdater.Stage(ctx, c)
+}
