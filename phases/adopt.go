@@ -46,6 +46,9 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 	}
 	log := LogFrom(ctx, zap.NewNop())
 	updating := Outcome{Message: "Node differs from " + u.DesiredName + "; updating it"}
+	if !lost {
+		updating.Message += updateFromApplied(ctx, d) // appliedname.go
+	}
 	if err := CheckOnDisk(ctx, d.Host(), d.Units(), cfg); err != nil {
 		log.Info("Node is not known to run a config and differs from the desired config; updating it", zap.Error(err))
 		return updating, nil

@@ -64,14 +64,14 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 			return err
 		}
 	}
-	diff, err := plan.Compare(current, desired)
+	diff, err := Decide(current, desired)
 	if err != nil {
 		return err
 	}
 	if saved != nil {
 		diff.OSImageChanged = saved.ImageChanged
 		diff.KernelArgsRemoved, diff.KernelArgsAdded = saved.KernelArgsRemoved, saved.KernelArgsAdded
-	} else if err := checkOS(ctx, d, u.CurrentName == "", current, desired, d.Progress().EarlierKernelArgs, &diff); err != nil {
+	} else if err := checkOS(ctx, d.OS(), u.CurrentName == "", current, desired, d.Progress().EarlierKernelArgs, &diff); err != nil {
 		return err
 	} else if err := d.Host().Preflight(current, desired, diff); err != nil {
 		return err // the node's side, before the slot, the cordon, a write
@@ -89,11 +89,7 @@ const NoOSUpdaterMessage = "OS image and kernel argument changes need rpm-ostree
 // not run the desired one (also when the configs agree: an earlier boot
 // fell back), and the kernel arguments are edited from the booted ones when
 // those are not the current config's (no current config, or a fallback).
-func checkOS(ctx context.Context, d Data, adopting bool, current, desired plan.Config, earlier []string, diff *plan.Diff) error {
-	if field, msg := plan.UnsupportedOSFields(*diff); field != "" {
-		return &UnsupportedError{Object: desired.Name, Field: field, Msg: msg}
-	}
-	osu := d.OS()
+func checkOS(ctx context.Context, osu OSUpdater, adopting bool, current, desired plan.Config, earlier []string, diff *plan.Diff) error {
 	if osu == nil {
 		if diff.OSChanged() {
 			return &UnsupportedError{Object: desired.Name, Field: osField(*diff), Msg: NoOSUpdaterMessage}

@@ -40,9 +40,11 @@ const usage = `nodeconfd: the node configuration daemon.
 
 Usage:
   nodeconfd start [flags]
+  nodeconfd start --once-from FILE [--skip-reboot] [flags]
+  nodeconfd plan --current A.yaml --desired B.yaml | --node NAME [--desired NAME] [flags]
   nodeconfd version
 
-Run "nodeconfd start -h" for the flags.
+Run "nodeconfd start -h" or "nodeconfd plan -h" for the flags.
 `
 
 // idleGCPercent is the daemon's GOGC unless the environment sets one: it
@@ -56,6 +58,9 @@ func main() {
 	if len(os.Args) == 2 && os.Args[1] == "version" {
 		fmt.Println(version)
 		return
+	}
+	if len(os.Args) >= 2 && os.Args[1] == "plan" {
+		os.Exit(runPlan(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	if len(os.Args) < 2 || os.Args[1] != "start" {
 		fmt.Fprint(os.Stderr, usage)
@@ -83,6 +88,8 @@ type options struct {
 	leaseDuration                                     time.Duration
 	limits                                            plan.Limits
 	waits                                             *waitOptions
+	onceFrom                                          string
+	skipReboot                                        bool
 }
 
 func parseFlags(args []string) (options, error) {
@@ -126,10 +133,15 @@ func parseFlags(args []string) (options, error) {
 	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "cap on one file's decoded contents (gzip and base64 decoded, appends included); a config with a bigger file is refused in prepare")
 	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "cap on one config's decoded files, unit contents, drop-ins and SSH keys together; a bigger config is refused in prepare")
 	o.waits = addWaitFlags(fs)
+	fs.StringVar(&o.onceFrom, "once-from", "", "apply the rendered MachineConfig in this file (YAML or JSON) with no API server, record it as the node's config, and exit")
+	fs.BoolVar(&o.skipReboot, "skip-reboot", false, "with --once-from: do not reboot; what needs a reboot takes effect at the next boot")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
 	if err := o.waits.check(); err != nil {
+		return o, err
+	}
+	if err := onceFromFlags(&o); err != nil {
 		return o, err
 	}
 	if err := o.limits.Check(); err != nil {
@@ -176,17 +188,12 @@ func start(args []string) error {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 
-	policy := plan.DefaultPolicy()
-	if o.policyFile != "" {
-		data, err := os.ReadFile(o.policyFile)
-		if err != nil {
-			return fmt.Errorf("reading --post-action-policy: %w", err)
-		}
-		rules, err := plan.ParsePolicy(data)
-		if err != nil {
-			return fmt.Errorf("--post-action-policy %s: %w", o.policyFile, err)
-		}
-		policy = policy.With(rules...)
+	policy, err := loadPolicy(o.policyFile)
+	if err != nil {
+		return err
+	}
+	if o.onceFrom != "" {
+		return startOnce(ctx, o, policy, log)
 	}
 
 	m := metrics.New()

@@ -58,7 +58,7 @@ func (f *FS) Preflight(current, desired plan.Config, diff plan.Diff) error {
 		return nil
 	}
 	first := errs[0]
-	first.More = len(errs) - 1
+	first.More, first.Others = len(errs)-1, errs[1:]
 	return first
 }
 

@@ -17,6 +17,10 @@ type ConfigError struct {
 	Msg   string
 	// More counts further problems found in the same config.
 	More int
+	// Others are those further problems (len(Others) == More when set),
+	// for a preview that lists every offending field; Error names only
+	// the first.
+	Others []*ConfigError
 }
 
 func (e *ConfigError) Error() string {

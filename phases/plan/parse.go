@@ -81,6 +81,7 @@ func (p *parser) add(field, format string, args ...any) {
 func (p *parser) err() error {
 	first := *p.problems[0]
 	first.More = len(p.problems) - 1
+	first.Others = p.problems[1:]
 	return &first
 }
 

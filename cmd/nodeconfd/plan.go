@@ -1,0 +1,262 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"sigs.k8s.io/yaml"
+
+	"github.com/nodeconfd/nodeconfd/daemon"
+	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/preview"
+)
+
+// Exit statuses of `nodeconfd plan`.
+const (
+	planApplies = 0
+	planRefused = 1
+	planUsage   = 2
+)
+
+// planTimeout bounds the API requests of a preview from the cluster.
+const planTimeout = time.Minute
+
+type planOptions struct {
+	current, desired, node, kubeconfig, pool, output, policyFile string
+	rootMount                                                    string
+	configPattern                                                plan.ConfigPattern
+	limits                                                       plan.Limits
+}
+
+func parsePlanFlags(args []string, stderr io.Writer) (planOptions, error) {
+	var o planOptions
+	fs := flag.NewFlagSet("plan", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, "Usage:\n  nodeconfd plan --current A.yaml --desired B.yaml [flags]\n"+
+			"  nodeconfd plan --node NAME [--desired NAME] [--kubeconfig FILE] [flags]\n\n"+
+			"Prints what the update would do, as prepare decides it, without doing it.\n"+
+			"Exit status: 0 it would be applied, 1 it would be refused, 2 usage error.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.current, "current", "", "the config the node runs: a MachineConfig file (YAML or JSON, as oc get mc NAME -o yaml prints it); with --node, read from the cluster")
+	fs.StringVar(&o.desired, "desired", "", "the config to preview: a MachineConfig file; with --node, a MachineConfig name (default: the node's desiredConfig)")
+	fs.StringVar(&o.node, "node", "", "read the node's currentConfig and desiredConfig and the MachineConfigs from the cluster")
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file for --node (default: in-cluster config)")
+	fs.StringVar(&o.pool, "pool", "", "the node's pool, for the config name rule (default: the node's role label with --node, else worker)")
+	fs.StringVar(&o.output, "o", "text", "output: text or json")
+	fs.StringVar(&o.rootMount, "root-mount", "", "the node's root filesystem (run on the node, e.g. in its daemon pod: /rootfs): "+
+		"also make prepare's checks of the node (owners, paths, the booted OS) and, with --node, diff from the node's copy of its config")
+	fs.StringVar(&o.policyFile, "post-action-policy", "", "the daemon's --post-action-policy file")
+	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern, "the daemon's --allowed-config-pattern")
+	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
+	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "the daemon's --max-file-size")
+	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "the daemon's --max-config-size")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	var err error
+	switch {
+	case fs.NArg() > 0:
+		err = fmt.Errorf("unexpected arguments %q", fs.Args())
+	case o.output != "text" && o.output != "json":
+		err = fmt.Errorf("-o %q: want text or json", o.output)
+	case o.node == "" && o.desired == "":
+		err = errors.New("give --current and --desired files, or --node")
+	case o.node != "" && o.current != "":
+		err = errors.New("--current is read from the cluster with --node")
+	}
+	if err == nil {
+		err = o.limits.Check()
+	}
+	if err == nil {
+		if o.configPattern, err = plan.ParseConfigPattern(*pattern); err != nil {
+			err = fmt.Errorf("--allowed-config-pattern: %w", err)
+		}
+	}
+	return o, err
+}
+
+// runPlan is `nodeconfd plan`; it returns the exit status.
+func runPlan(args []string, stdout, stderr io.Writer) int {
+	o, err := parsePlanFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return planUsage
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "nodeconfd plan:", err)
+		return planUsage
+	}
+	policy, err := loadPolicy(o.policyFile)
+	if err != nil {
+		fmt.Fprintln(stderr, "nodeconfd plan:", err)
+		return planUsage
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), planTimeout)
+	defer cancel()
+	var host *hostfs.FS
+	if o.rootMount != "" {
+		if host, err = hostfs.Open(o.rootMount); err != nil {
+			fmt.Fprintln(stderr, "nodeconfd plan: opening the root mount:", err)
+			return planUsage
+		}
+		defer host.Close()
+	}
+	current, desired, pool, err := planInputs(ctx, o, host)
+	if err != nil {
+		fmt.Fprintln(stderr, "nodeconfd plan:", err)
+		return planUsage
+	}
+	dec, perr := phases.PlanConfigs(current, desired, policy, o.configPattern.For(pool), o.limits)
+	if perr == nil && host != nil {
+		if perr = checkOnNode(ctx, o, host, policy, current == nil, &dec); errors.Is(perr, errNoNodeCheck) {
+			fmt.Fprintln(stderr, "nodeconfd plan:", perr)
+			return planUsage
+		}
+	}
+	cur := ""
+	if current != nil {
+		cur = current.Name
+	}
+	r := preview.Build(cur, desired.Name, dec, perr, policy)
+	if host != nil {
+		r.NotPreviewed = ""
+	}
+	if o.output == "json" {
+		err = r.JSON(stdout)
+	} else {
+		err = r.Text(stdout)
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "nodeconfd plan: writing the report:", err)
+		return planUsage
+	}
+	if !r.Apply {
+		return planRefused
+	}
+	return planApplies
+}
+
+// errNoNodeCheck marks a node-side check that could not run (as opposed
+// to one that refuses the update).
+var errNoNodeCheck = errors.New("cannot check the node")
+
+// checkOnNode makes prepare's checks of the node through its root mount.
+func checkOnNode(ctx context.Context, o planOptions, host *hostfs.FS, policy plan.Policy, adopting bool, dec *phases.Decision) error {
+	osu, err := osupdate.Detect(ctx, o.rootMount, osupdate.Chroot{Root: o.rootMount, Timeout: osupdate.DefaultTimeout},
+		osupdate.DefaultRetry())
+	if err != nil {
+		return fmt.Errorf("%w: detecting its OS updater: %v", errNoNodeCheck, err)
+	}
+	err = phases.CheckOnNode(ctx, daemon.Host{FS: host}, osu, policy, adopting, dec)
+	var ce *plan.ConfigError
+	var us *phases.UnsupportedError
+	if err != nil && !errors.As(err, &ce) && !errors.As(err, &us) {
+		return fmt.Errorf("%w: %v", errNoNodeCheck, err)
+	}
+	return err
+}
+
+// planInputs reads the two configs (current nil: none) and the node's pool.
+func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
+	if o.node != "" {
+		return clusterInputs(ctx, o, host)
+	}
+	if desired, err = readMachineConfig(o.desired); err != nil {
+		return nil, nil, "", err
+	}
+	if o.current != "" {
+		if current, err = readMachineConfig(o.current); err != nil {
+			return nil, nil, "", err
+		}
+	}
+	return current, desired, kube.Pool(nil, o.pool), nil
+}
+
+// clusterInputs reads the node's configs from the API server, through the
+// daemon's own client; with the node's root mount (host), the config it
+// runs comes from its copy on the node, as prepare takes it.
+func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return nil, nil, "", err
+	}
+	cfg.UserAgent = "nodeconfd-plan"
+	api, err := kube.NewAPI(cfg)
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("building the API client: %w", err)
+	}
+	node, err := api.Nodes().Get(ctx, o.node, metav1.GetOptions{})
+	if err != nil {
+		return nil, nil, "", fmt.Errorf("reading node %s: %w", o.node, err)
+	}
+	desiredName, currentName := o.desired, node.Annotations[kube.CurrentConfig]
+	if desiredName == "" {
+		if desiredName = node.Annotations[kube.DesiredConfig]; desiredName == "" {
+			return nil, nil, "", fmt.Errorf("node %s has no %s annotation: give --desired NAME", o.node, kube.DesiredConfig)
+		}
+	}
+	if desired, err = api.MachineConfigs().Get(ctx, desiredName, metav1.GetOptions{}); err != nil {
+		return nil, nil, "", fmt.Errorf("fetching MachineConfig %q: %w", desiredName, err)
+	}
+	switch {
+	case currentName != "" && host != nil:
+		if current, _, err = phases.CurrentConfig(ctx, daemon.Host{FS: host}, &kube.Client{API: api}, currentName); err != nil {
+			return nil, nil, "", err
+		}
+	case currentName != "":
+		if current, err = api.MachineConfigs().Get(ctx, currentName, metav1.GetOptions{}); err != nil {
+			return nil, nil, "", fmt.Errorf("fetching MachineConfig %q (node %s's currentConfig; the daemon keeps a copy "+
+				"on the node in /var/lib/nodeconfd/%s: run plan on the node with --root-mount, or give that copy with --current and --desired files): %w",
+				currentName, o.node, phases.AppliedFileName, err)
+		}
+	}
+	return current, desired, kube.Pool(node.Labels, o.pool), nil
+}
+
+// readMachineConfig reads a MachineConfig from a YAML or JSON file.
+func readMachineConfig(path string) (*mcfgv1.MachineConfig, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("reading the MachineConfig file: %w", err)
+	}
+	var mc mcfgv1.MachineConfig
+	if err := yaml.Unmarshal(data, &mc); err != nil {
+		return nil, fmt.Errorf("decoding MachineConfig file %s: %w", path, err)
+	}
+	if mc.Kind != "" && mc.Kind != "MachineConfig" {
+		return nil, fmt.Errorf("MachineConfig file %s holds a %s, want one MachineConfig (oc get mc NAME -o yaml)", path, mc.Kind)
+	}
+	if mc.Name == "" {
+		return nil, fmt.Errorf("MachineConfig file %s: metadata.name is empty", path)
+	}
+	return &mc, nil
+}
+
+// loadPolicy is the default post-action policy with the rules of file, if any.
+func loadPolicy(file string) (plan.Policy, error) {
+	policy := plan.DefaultPolicy()
+	if file == "" {
+		return policy, nil
+	}
+	data, err := os.ReadFile(file)
+	if err != nil {
+		return policy, fmt.Errorf("reading --post-action-policy: %w", err)
+	}
+	rules, err := plan.ParsePolicy(data)
+	if err != nil {
+		return policy, fmt.Errorf("--post-action-policy %s: %w", file, err)
+	}
+	return policy.With(rules...), nil
+}

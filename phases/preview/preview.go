@@ -1,0 +1,319 @@
+// Package preview turns prepare's decision on two configs (or its refusal)
+// into the report `nodeconfd plan` prints: what each file, unit, SSH key
+// list and OS field would become, never file contents, the post action
+// and the rule behind each change, and whether a drain is needed. It is
+// pure: the decision comes from phases.PlanConfigs, the code prepare runs.
+package preview
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"slices"
+	"strings"
+
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+)
+
+// NotPreviewed says what prepare checks on the node itself, which a
+// preview made away from the node cannot.
+const NotPreviewed = "checked by the daemon on the node, not here: owners against the node's passwd and group, " +
+	"the node's paths and folders, and the booted OS deployment (an image already booted is not pulled again)"
+
+// Report is the preview of one update.
+type Report struct {
+	// Current is the config the node runs ("" for none); Desired the one
+	// it would run.
+	Current string `json:"current"`
+	Desired string `json:"desired"`
+	// Apply says the update would be applied; else Refusal says why not.
+	Apply      bool         `json:"apply"`
+	Refusal    *Refusal     `json:"refusal,omitempty"`
+	Files      []FileChange `json:"files,omitempty"`
+	Units      []UnitChange `json:"units,omitempty"`
+	SSHKeys    *SSHKeys     `json:"sshKeys,omitempty"`
+	OSImage    *Transition  `json:"osImage,omitempty"`
+	KernelArgs *KernelArgs  `json:"kernelArguments,omitempty"`
+	PostAction *PostAction  `json:"postAction,omitempty"`
+	// DrainRequired says the node would be cordoned and drained first.
+	DrainRequired bool `json:"drainRequired"`
+	// Summary is the message prepare writes in UpdateCompatible.
+	Summary string `json:"summary,omitempty"`
+	// NotPreviewed says what prepare checks that the preview did not; ""
+	// when the node's side was checked too (plan --root-mount).
+	NotPreviewed string `json:"notPreviewed,omitempty"`
+}
+
+// Refusal is prepare's refusal of the update.
+type Refusal struct {
+	// Message is the UpdateCompatible and NodeDegraded message prepare
+	// writes ("Error: MachineConfig ...").
+	Message string `json:"message"`
+	// State is the node's state annotation after the refusal
+	// (Unreconcilable or Degraded).
+	State string `json:"state"`
+	// Problems lists every offending field.
+	Problems []Problem `json:"problems"`
+}
+
+// Problem is one offending field.
+type Problem struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// FileChange is one file added, changed or removed.
+type FileChange struct {
+	Path   string `json:"path"`
+	Change string `json:"change"`
+	// Field is the file's entry in the desired config ("" when removed).
+	Field           string `json:"field,omitempty"`
+	ContentsChanged bool   `json:"contentsChanged"`
+	// Size and OldSize are the decoded contents' sizes in bytes.
+	Size    *int        `json:"size,omitempty"`
+	OldSize *int        `json:"oldSize,omitempty"`
+	Mode    *Transition `json:"mode,omitempty"`
+	Owner   *Transition `json:"owner,omitempty"`
+	Decided
+}
+
+// Decided is the post action one change needs and the rule that said so.
+type Decided struct {
+	// Action is the policy's reason, e.g. "reload crio.service" or
+	// "reboot (no rule matches)".
+	Action string `json:"action"`
+	// Rule is the path of the policy rule that matched ("" for the
+	// built-in rule of units, SSH keys and OS fields, or no match).
+	Rule string `json:"rule,omitempty"`
+}
+
+// UnitChange is one unit added, changed or removed.
+type UnitChange struct {
+	Name            string         `json:"name"`
+	Change          string         `json:"change"`
+	Field           string         `json:"field,omitempty"`
+	ContentsChanged bool           `json:"contentsChanged"`
+	Dropins         []DropinChange `json:"dropins,omitempty"`
+	// Enablement is "enabled", "disabled" or "" (left alone).
+	Enablement *Transition `json:"enablement,omitempty"`
+	Masked     *Transition `json:"masked,omitempty"`
+	Decided
+}
+
+// DropinChange is one drop-in added, changed or removed.
+type DropinChange struct {
+	Name   string `json:"name"`
+	Change string `json:"change"`
+}
+
+// Transition is a value before and after ("" for none).
+type Transition struct {
+	From string `json:"from"`
+	To   string `json:"to"`
+}
+
+// SSHKeys counts core's authorized keys before and after.
+type SSHKeys struct {
+	Before int `json:"before"`
+	After  int `json:"after"`
+	Decided
+}
+
+// KernelArgs is the kernel argument edit.
+type KernelArgs struct {
+	Removed []string `json:"removed,omitempty"`
+	Added   []string `json:"added,omitempty"`
+}
+
+// PostAction is what happens after the writes.
+type PostAction struct {
+	Kind         string   `json:"kind"`
+	DaemonReload bool     `json:"daemonReload,omitempty"`
+	Reload       []string `json:"reload,omitempty"`
+	Restart      []string `json:"restart,omitempty"`
+	Reasons      []string `json:"reasons,omitempty"`
+}
+
+// Change kinds.
+const (
+	Added   = "added"
+	Changed = "changed"
+	Removed = "removed"
+)
+
+// Build makes the report of the update from current to desired (names)
+// given prepare's decision, or its refusal err.
+func Build(current, desired string, dec phases.Decision, err error, policy plan.Policy) Report {
+	r := Report{Current: current, Desired: desired, NotPreviewed: NotPreviewed}
+	if err != nil {
+		r.Refusal = refusal(err)
+		return r
+	}
+	r.Apply = true
+	d := dec.Diff
+	for _, f := range d.ChangedFiles {
+		r.Files = append(r.Files, fileChange(dec.Current, f, policy))
+	}
+	for _, p := range d.RemovedFiles {
+		r.Files = append(r.Files, FileChange{Path: p, Change: Removed,
+			Decided: decided(policy, plan.Diff{RemovedFiles: []string{p}}, p)})
+	}
+	for _, u := range d.ChangedUnits {
+		r.Units = append(r.Units, unitChange(dec.Current, u, policy))
+	}
+	for _, u := range d.RemovedUnits {
+		r.Units = append(r.Units, UnitChange{Name: u.Name, Change: Removed,
+			Decided: decided(policy, plan.Diff{RemovedUnits: []plan.Unit{u}}, "")})
+	}
+	if d.SSHKeysChanged {
+		r.SSHKeys = &SSHKeys{Before: len(dec.Current.SSHKeys), After: len(dec.Desired.SSHKeys),
+			Decided: decided(policy, plan.Diff{SSHKeysChanged: true}, "")}
+	}
+	if d.OSImageChanged {
+		r.OSImage = &Transition{From: dec.Current.OSImageURL, To: dec.Desired.OSImageURL}
+	}
+	if len(d.KernelArgsRemoved)+len(d.KernelArgsAdded) > 0 {
+		r.KernelArgs = &KernelArgs{Removed: d.KernelArgsRemoved, Added: d.KernelArgsAdded}
+	}
+	a := dec.Action
+	r.PostAction = &PostAction{Kind: a.Kind.String(), DaemonReload: a.DaemonReload, Reload: a.ReloadUnits,
+		Restart: a.RestartUnits, Reasons: a.Reasons}
+	r.DrainRequired = a.NeedsDrain()
+	r.Summary = plan.Summary(d, a)
+	return r
+}
+
+// decided runs the policy on the diff of one change, so each change shows
+// the action the update's own choice gave it; path names the file, if any.
+func decided(policy plan.Policy, one plan.Diff, path string) Decided {
+	var out Decided
+	if rs := policy.PostAction(one).Reasons; len(rs) == 1 {
+		out.Action = rs[0][strings.LastIndex(rs[0], ": ")+2:] // the reason after "what: "
+	}
+	if path != "" {
+		if rule, ok := policy.RuleFor(path); ok {
+			out.Rule = rule.Prefix
+		}
+	}
+	return out
+}
+
+func fileChange(current plan.Config, f plan.File, policy plan.Policy) FileChange {
+	size := len(f.Contents)
+	c := FileChange{Path: f.Path, Change: Added, Field: f.Field, ContentsChanged: true, Size: &size,
+		Mode: &Transition{To: mode(f.Mode)}, Owner: &Transition{To: owner(f.User, f.Group)},
+		Decided: decided(policy, plan.Diff{ChangedFiles: []plan.File{f}}, f.Path)}
+	old, ok := current.Files[f.Path]
+	if !ok {
+		return c
+	}
+	c.Change = Changed
+	oldSize := len(old.Contents)
+	c.OldSize = &oldSize
+	c.ContentsChanged = string(old.Contents) != string(f.Contents)
+	c.Mode, c.Owner = transition(mode(old.Mode), mode(f.Mode)), transition(owner(old.User, old.Group), owner(f.User, f.Group))
+	return c
+}
+
+// transition is nil when nothing changes.
+func transition(from, to string) *Transition {
+	if from == to {
+		return nil
+	}
+	return &Transition{From: from, To: to}
+}
+
+// mode renders permission bits as the config gives them ("0644").
+func mode(m fs.FileMode) string { return fmt.Sprintf("%04o", uint32(m)) }
+
+// owner renders user:group by name, else ID; the zero value is root.
+func owner(user, group plan.Owner) string { return ownerName(user) + ":" + ownerName(group) }
+
+func ownerName(o plan.Owner) string {
+	switch {
+	case o.Name != "":
+		return o.Name
+	case o.ID != nil:
+		return fmt.Sprint(*o.ID)
+	}
+	return "root"
+}
+
+func unitChange(current plan.Config, u plan.Unit, policy plan.Policy) UnitChange {
+	c := UnitChange{Name: u.Name, Change: Added, Field: u.Field, ContentsChanged: u.Contents != nil,
+		Enablement: transition("", enablement(u.Enabled)), Masked: transition("", masked(u.Mask)),
+		Decided: decided(policy, plan.Diff{ChangedUnits: []plan.Unit{u}}, "")}
+	old, ok := current.Units[u.Name]
+	if ok {
+		c.Change = Changed
+		c.ContentsChanged = !sameString(old.Contents, u.Contents)
+		c.Enablement = transition(enablement(old.Enabled), enablement(u.Enabled))
+		c.Masked = transition(masked(old.Mask), masked(u.Mask))
+	}
+	for _, n := range slices.Sorted(maps.Keys(u.Dropins)) {
+		if was, ok := old.Dropins[n]; !ok {
+			c.Dropins = append(c.Dropins, DropinChange{Name: n, Change: Added})
+		} else if was != u.Dropins[n] {
+			c.Dropins = append(c.Dropins, DropinChange{Name: n, Change: Changed})
+		}
+	}
+	for _, n := range slices.Sorted(maps.Keys(old.Dropins)) {
+		if _, ok := u.Dropins[n]; !ok {
+			c.Dropins = append(c.Dropins, DropinChange{Name: n, Change: Removed})
+		}
+	}
+	return c
+}
+
+func sameString(a, b *string) bool {
+	if a == nil || b == nil {
+		return a == nil && b == nil
+	}
+	return *a == *b
+}
+
+// enablement renders a unit's enablement: "" when the config leaves it alone.
+func enablement(e *bool) string {
+	switch {
+	case e == nil:
+		return ""
+	case *e:
+		return "enabled"
+	}
+	return "disabled"
+}
+
+func masked(m bool) string {
+	if m {
+		return "masked"
+	}
+	return ""
+}
+
+// refusal is prepare's refusal: the message it writes, the node's state
+// after it (as the daemon sets it), and every offending field.
+func refusal(err error) *Refusal {
+	r := &Refusal{Message: "Error: " + err.Error(), State: phases.StateDegraded}
+	var ue *plan.UnreconcilableError
+	var us *phases.UnsupportedError
+	var ce *plan.ConfigError
+	switch {
+	case errors.As(err, &ue):
+		r.State = phases.StateUnreconcilable
+		for _, f := range ue.Fields {
+			r.Problems = append(r.Problems, Problem{Field: f, Message: "changed; cannot be applied in place"})
+		}
+	case errors.As(err, &us):
+		r.State = phases.StateUnreconcilable
+		r.Problems = []Problem{{Field: us.Field, Message: us.Msg}}
+	case errors.As(err, &ce):
+		for _, p := range append([]*plan.ConfigError{ce}, ce.Others...) {
+			r.Problems = append(r.Problems, Problem{Field: p.Field, Message: p.Msg})
+		}
+	default:
+		r.Problems = []Problem{{Message: err.Error()}}
+	}
+	return r
+}
