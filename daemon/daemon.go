@@ -68,6 +68,9 @@ type Daemon struct {
 	// settledOn is the config Settled last ran for, "" once an update ran
 	// since.
 	settledOn string
+	// heldOn is the failed config the node holds its previous one against
+	// (health.go), so that the hold is logged once.
+	heldOn string
 }
 
 // DefaultShutdownGrace leaves a drain time to finish after SIGTERM, well
@@ -162,6 +165,10 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	}
 	if rec == nil && d.recordLost() {
 		return d.afterLostRecord(ctx, current, desired)
+	}
+	var held bool
+	if rec, held, err = d.healthHold(ctx, rec, current, desired); held || err != nil {
+		return d.delayFor(err), err
 	}
 	// Idle when the node runs its desired config and no update is left
 	// half done (an abandoned update, e.g. one whose desired config was
@@ -361,6 +368,8 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 	case errors.Is(err, phases.ErrSuperseded):
 		log.Info("Update stopped: the node's desired config changed; taking up the new one")
 		return err
+	case errors.Is(err, phases.ErrHeld): // the status says so; wait for a new desired config or a retry
+		return nil
 	}
 	return d.fail(stepCtx, r, err)
 }
@@ -416,7 +425,7 @@ func (d *Daemon) recordFor(rec *progress.Record, current, desired string) *progr
 		return progress.New(current, desired)
 	}
 	from := rec.Current
-	if rec.Done("write") {
+	if rec.Done("write") && !rec.RolledBack() {
 		from = rec.Desired
 	}
 	return progress.Replacing(rec, from, desired)

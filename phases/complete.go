@@ -149,10 +149,10 @@ func Resume() Phase {
 // All is every phase of an update, in order.
 func All() []Phase {
 	return []Phase{
-		Prepare(),
+		Prepare(), FailedElsewhere(),
 		Cordon(), Drain(), Write(),
 		Reboot(), ReloadCRIO(), Services(),
-		Validate(), Uncordon(), Finish(),
+		Validate(), Health(), Uncordon(), Finish(),
 		Resume(),
 	}
 }

@@ -45,6 +45,8 @@ type Env struct {
 	// Limits caps the decoded size of the configs parsed; the zero value
 	// means the defaults.
 	Limits plan.Limits
+	// Health is the post-update health gate (health.go); nil for none.
+	Health *HealthGate
 }
 
 // Runner runs the phases of one update in order. It owns the status: it
@@ -246,6 +248,10 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	if errors.Is(err, ErrStopped) {
 		log.Info("Phase interrupted for shutdown; it runs again at the next start")
 		return err
+	}
+	if errors.Is(err, ErrHeld) {
+		log.Info("Update rolled back by the health gate; the node holds its previous config")
+		return r.flushHeld(ctx, err)
 	}
 	if errors.Is(err, ErrSuperseded) {
 		log.Info("Phase stopped: the node's desired config changed; the new config takes over")
@@ -537,6 +543,9 @@ func (r *Runner) Limits() plan.Limits { return r.Env.Limits }
 
 // ConfigRule returns the desired config names the node accepts.
 func (r *Runner) ConfigRule() plan.ConfigRule { return r.Env.ConfigRule }
+
+// Health returns the post-update health gate, nil for none.
+func (r *Runner) Health() *HealthGate { return r.Env.Health }
 
 // Disruption returns the disruption budget, nil for none.
 func (r *Runner) Disruption() Disruption { return r.Env.Disruption }

@@ -49,7 +49,7 @@ var Order = []string{
 	UpdatePrepared, UpdateCompatible,
 	UpdateExecuted, Cordoned, Drained, AppliedFilesAndOS,
 	UpdatePostActionComplete, RebootedNode, ReloadedCRIO,
-	UpdateComplete, Uncordoned,
+	UpdateComplete, HealthChecked, Uncordoned,
 	Resumed,
 	NodeDegraded,
 }
@@ -63,6 +63,7 @@ var parent = map[string]string{
 	RebootedNode:      UpdatePostActionComplete,
 	ReloadedCRIO:      UpdatePostActionComplete,
 	Uncordoned:        UpdateComplete,
+	HealthChecked:     UpdateComplete,
 }
 
 // Reason is the stable reason of a condition in progress or done: a
