@@ -32,7 +32,7 @@ func (c *Client) ClearFailedConfig(ctx context.Context) error {
 // FailedOn names another node whose failedConfig annotation is config, ""
 // when none (one LIST of the Nodes).
 func (c *Client) FailedOn(ctx context.Context, config string) (string, error) {
-	nodes, err := c.API.Nodes().List(ctx, metav1.ListOptions{ResourceVersion: "0"})
+	nodes, err := c.API.Nodes().List(ctx, metav1.ListOptions{}) // a quorum read: the failure may be a moment old
 	if err != nil {
 		return "", fmt.Errorf("listing nodes: %w", err)
 	}
