@@ -361,3 +361,6 @@ func gateWithoutRollback(ctx context.Context, d Data) (Outcome, error) {
 	d.Health().observe("passed")
 	return Outcome{Message: healthyMessage(ctx, d, res.message)}, nil
 }
+
+// Healthy reports whether the verdict is healthy (for tests).
+func (v verdict) Healthy() bool { return v.healthy }
