@@ -19,12 +19,19 @@ func TestHealthOSImageRollback(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const dir = "/etc/nodeconfd-hc4"
-	// The check fails while image B is booted.
-	check := map[string]string{dir + "/check": "rpm-ostree status --booted --json | grep -q bbbbbbbbbbbb && exit 1\nexit 0\n"}
-	osConfig(t, "rendered-hc4-a", ign(check), osImageA)
-	osConfig(t, "rendered-hc4-b", ign(check), osImageB)
+	osConfig(t, "rendered-hc4-a", ign(nil), osImageA)
+	osConfig(t, "rendered-hc4-b", ign(map[string]string{dir + "/marker": "b\n"}), osImageB)
+	const check = "/usr/local/libexec/hc4-check"
 	n, log := healthNode(t, "hc4", "rendered-hc4-a", dir, testbed.NodeOptions{OS: ptr(rpmOstree(osImageA))},
-		"--health-command", "/bin/sh "+dir+"/check", "--health-timeout", "20s")
+		"--health-command", "/bin/sh "+check, "--health-timeout", "20s")
+	// The administrator's check, on the node: it fails while image B is booted.
+	script := "rpm-ostree status --booted --json | grep -q bbbbbbbbbbbb && exit 1\nexit 0\n"
+	if err := os.MkdirAll(filepath.Join(n.Sys.Root, filepath.Dir(check)), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n.Sys.Root, check), []byte(script), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	t.Cleanup(func() {
 		if t.Failed() {
 			calls, _ := n.OSCalls()
@@ -57,8 +64,8 @@ func TestHealthOSImageRollback(t *testing.T) {
 		t.Errorf("changing calls:\n got %q\nwant %q", got, wantCalls)
 	}
 	wantHeld(t, log, "hc4", "rendered-hc4-a", "rendered-hc4-b")
-	if _, err := os.Stat(filepath.Join(n.Sys.Root, dir, "check")); err != nil {
-		t.Errorf("the check script, in both configs, is gone: %v", err)
+	if _, err := os.Stat(filepath.Join(n.Sys.Root, dir, "marker")); err == nil {
+		t.Error("the failed config's file is still there")
 	}
 }
 
