@@ -106,9 +106,9 @@ func gateNeeded(d Data) (bool, string) {
 	return false, "Rebootless update; no health units or command configured"
 }
 
-// HealthGate checks the node after the post action. When it fails, the
-// update is rolled back (the rest of the phase) and the run ends with
-// ErrHeld. A restart resumes where the record says: the check (its timeout
+// Health is the health gate's phase: it checks the node after the post
+// action. When the check fails, the update is rolled back (the rest of the
+// phase) and the run ends with ErrHeld. A restart resumes where the record says: the check (its timeout
 // counted from its first start), or the rollback's next step.
 func Health() Phase {
 	return Phase{
@@ -203,11 +203,11 @@ func watchHealth(ctx context.Context, d Data, c gateCheck) (gateResult, error) {
 	for {
 		units, v := healthRound(ctx, d, c)
 		if v.healthy && prev != nil {
-			if why := restarted(prev, units); why == "" {
+			why := restarted(prev, units)
+			if why == "" {
 				return gateResult{healthy: true, message: v.message}, nil
-			} else {
-				v = verdict{why: why}
 			}
+			v = verdict{why: why}
 		}
 		if v.healthy {
 			prev = units
