@@ -42,7 +42,7 @@ func TestHealthOSImageRollback(t *testing.T) {
 	if err := n.SetDesired(ctx, "rendered-hc4-b"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := waitRolledBack(ctx, log, from)
+	st, err := waitRolledBack(ctx, log, from, "rendered-hc4-b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +105,7 @@ func TestHealthKilled(t *testing.T) {
 		if err := n.ResumeDaemon(); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := waitRolledBack(ctx, log, from); err != nil {
+		if _, err := waitRolledBack(ctx, log, from, round.config); err != nil {
 			t.Fatal(err)
 		}
 		if got := readNodeFile(t, n, dir+"/conf"); got != "good\n" {

@@ -52,7 +52,7 @@ func TestHealthUnitRollbackReboot(t *testing.T) {
 	if err := n.SetDesired(ctx, "rendered-hc2-b"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := waitRolledBack(ctx, log, from)
+	st, err := waitRolledBack(ctx, log, from, "rendered-hc2-b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestHealthBudgetStopsBadConfig(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	if _, err := waitRolledBack(ctx, logs[first], from[first]); err != nil {
+	if _, err := waitRolledBack(ctx, logs[first], from[first], "rendered-hc3-b"); err != nil {
 		t.Fatal(err)
 	}
 	wantHeld(t, logs[first], names[first], "rendered-hc3-a", "rendered-hc3-b")

@@ -41,11 +41,19 @@ func healthNode(t *testing.T, name, base, dir string, opts testbed.NodeOptions, 
 }
 
 // waitRolledBack waits for the gate's condition to say the node was rolled
-// back (after from).
-func waitRolledBack(ctx context.Context, log *testbed.StatusLog, from int) (mcfgv1.MachineConfigNodeStatus, error) {
+// back from config (after from, and after the node's previous attempt, if
+// any, was reset).
+func waitRolledBack(ctx context.Context, log *testbed.StatusLog, from int, config string) (mcfgv1.MachineConfigNodeStatus, error) {
+	reset := false
 	return log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
 		for _, c := range st.Conditions {
-			if c.Type == "HealthChecked" && c.Status == "False" && c.Reason == "RolledBack" {
+			if c.Type != "HealthChecked" {
+				continue
+			}
+			if c.Status != "False" || c.Reason != "RolledBack" {
+				reset = true
+			}
+			if reset && c.Status == "False" && c.Reason == "RolledBack" && strings.Contains(c.Message, "Config "+config+" failed") {
 				return true
 			}
 		}
@@ -111,7 +119,7 @@ func TestHealthCommandRollbackRebootless(t *testing.T) {
 	if err := n.SetDesired(ctx, "rendered-hc1-b"); err != nil {
 		t.Fatal(err)
 	}
-	st, err := waitRolledBack(ctx, log, from)
+	st, err := waitRolledBack(ctx, log, from, "rendered-hc1-b")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,7 +146,7 @@ func TestHealthCommandRollbackRebootless(t *testing.T) {
 	if err := n.Annotate(ctx, map[string]string{annRetry: "1"}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := waitRolledBack(ctx, log, from); err != nil {
+	if _, err := waitRolledBack(ctx, log, from, "rendered-hc1-b"); err != nil {
 		t.Fatal(err)
 	}
 	if got := log.Transitions(from); !strings.Contains(strings.Join(got, " "), "AppliedFilesAndOS=True") {
