@@ -8,13 +8,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases"
@@ -30,8 +28,9 @@ type Backoff struct {
 
 // Daemon updates one node.
 type Daemon struct {
-	API     *kube.Client
-	Objects Watcher
+	API *kube.Client
+	// Watcher holds the latest Node and MachineConfigNode.
+	Watcher Watcher
 	// Drift is the config drift monitor; it reports to DriftChanged.
 	Drift   DriftMonitor
 	Env     phases.Env
@@ -60,8 +59,12 @@ type Daemon struct {
 	// plan.ConfigPattern); the zero value accepts every name.
 	ConfigPattern plan.ConfigPattern
 
-	node     *corev1.Node
-	mcn      *mcfgv1.MachineConfigNode
+	node *corev1.Node
+	mcn  *mcfgv1.MachineConfigNode
+	// status is the MachineConfigNode's status, the daemon's own copy
+	// (the watch cache may lag behind its writes); everything the daemon
+	// reports goes through it.
+	status   *status.Stager
 	events   phases.Recorder
 	drift    driftState
 	failures int
@@ -72,10 +75,6 @@ type Daemon struct {
 	// (health.go), so that the hold is logged once.
 	heldOn string
 }
-
-// DefaultShutdownGrace leaves a drain time to finish after SIGTERM, well
-// inside a pod's default 30 s termination grace period.
-const DefaultShutdownGrace = 10 * time.Second
 
 // Watcher delivers the latest state of the daemon's Node and
 // MachineConfigNode.
@@ -93,7 +92,10 @@ type DriftMonitor interface {
 	Stop()
 }
 
+// driftState is the drift monitor as the daemon drives it; the update's
+// Resume and Adopt steps restart it through Watch (phases.Drift).
 type driftState struct {
+	monitor DriftMonitor
 	config  string
 	changed chan error
 	err     error
@@ -106,7 +108,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 		d.Now = time.Now
 	}
 	d.drift.changed = make(chan error, 1)
-	if err := d.Objects.Start(ctx); err != nil {
+	d.drift.monitor = d.Drift
+	if err := d.Watcher.Start(ctx); err != nil {
 		return fmt.Errorf("watching node %s: %w", d.API.NodeName, err)
 	}
 	var retry <-chan time.Time
@@ -130,7 +133,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-d.Objects.Changes():
+		case <-d.Watcher.Changes():
 		case <-retry:
 		case derr := <-d.drift.changed:
 			d.onDrift(ctx, derr)
@@ -141,7 +144,7 @@ func (d *Daemon) Run(ctx context.Context) error {
 // reconcile brings the node one pass closer to its desired config. It
 // returns the delay before the next try when it failed.
 func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
-	node, ok := d.Objects.Node()
+	node, ok := d.Watcher.Node()
 	if !ok {
 		return 0, nil
 	}
@@ -163,25 +166,23 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if err := d.cleanLeftovers(ctx, rec, current, desired); err != nil {
 		return d.nextDelay(), err
 	}
-	if rec == nil && d.recordLost() {
-		return d.afterLostRecord(ctx, current, desired)
-	}
 	var held bool
 	if rec, held, err = d.healthHold(ctx, rec, current, desired); held || err != nil {
 		return d.delayFor(err), err
 	}
-	// Idle when the node runs its desired config and no update is left
-	// half done (an abandoned update, e.g. one whose desired config was
-	// rolled back, still has to be undone and its cordon lifted).
-	if desired == current && (rec == nil || rec.Done("resume")) {
+	if rec == nil && d.recordLost() {
+		// The record that said whether the node is at its currentConfig is
+		// gone: adopted if it is at its desired config in full, else
+		// updated (see lostRecordPlan).
+		_, current = lostRecordPlan(current, desired)
+		d.Log.Info("Updating the node without its lost progress record", zap.String("node", node.Name),
+			zap.String("from", current), zap.String("config", desired))
+	} else if desired == current && (rec == nil || rec.Done(progress.StepResume)) {
+		// Idle: the node runs its desired config and no update is left
+		// half done (an abandoned update, e.g. one whose desired config
+		// was rolled back, still has to be undone and its cordon lifted).
 		d.failures = 0
 		return 0, d.idle(ctx, current)
-	}
-	if current == "" && rec == nil {
-		adopted, err := d.adopt(ctx, desired)
-		if err != nil || adopted {
-			return d.delayFor(err), err
-		}
 	}
 	d.settledOn = "" // idling after any update settles again, even on the same config
 	err = d.update(ctx, rec, current, desired)
@@ -209,258 +210,4 @@ func (d *Daemon) nextDelay() time.Duration {
 		d.failures++
 	}
 	return delay
-}
-
-// ensureMCN creates the MachineConfigNode when missing (with every condition
-// at False/NotYetOccurred) and keeps its spec in step with the node. The
-// daemon's own copy of the status is authoritative once loaded: the watch
-// cache may lag behind the daemon's writes.
-func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
-	pool := kube.Pool(d.node.Labels, d.Pool)
-	mcn, ok := d.Objects.MCN()
-	created := false
-	if !ok {
-		var err error
-		if mcn, created, err = d.API.EnsureMCN(ctx, status.NewMCN(d.node.Name, pool, desired)); err != nil {
-			return err
-		}
-		d.mcn = nil
-	} else if mcn.Spec.ConfigVersion.Desired != desired || mcn.Spec.Pool.Name != pool {
-		updated, err := d.API.SyncSpec(ctx, mcn, pool, desired)
-		if err != nil {
-			return err
-		}
-		mcn = updated
-	}
-	d.API.Generation = mcn.Generation
-	if d.mcn != nil {
-		d.mcn.Spec, d.mcn.Generation = mcn.Spec, mcn.Generation
-		return nil
-	}
-	d.mcn = mcn
-	if d.Events != nil && d.events == nil {
-		d.events = d.Events(string(mcn.UID))
-	}
-	if created || len(mcn.Status.Conditions) == 0 {
-		now := metav1.NewTime(d.Now().Truncate(time.Second))
-		d.mcn.Status.Conditions = status.Initial(now)
-		if current != "" && current == desired {
-			// A node registered at its config: say so in the same write.
-			status.Set(&d.mcn.Status.Conditions, updatedCondition(current, now))
-			d.setVersions(current, current)
-		}
-		cur, des := d.statusVersions()
-		if err := d.API.WriteStatus(ctx, d.mcn.Status.Conditions, cur, des); err != nil {
-			return fmt.Errorf("writing the initial status of MachineConfigNode %s: %w", d.node.Name, err)
-		}
-		d.Log.Info("Registered MachineConfigNode", zap.String("node", d.node.Name), zap.String("pool", pool),
-			zap.Bool("created", created))
-	}
-	if d.Ready != nil {
-		select {
-		case <-d.Ready:
-		default:
-			close(d.Ready)
-		}
-	}
-	return nil
-}
-
-func (d *Daemon) loadProgress(ctx context.Context) (*progress.Record, error) {
-	data, err := d.Env.Host.ReadState(progress.FileName)
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	return d.decodeProgress(ctx, data, err)
-}
-
-func (d *Daemon) statusVersions() (string, string) {
-	if cv := d.mcn.Status.ConfigVersion; cv != nil {
-		return cv.Current, cv.Desired
-	}
-	return "", ""
-}
-
-func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
-	cur, des := d.statusVersions()
-	env := d.Env
-	env.Drift = d
-	env.ConfigRule = d.ConfigPattern.For(kube.Pool(d.node.Labels, d.Pool))
-	return &phases.Runner{
-		Env: env, Status: d.API, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
-		Now: d.Now, Phases: phases.All(), Record: rec,
-		Conditions:     append([]metav1.Condition(nil), d.mcn.Status.Conditions...),
-		CurrentVersion: cur, DesiredVersion: des, Fault: d.Fault,
-	}
-}
-
-// update runs (or resumes) the update from current to desired.
-func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desired string) error {
-	d.stopDrift()
-	if rec != nil && rec.Desired != desired && !rec.Done("resume") && !rec.Done("write") {
-		// A replaced update that wrote nothing gives back its cordon and
-		// slot first (it did not if a restart or a failure came between
-		// the new desired config and its own stop).
-		old := d.runner(rec)
-		old.Start(d.node.Name)
-		// What it wrote is rolled back first, so that nothing of it stays
-		// and the give-back's status is true.
-		if _, err := old.RollBackAbandoned(context.WithoutCancel(ctx)); err != nil {
-			return d.fail(context.WithoutCancel(ctx), old, err)
-		}
-		outcome, err := old.GiveBack(context.WithoutCancel(ctx))
-		if err != nil {
-			return d.fail(context.WithoutCancel(ctx), old, err)
-		}
-		d.Log.Info("Replaced update gave back its cordon and disruption slot", zap.String("node", d.node.Name),
-			zap.String("replaced", rec.Desired), zap.String("config", desired), zap.String("result", outcome))
-		// Cordoned says so before the new update's status starts.
-		if err := old.Flush(context.WithoutCancel(ctx)); err != nil {
-			d.Log.Warn("Cannot write the status of the replaced update", zap.String("node", d.node.Name), zap.Error(err))
-		}
-		d.mcn.Status.Conditions = old.Conditions
-	}
-	rec = d.recordFor(rec, current, desired)
-	r := d.runner(rec)
-	r.Start(d.node.Name)
-	log := d.Log.With(zap.String("node", d.node.Name), zap.String("config", desired))
-	// The steps themselves are not cancelled by a SIGTERM: the runner stops
-	// between steps, once the current one is done and saved.
-	stepCtx := context.WithoutCancel(ctx)
-	r.Stopping = func() bool { return ctx.Err() != nil }
-	r.Shutdown = ctx
-	// A step that may wait without end is interrupted a grace period
-	// after the SIGTERM.
-	interrupt, interrupted := context.WithCancel(stepCtx)
-	defer interrupted()
-	grace := d.ShutdownGrace
-	if grace <= 0 {
-		grace = DefaultShutdownGrace
-	}
-	defer context.AfterFunc(ctx, func() { time.AfterFunc(grace, interrupted) })()
-	r.Interrupt = interrupt.Done()
-	watching, stopWatching := context.WithCancel(ctx)
-	defer stopWatching()
-	r.DesiredChanged = d.desiredChanged(watching, desired)
-	if !rec.Done(stepDetect) {
-		log.Info("Update detected", zap.String("from", current))
-		r.Detected()
-		rec.Finish(progress.Step{Name: stepDetect, Message: "detected"})
-		if err := r.SaveProgress(); err != nil {
-			return err
-		}
-		if err := d.API.SetNodeState(stepCtx, "", phases.StateWorking, ""); err != nil {
-			return err
-		}
-	} else {
-		log.Info("Resuming update", zap.Strings("done", doneSteps(rec)))
-		r.Replay()
-		if err := r.Reload(stepCtx); err != nil {
-			return d.fail(stepCtx, r, err)
-		}
-	}
-	err := r.Run(stepCtx)
-	d.mcn.Status.Conditions = r.Conditions
-	d.setVersions(r.CurrentVersion, r.DesiredVersion)
-	switch {
-	case err == nil, errors.Is(err, phases.ErrRebooting), errors.Is(err, phases.ErrStopped):
-		return err
-	case errors.Is(err, phases.ErrSuperseded):
-		log.Info("Update stopped: the node's desired config changed; taking up the new one")
-		return err
-	case errors.Is(err, phases.ErrHeld): // the status says so; wait for a new desired config or a retry
-		return nil
-	}
-	return d.fail(stepCtx, r, err)
-}
-
-// desiredChangedEvery is how often a running update looks at the node's
-// desired config (in the watch cache: no request).
-const desiredChangedEvery = time.Second
-
-// desiredChanged returns a channel closed once the node's desired config is
-// no longer desired, looked at until ctx ends.
-func (d *Daemon) desiredChanged(ctx context.Context, desired string) <-chan struct{} {
-	changed := make(chan struct{})
-	go func() {
-		t := time.NewTicker(desiredChangedEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if n, ok := d.Objects.Node(); ok {
-				if now := n.Annotations[kube.DesiredConfig]; now != "" && now != desired {
-					close(changed)
-					return
-				}
-			}
-		}
-	}()
-	return changed
-}
-
-// stepDetect is the progress step of an update's detection (status reset).
-const stepDetect = "detect"
-
-func doneSteps(rec *progress.Record) []string {
-	var names []string
-	for _, s := range rec.Steps {
-		names = append(names, s.Name)
-	}
-	return names
-}
-
-// recordFor returns the progress record of the update from current to
-// desired: the one on disk when it is that update's, else a new one. When
-// the desired config changed after the previous update's files were
-// written, the new update starts from those files.
-func (d *Daemon) recordFor(rec *progress.Record, current, desired string) *progress.Record {
-	if rec != nil && rec.Desired == desired && !rec.Done("resume") {
-		return rec
-	}
-	if rec == nil || rec.Done("resume") {
-		return progress.New(current, desired)
-	}
-	from := rec.Current
-	if rec.Done("write") && !rec.RolledBack() {
-		from = rec.Desired
-	}
-	return progress.Replacing(rec, from, desired)
-}
-
-func (d *Daemon) setVersions(cur, des string) {
-	if des == "" {
-		return
-	}
-	d.mcn.Status.ConfigVersion = &mcfgv1.MachineConfigNodeStatusMachineConfigVersion{Current: cur, Desired: des}
-}
-
-// fail reports a failed update: status, node annotations and an Event.
-func (d *Daemon) fail(ctx context.Context, r *phases.Runner, err error) error {
-	state := phases.StateDegraded
-	var ue *plan.UnreconcilableError
-	var us *phases.UnsupportedError
-	if errors.As(err, &ue) || errors.As(err, &us) {
-		state = phases.StateUnreconcilable
-	}
-	// The annotation first: once the status shows the failure, the
-	// compatible view already does too.
-	if aerr := d.API.SetNodeState(ctx, "", state, truncate(err.Error(), 1024)); aerr != nil {
-		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
-	}
-	if ferr := r.Fail(ctx, err); ferr != nil {
-		d.Log.Error("Cannot write the failure to the MachineConfigNode", zap.Error(ferr))
-	}
-	d.mcn.Status.Conditions = r.Conditions
-	return err
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n-3] + "..."
 }

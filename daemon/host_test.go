@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 )
 
 // The phases' Rollback restores the journaled units' enablement through
@@ -16,7 +16,7 @@ func TestHostRollbackRestoresUnits(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	sd := &systemd.Fake{}
+	sd := &systemdtest.Fake{}
 	sd.SetEnabled("a.service", "enabled")
 	txn, err := Host{FS: fs, Units: sd}.BeginTxn("u1")
 	if err != nil {

@@ -33,8 +33,6 @@ func (d *Daemon) cleanLeftovers(ctx context.Context, rec *progress.Record, curre
 	if rec == nil {
 		rec = progress.New(current, desired)
 	}
-	r := d.runner(rec)
-	r.Start(d.node.Name)
-	return d.fail(ctx, r, &phases.StepError{Phase: "write", Condition: status.AppliedFilesAndOS,
+	return d.fail(ctx, rec, &phases.StepError{Phase: progress.StepWrite, Condition: status.AppliedFilesAndOS,
 		Err: fmt.Errorf("cleaning up leftover journals on node %s: %w", d.node.Name, err)})
 }

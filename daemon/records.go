@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"path"
 	"syscall"
-	"time"
 
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,10 +23,6 @@ import (
 // there had been no record, but without trusting that the node is at its
 // currentConfig: see afterLostRecord. The NodeDegraded condition is the
 // durable mark of that state; an update or an adoption clears it.
-
-// ReasonRecordUnreadable is NodeDegraded's reason while the daemon goes on
-// without the progress record it could not read.
-const ReasonRecordUnreadable = "ProgressRecordUnreadable"
 
 // recordsAsideKept bounds the unreadable progress records kept moved aside.
 const recordsAsideKept = 3
@@ -88,7 +83,7 @@ func (d *Daemon) decodeProgress(ctx context.Context, data []byte, readErr error)
 		"from the node's annotations (currentConfig %q, desiredConfig %q)", file, bad, path.Join(stateDir, aside), cur, des)
 	d.Log.Error("Progress record unreadable; moved aside", zap.String("node", d.node.Name), zap.String("file", file),
 		zap.String("movedTo", path.Join(stateDir, aside)), zap.NamedError("problem", bad))
-	d.reportDegraded(ctx, ReasonRecordUnreadable, msg)
+	d.reportDegraded(ctx, status.ReasonRecordUnreadable, msg)
 	return nil, nil
 }
 
@@ -96,17 +91,12 @@ func (d *Daemon) decodeProgress(ctx context.Context, data []byte, readErr error)
 // annotation and a Warning Event; failures to report are logged only (the
 // daemon goes on either way).
 func (d *Daemon) reportDegraded(ctx context.Context, reason, msg string) {
-	if aerr := d.API.SetNodeState(ctx, "", phases.StateDegraded, truncate(msg, 1024)); aerr != nil {
+	if aerr := d.API.SetNodeState(ctx, "", phases.StateDegraded, phases.Truncate(msg, 1024)); aerr != nil {
 		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
 	}
-	conds := append([]metav1.Condition(nil), d.mcn.Status.Conditions...)
-	status.Set(&conds, metav1.Condition{Type: status.NodeDegraded, Status: metav1.ConditionTrue, Reason: reason,
-		Message: msg, LastTransitionTime: metav1.NewTime(d.Now().Truncate(time.Second))})
-	cur, des := d.statusVersions()
-	if err := d.API.WriteStatus(ctx, conds, cur, des); err != nil {
+	d.status.Set(status.NodeDegraded, metav1.ConditionTrue, reason, msg)
+	if err := d.status.Flush(ctx); err != nil {
 		d.Log.Error("Cannot write the NodeDegraded condition", zap.Error(err))
-	} else {
-		d.mcn.Status.Conditions = conds
 	}
 	if d.events != nil {
 		d.events.Event(true, true, reason, msg)
@@ -116,54 +106,23 @@ func (d *Daemon) reportDegraded(ctx context.Context, reason, msg string) {
 // recordLost reports whether the daemon goes on without an unreadable
 // progress record, not yet past an update or an adoption.
 func (d *Daemon) recordLost() bool {
-	c := status.Find(d.mcn.Status.Conditions, status.NodeDegraded)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonRecordUnreadable
-}
-
-// afterLostRecord goes on from the node's annotations once its progress
-// record was lost. An update left unfinished may have written part of the
-// desired config, cordoned the node or held a disruption slot, so the
-// node is not taken to be at its currentConfig: a node that is at its
-// desired config in full (files, units, OS) is adopted (its cordon, if the
-// daemon's, lifted), else it is updated, from currentConfig when that is
-// another config (the diff then removes what only it had), else from
-// nothing (every file of the desired config written again).
-func (d *Daemon) afterLostRecord(ctx context.Context, current, desired string) (time.Duration, error) {
-	d.settledOn = ""
-	tryAdopt, from := lostRecordPlan(current, desired)
-	if tryAdopt {
-		adopted, err := d.adopt(ctx, desired)
-		if err != nil || adopted {
-			return d.delayFor(err), err
-		}
-	}
-	d.Log.Info("Updating the node without its lost progress record", zap.String("node", d.node.Name),
-		zap.String("from", from), zap.String("config", desired))
-	err := d.update(ctx, nil, from, desired)
-	return d.delayFor(err), err
+	c := d.status.Find(status.NodeDegraded)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == status.ReasonRecordUnreadable
 }
 
 // lostRecordPlan decides how a node whose progress record was lost goes
 // on: whether it may be adopted at its desired config (when it is not
-// known to run another one), and which config an update starts from.
+// known to run another one), and which config an update starts from. An
+// update left unfinished may have written part of the desired config,
+// cordoned the node or held a disruption slot, so the node is not taken to
+// be at its currentConfig: a node that is at its desired config in full
+// (files, units, OS) is adopted (its cordon, if the daemon's, lifted: see
+// phases.Adopt), else it is updated, from currentConfig when that is
+// another config (the diff then removes what only it had), else from
+// nothing (every file of the desired config written again).
 func lostRecordPlan(current, desired string) (tryAdopt bool, from string) {
 	if current == "" || current == desired {
 		return true, ""
 	}
 	return false, current
-}
-
-// giveBackAfterLostRecord lifts the daemon's cordon and gives back its
-// disruption slot when an adoption ends a lost record's update: the record
-// that said whether the update held them is gone.
-func (d *Daemon) giveBackAfterLostRecord(ctx context.Context) error {
-	if err := d.Env.Cluster.Uncordon(ctx); err != nil {
-		return err
-	}
-	if d.Env.Disruption != nil {
-		if err := d.Env.Disruption.Release(ctx); err != nil {
-			return fmt.Errorf("giving back the disruption slot: %w", err)
-		}
-	}
-	return nil
 }

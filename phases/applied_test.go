@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 )
@@ -15,7 +15,7 @@ import (
 // server: the files only it had are still removed.
 func TestUpdateDiffsAgainstAppliedCopy(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	two := `{"ignition":{"version":"3.4.0"},"storage":{"files":[` +
 		`{"path":"/etc/containers/registries.d/a.yaml","contents":{"source":"data:,1"}},{"path":"/etc/containers/registries.d/b.yaml","contents":{"source":"data:,2"}}]}}`
 	cfgs := configs{"a": empty, "b": two, "c": file("/etc/containers/registries.d/a.yaml", "3")}
@@ -29,8 +29,6 @@ func TestUpdateDiffsAgainstAppliedCopy(t *testing.T) {
 	delete(cfgs, "b")
 	r = newRunner(cfgs, h, cl, units, w)
 	r.Record = progress.New("b", "c")
-	r.Start("n1")
-	r.Detected()
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -4,11 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -23,14 +23,14 @@ const (
 // Validate checks the on-disk state against the desired config.
 func Validate() Phase {
 	return Phase{
-		Name: "validate", Group: status.UpdateComplete,
+		Name: progress.StepValidate, Group: status.UpdateComplete,
 		Wait: keepSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			cfg := d.Update().Desired
 			if err := CheckOnDisk(ctx, d.Host(), d.Units(), cfg); err != nil {
 				return Outcome{}, fmt.Errorf("validating the node against %s: %w", d.Update().DesiredName, err)
 			}
-			return Outcome{Message: fmt.Sprintf("Validated %s and %s", plural(len(cfg.Files), "file"), plural(len(cfg.Units), "unit"))}, nil
+			return Outcome{Message: fmt.Sprintf("Validated %s and %s", plan.Plural(len(cfg.Files), "file"), plan.Plural(len(cfg.Units), "unit"))}, nil
 		},
 	}
 }
@@ -39,12 +39,12 @@ func Validate() Phase {
 // its enablement, and the SSH keys of the config against the node.
 func CheckOnDisk(ctx context.Context, host Host, units Units, cfg plan.Config) error {
 	var errs []error
-	for _, p := range sortedKeys(cfg.Files) {
+	for _, p := range plan.SortedKeys(cfg.Files) {
 		if err := host.CheckFile(cfg.Files[p]); err != nil {
 			errs = append(errs, err)
 		}
 	}
-	for _, n := range sortedKeys(cfg.Units) {
+	for _, n := range plan.SortedKeys(cfg.Units) {
 		u := cfg.Units[n]
 		if err := host.CheckUnit(u); err != nil {
 			errs = append(errs, err)
@@ -61,20 +61,12 @@ func CheckOnDisk(ctx context.Context, host Host, units Units, cfg plan.Config) e
 	return errors.Join(errs...)
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}
-
 // Uncordon makes the node schedulable again, only if this daemon cordoned
 // it, and gives back its disruption slot.
 func Uncordon() Phase {
 	return Phase{
-		Name: "uncordon", Group: status.UpdateComplete, Condition: status.Uncordoned,
+		Name: progress.StepUncordon, Group: status.UpdateComplete, Condition: status.Uncordoned,
+		Starting: "Uncordoning node",
 		Needed: func(d Data) (bool, string) {
 			if d.Progress().CordonedByUs {
 				return true, ""
@@ -97,12 +89,13 @@ func Uncordon() Phase {
 	}
 }
 
-// Finish gives back the disruption slot of a node left cordoned (the
-// uncordon did not run), then writes the node's currentConfig and
-// state=Done annotations and status.configVersion.current.
-func Finish() Phase {
+// SetCurrent records the node at its new config: it gives back the
+// disruption slot of a node left cordoned (the uncordon did not run), then
+// writes the node's currentConfig and state=Done annotations, keeps the
+// config on the node and stages status.configVersion.current.
+func SetCurrent() Phase {
 	return Phase{
-		Name: "finish", Group: status.UpdateComplete,
+		Name: progress.StepSetCurrent, Group: status.UpdateComplete,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			if err := releaseSlot(ctx, d); err != nil {
@@ -113,13 +106,13 @@ func Finish() Phase {
 			}
 			// After the annotation: until then the update diffs against
 			// the copy of the config it started from (a restart here runs
-			// finish again).
+			// this step again).
 			if err := SaveApplied(d.Host(), u.DesiredObject); err != nil {
 				return Outcome{}, err
 			}
 			d.SetCurrentVersion(u.DesiredName)
 			msg := "Node is running config " + u.DesiredName
-			if v := d.Progress().Step("validate"); v != nil {
+			if v := d.Progress().Step(progress.StepValidate); v != nil {
 				msg += " (" + v.Message + ")"
 			}
 			return Outcome{Message: msg}, nil
@@ -130,7 +123,7 @@ func Finish() Phase {
 // Resume restarts the config drift monitor and marks the node updated.
 func Resume() Phase {
 	return Phase{
-		Name: "resume", Group: status.Resumed, Quick: true,
+		Name: progress.StepResume, Group: status.Resumed, Quick: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			if d.Drift() != nil {
@@ -138,21 +131,10 @@ func Resume() Phase {
 					return Outcome{}, fmt.Errorf("starting the config drift monitor: %w", err)
 				}
 			}
-			d.SetCondition(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, "Node is healthy")
+			d.SetCondition(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage)
 			d.SetCondition(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
-				"Node has completed update to config "+u.DesiredName)
+				status.CompletedMessage(u.DesiredName))
 			return Outcome{Message: "Config drift monitor running; node resumed normal operation"}, nil
 		},
-	}
-}
-
-// All is every phase of an update, in order.
-func All() []Phase {
-	return []Phase{
-		Prepare(), FailedElsewhere(),
-		Cordon(), Drain(), Write(),
-		Reboot(), ReloadCRIO(), Services(),
-		Validate(), Health(), Uncordon(), Finish(),
-		Resume(),
 	}
 }

@@ -8,7 +8,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
@@ -21,7 +21,7 @@ func TestRunnerRefusesForeignConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Env.ConfigRule = pattern.For("worker")
 	err = r.Run(context.Background())
@@ -29,9 +29,7 @@ func TestRunnerRefusesForeignConfig(t *testing.T) {
 	if !errors.As(err, &ce) || ce.Object != "b" || ce.Field != "metadata.name" {
 		t.Fatalf("Run: %v, want a ConfigError naming MachineConfig b's metadata.name", err)
 	}
-	if err := r.Fail(context.Background(), err); err != nil {
-		t.Fatal(err)
-	}
+	r.Fail(context.Background(), err)
 	c := status.Find(w.last, status.UpdateCompatible)
 	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, `MachineConfig "b": metadata.name: not a rendered config of this node's pool "worker"`) {
 		t.Errorf("UpdateCompatible = %s %q", c.Status, c.Message)

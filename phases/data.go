@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // Configs fetches rendered MachineConfigs by name (a GET, never a LIST).
@@ -223,17 +224,20 @@ type Data interface {
 	SetCurrentVersion(name string)
 	// SetCondition stages a condition other than the running phase's own.
 	SetCondition(t string, s metav1.ConditionStatus, reason, msg string)
+	// Stager is the node's MachineConfigNode status, for the phases that
+	// stage more than conditions (detect's reset, an adoption).
+	Stager() *status.Stager
+	// Event records an Event on the MachineConfigNode, and on the Node too
+	// when onNode is set; warning marks failures.
+	Event(onNode, warning bool, reason, message string)
 	// Warn records a Warning Event on the node and its MachineConfigNode.
 	Warn(reason, message string)
-	// Interrupted is closed when a step that can wait without end (a
-	// blocked drain) should give up and let the daemon stop; nil when it
-	// never is.
-	Interrupted() <-chan struct{}
-	// Superseded is closed once the node's desired config is no longer
-	// this update's (an administrator rolled back or moved on): a step that
-	// can wait without end gives up, and the daemon takes up the new
-	// config. Nil when it never is.
-	Superseded() <-chan struct{}
+	// Interrupt is done when a step that can wait without end (a blocked
+	// drain) should give up: context.Cause says why, ErrSuperseded (the
+	// node's desired config changed: the step undoes what it holds) or
+	// ErrStopped (the daemon shuts down: the step runs again at the next
+	// start). See Stop.
+	Interrupt() context.Context
 
 	Configs() Configs
 	Cluster() Cluster
@@ -255,7 +259,10 @@ type Data interface {
 
 // Update is one update of the node, filled in as the phases run.
 type Update struct {
-	Node        string
+	Node string
+	// NodeCurrent is the node's currentConfig annotation; CurrentName
+	// differs from it after a lost progress record.
+	NodeCurrent string
 	CurrentName string
 	DesiredName string
 	Current     plan.Config
@@ -277,11 +284,15 @@ type Outcome struct {
 	// than this run of it (a reboot, from its request to the node back);
 	// else the run is timed.
 	Took time.Duration
+	// Complete ends the update after this phase: the rest is not needed
+	// (an adoption).
+	Complete bool
 }
 
 // Phase is one step of the update.
 type Phase struct {
-	// Name is the step's name in the progress record and the logs.
+	// Name is the step's name in the progress record and the logs (a
+	// progress.Step constant).
 	Name string
 	// Group is the primary condition this phase belongs to.
 	Group string
@@ -309,12 +320,15 @@ type Phase struct {
 	// Quick marks a phase whose start is not worth a write of its own: its
 	// start is written together with its end.
 	Quick bool
-}
-
-// StatusWriter writes MachineConfigNode status changes to the API server.
-type StatusWriter interface {
-	// WriteStatus writes the conditions and config versions; one request.
-	WriteStatus(ctx context.Context, conds []metav1.Condition, current, desired string) error
+	// Starting is the phase's condition message while it runs.
+	Starting string
+	// EventOnNode puts the phase's Event on the Node too (what a node's
+	// administrator sees in `kubectl describe node`), not only on the
+	// MachineConfigNode.
+	EventOnNode bool
+	// Commits marks the phase from which the update runs to its end: a new
+	// desired config no longer stops it (see Stop).
+	Commits bool
 }
 
 // Recorder records Kubernetes Events about the node's update.

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -76,7 +76,7 @@ func (s *slots) Release(context.Context) error {
 // finishes without a slot and gives it back at the uncordon.
 func TestRunnerWaitsForDisruptionSlot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	b := &slots{}
 	r.Env.Disruption = b
@@ -112,14 +112,8 @@ func TestRunnerWaitsForDisruptionSlot(t *testing.T) {
 		t.Fatal(err)
 	}
 	b2 := &slots{}
-	r2 := &phases.Runner{Env: r.Env, Status: w, Log: r.Log, Now: r.Now, Phases: phases.All(), Record: rec,
-		Conditions: w.last}
+	r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Log: r.Log, Now: r.Now, Phases: phases.All(), Record: rec}
 	r2.Env.Disruption = b2
-	r2.Start("n1")
-	r2.Replay()
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	if err := r2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +129,7 @@ func TestRunnerWaitsForDisruptionSlot(t *testing.T) {
 // An update that needs no drain takes no slot.
 func TestRunnerRebootlessTakesNoSlot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/containers/registries.d/a.yaml", "x")}, h, cl, units, w)
 	b := &slots{}
 	r.Env.Disruption = b
@@ -150,10 +144,10 @@ func TestRunnerRebootlessTakesNoSlot(t *testing.T) {
 // A shutdown while waiting for a slot stops the run before the cordon.
 func TestRunnerStopsWhileWaitingForSlot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	stop, cancel := context.WithCancel(context.Background())
-	r.Shutdown = stop
+	r.Stop = stopOn(t, stop, nil)
 	r.Env.Disruption = &slots{block: true, waiting: cancel}
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrStopped) {
 		t.Fatalf("Run: %v, want ErrStopped", err)
@@ -174,7 +168,7 @@ func TestRunnerStopsWhileWaitingForSlot(t *testing.T) {
 // gives it back.
 func TestRunnerKeepsSlotWhileValidationFails(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Env.Disruption = &slots{waited: true}
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
@@ -191,12 +185,7 @@ func TestRunnerKeepsSlotWhileValidationFails(t *testing.T) {
 	env := r.Env
 	env.Disruption = b
 	run := func() error {
-		r2 := &phases.Runner{Env: env, Status: w, Log: r.Log, Now: r.Now, Phases: phases.All(), Record: rec, Conditions: w.last}
-		r2.Start("n1")
-		r2.Replay()
-		if err := r2.Reload(context.Background()); err != nil {
-			return err
-		}
+		r2 := &phases.Runner{Env: env, Status: stager(w, w.last), Node: "n1", Log: r.Log, Now: r.Now, Phases: phases.All(), Record: rec}
 		return r2.Run(context.Background())
 	}
 	if err := run(); err == nil || !strings.Contains(err.Error(), "validating") {
@@ -228,7 +217,7 @@ func TestRunnerKeepsSlotWhileValidationFails(t *testing.T) {
 func TestRunnerUndrainableFailsBeforeCordon(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl := &cluster{checkErr: fmt.Errorf("1 pod without a controller that would recreate them: apps/bare: %w", phases.ErrCannotDrain)}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	b := &slots{waited: true}
 	r.Env.Disruption = b
@@ -237,12 +226,10 @@ func TestRunnerUndrainableFailsBeforeCordon(t *testing.T) {
 	if !errors.As(err, &se) || se.Phase != "cordon" || !errors.Is(err, phases.ErrCannotDrain) {
 		t.Fatalf("Run: %v, want the cordon step failing on the check", err)
 	}
-	if err := r.Fail(context.Background(), err); err != nil {
-		t.Fatal(err)
-	}
 	if len(cl.calls) != 0 || b.acquires != 0 || cl.checks != 1 {
 		t.Errorf("cluster calls %v, %d acquires, %d checks: want none, 0, 1", cl.calls, b.acquires, cl.checks)
 	}
+	r.Fail(context.Background(), err)
 	if c := status.Find(w.last, status.NodeDegraded); c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "apps/bare") {
 		t.Errorf("NodeDegraded = %s %q", c.Status, c.Message)
 	}
@@ -256,7 +243,7 @@ func TestRunnerUndrainableWithOurCordonUncordons(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	undrainable := fmt.Errorf("1 pod without a controller that would recreate them: apps/bare: %w", phases.ErrCannotDrain)
 	cl := &cluster{checkErr: undrainable, drainErr: undrainable}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Record.CordonedByUs = true
 	b := &slots{waited: true}
@@ -278,7 +265,7 @@ func TestRunnerUndrainableWithOurCordonUncordons(t *testing.T) {
 // cordon and the save of its outcome leaves a record that uncordons.
 func TestRunnerSavesCordonIntent(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{cordonErr: errors.New("the daemon died here")}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{cordonErr: errors.New("the daemon died here")}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	saved := false
 	cl.onCordon = func() {

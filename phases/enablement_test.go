@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
@@ -21,7 +21,7 @@ func TestCheckEnablement(t *testing.T) {
 		{Name: "masked.service", Mask: true},
 		{Name: "any.service"},
 	}
-	sd := &systemd.Fake{}
+	sd := &systemdtest.Fake{}
 	sd.SetEnabled("on.service", "enabled")
 	sd.SetEnabled("off.service", "static")
 	sd.SetEnabled("masked.service", "masked")

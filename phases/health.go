@@ -113,6 +113,7 @@ func gateNeeded(d Data) (bool, string) {
 func Health() Phase {
 	return Phase{
 		Name: "health", Group: status.UpdateComplete, Condition: status.HealthChecked,
+		Starting: "Checking the health of the node", EventOnNode: true,
 		Needed: gateNeeded,
 		Wait:   keepSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
@@ -194,12 +195,13 @@ type gateResult struct {
 
 // watchHealth checks the node every interval until it is healthy twice in a
 // row (no unit restarted in between), a listed unit failed for good, or the
-// deadline passed. A shutdown ends it with ErrStopped, a new desired config
-// (before any rollback) with ErrSuperseded.
+// deadline passed. A shutdown ends it with ErrStopped (a new desired config
+// does not: the update committed at its write and runs to its end).
 func watchHealth(ctx context.Context, d Data, c gateCheck) (gateResult, error) {
 	g := d.Health()
 	var prev map[string]UnitHealth
 	lastReport := ""
+	interrupt := d.Interrupt()
 	for {
 		units, v := healthRound(ctx, d, c)
 		if v.healthy && prev != nil {
@@ -228,22 +230,17 @@ func watchHealth(ctx context.Context, d Data, c gateCheck) (gateResult, error) {
 		select {
 		case <-ctx.Done():
 			return gateResult{}, ctx.Err()
-		case <-d.Interrupted():
-			return gateResult{}, ErrStopped
-		case <-superseded(d, c):
-			return gateResult{}, ErrSuperseded
+		case <-interrupt.Done():
+			// The update committed at its write: only a shutdown stops
+			// it (the check runs again at the next start), not a new
+			// desired config, which a resumed update may still be told of.
+			if context.Cause(interrupt) != ErrSuperseded {
+				return gateResult{}, ErrStopped
+			}
+			interrupt = context.Background()
 		case <-time.After(g.interval()):
 		}
 	}
-}
-
-// superseded is d's Superseded during the gate's own check, nil (never)
-// during the check after a rollback: a rollback runs to its end.
-func superseded(d Data, c gateCheck) <-chan struct{} {
-	if c.optional {
-		return nil
-	}
-	return d.Superseded()
 }
 
 // verdict is one round of checks.

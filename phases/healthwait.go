@@ -32,7 +32,7 @@ func FailedElsewhere() Phase {
 		OnSuperseded: func(context.Context, Data) error { return nil },
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			// The group's message as when this phase is skipped.
-			return Outcome{Reason: status.UpdatePrepared, Message: groupDoneMessage(status.UpdatePrepared, d.Update().DesiredName)}, nil
+			return Outcome{Reason: status.UpdatePrepared, Message: groupOf(status.UpdatePrepared).done(d.Update().DesiredName)}, nil
 		},
 	}
 }

@@ -4,14 +4,9 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"strings"
-
-	"go.uber.org/zap"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
-	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // What an update that stopped in its write step leaves behind, and how it
@@ -20,10 +15,6 @@ import (
 // before changing it, and commits (drops) the journal once all is written.
 // A journal still there at a start is an update that may have written part
 // of its config; it is rolled back before anything else happens.
-
-// ReasonRolledBack is AppliedFilesAndOS's reason once a replaced update's
-// writes were rolled back.
-const ReasonRolledBack = "RolledBack"
 
 // markWriteStarted saves, before the write step's first change, that the
 // update may have written from now on.
@@ -58,52 +49,6 @@ func recordUnitStates(ctx context.Context, units Units, txn Txn, diff plan.Diff)
 	return nil
 }
 
-// RollBackAbandoned rolls back, from its journal, what the update of r's
-// record wrote before a new desired config replaced it (a restart came
-// between: a running write runs to its end first), before anything else
-// happens: the give-back and the new update then start from the node as it
-// was. It stages AppliedFilesAndOS=False saying what was rolled back,
-// records an Event and returns that message; "" when nothing was left.
-func (r *Runner) RollBackAbandoned(ctx context.Context) (string, error) {
-	id := r.Record.Desired
-	fail := func(err error) error {
-		return &StepError{Phase: "write", Condition: status.AppliedFilesAndOS,
-			Err: fmt.Errorf("rolling back the write of %s, which a new desired config replaced: %w", id, err)}
-	}
-	pending, err := r.Env.Host.PendingTxns()
-	if err != nil {
-		return "", fail(err)
-	}
-	if !slices.Contains(pending, id) {
-		return "", nil // never begun, or already rolled back
-	}
-	txn, err := r.Env.Host.BeginTxn(id)
-	if err != nil {
-		return "", fail(err)
-	}
-	paths, units := txn.Journaled()
-	if err := txn.Rollback(); err != nil {
-		return "", fail(err)
-	}
-	r.Record.WriteStarted = true // a record older than the flag: the give-back says what happened
-	msg := fmt.Sprintf("Rolled back the write of %s, which a new desired config replaced: %s", id, rolledBack(paths, units))
-	r.set(status.AppliedFilesAndOS, metav1.ConditionFalse, ReasonRolledBack, msg)
-	if r.Events != nil {
-		r.Events.Event(true, false, ReasonRolledBack, msg)
-	}
-	r.log().Info("Rolled back the replaced update's writes", zap.String("replaced", id), zap.Int("paths", paths),
-		zap.Strings("units", units))
-	return msg, nil
-}
-
-func rolledBack(paths int, units []string) string {
-	s := "restored " + plural(paths, "path")
-	if len(units) > 0 {
-		s += " and the enablement of " + plural(len(units), "unit") + " (" + strings.Join(units, ", ") + ")"
-	}
-	return s
-}
-
 // Leftover is what CleanLeftovers did with one journal.
 type Leftover struct {
 	ID      string
@@ -116,8 +61,8 @@ type Leftover struct {
 type journalFate int
 
 const (
-	// journalKeep: the current update's; its write resumes, or the update
-	// replacing it rolls it back first (RollBackAbandoned).
+	// journalKeep: the current update's, whose write resumes, or the
+	// replaced update's, which the give-back step rolls back.
 	journalKeep journalFate = iota
 	// journalCommitted: its update's write was done; only the journal's
 	// removal was cut short.
@@ -139,11 +84,13 @@ func leftoverFate(rec *progress.Record, id string, pending []string) journalFate
 		return journalCommitted
 	case rec != nil && rec.Health != nil && id == RollbackTxnID(rec.Desired):
 		return journalKeep // the health gate's rollback resumes its write (rollback.go)
-	case rec != nil && id == rec.Desired && rec.Done("write"):
+	case rec != nil && id == rec.Desired && rec.Done(progress.StepWrite):
 		return journalCommitted
 	case rec != nil && id == rec.Desired:
 		return journalKeep
-	case rec == nil, !rec.WriteStarted && !rec.Done("write") && !slices.Contains(pending, rec.Desired):
+	case rec != nil && rec.Replaced != nil && id == rec.Replaced.Desired && !rec.Done(progress.StepGiveBack):
+		return journalKeep // the give-back step rolls it back
+	case rec == nil, !rec.WriteStarted && !rec.Done(progress.StepWrite) && !slices.Contains(pending, rec.Desired):
 		return journalRollBack
 	}
 	return journalStale
@@ -185,7 +132,7 @@ func CleanLeftovers(host Host, rec *progress.Record) ([]Leftover, error) {
 			l.Warning = true
 			l.Message = fmt.Sprintf("Removed the journal of the unfinished write of %s (%s) without rolling it "+
 				"back: the update to %s has written since, and a rollback could undo its files", id,
-				plural(paths, "path"), rec.Desired)
+				plan.Plural(paths, "path"), rec.Desired)
 		}
 		if err != nil {
 			return done, fmt.Errorf("cleaning up the leftover journal of %s: %w", id, err)

@@ -9,7 +9,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -22,7 +22,7 @@ const threeUnits = `{"ignition":{"version":"3.4.0"},"systemd":{"units":[` +
 // The write step marks itself started and journals every unit's
 // enablement before it changes any unit.
 func TestWriteJournalsUnitStatesFirst(t *testing.T) {
-	units := &systemd.Fake{}
+	units := &systemdtest.Fake{}
 	units.SetEnabled("a.service", "not-found")
 	units.SetEnabled("b.service", "enabled")
 	units.SetEnabled("c.service", "static")
@@ -52,64 +52,64 @@ func TestWriteJournalsUnitStatesFirst(t *testing.T) {
 	}
 }
 
-// An update replaced while it was writing is rolled back from its journal;
-// the status says what was rolled back, and the give-back says so too.
-func TestRollBackAbandoned(t *testing.T) {
+// An update replaced while it was writing is rolled back from its journal
+// by the give-back step; the status says what was rolled back, and the
+// give-back says so too.
+func TestGiveBackRollsBackReplacedWrite(t *testing.T) {
 	h := &host{files: map[string]string{"/etc/x": "b"}, state: map[string][]byte{}, written: []string{"/etc/x", "/etc/y"},
 		pending: []string{"b"}, unitStates: map[string]string{"a.service": "enabled"}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
-	r := newRunner(configs{"a": empty, "b": file("/etc/x", "b")}, h, cl, units, w)
-	r.Record.WriteStarted = true
-	r.Record.CordonedByUs = true
-	r.Record.Finish(progress.Step{Name: "cordon"})
-	msg, err := r.RollBackAbandoned(context.Background())
-	if err != nil {
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+	old := progress.New("a", "b")
+	old.WriteStarted = true
+	old.CordonedByUs = true
+	old.MarkDone(progress.Step{Name: "detect"})
+	old.MarkDone(progress.Step{Name: "cordon"})
+	r := newRunner(configs{"a": empty, "b": file("/etc/x", "b"), "c": empty}, h, cl, units, w)
+	r.Record = progress.Replacing(old, "a", "c")
+	r.Phases = []phases.Phase{phases.GiveBack()}
+	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+	c := status.Find(w.last, status.AppliedFilesAndOS)
 	for _, want := range []string{"Rolled back the write of b", "restored 2 paths", "enablement of 1 unit (a.service)"} {
-		if !strings.Contains(msg, want) {
-			t.Errorf("message %q lacks %q", msg, want)
+		if !strings.Contains(c.Message, want) {
+			t.Errorf("message %q lacks %q", c.Message, want)
 		}
+	}
+	if c.Status != metav1.ConditionFalse || c.Reason != phases.ReasonRolledBack {
+		t.Errorf("AppliedFilesAndOS = %s %s %q", c.Status, c.Reason, c.Message)
 	}
 	if !h.rolled || len(h.pending) != 0 {
 		t.Errorf("rolled back %v, pending %v", h.rolled, h.pending)
 	}
-	outcome, err := r.GiveBack(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := r.Flush(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if outcome != "uncordoned the node, what was written was rolled back" {
-		t.Errorf("give-back outcome %q", outcome)
-	}
-	if c := status.Find(w.last, status.AppliedFilesAndOS); c.Status != metav1.ConditionFalse ||
-		c.Reason != phases.ReasonRolledBack || c.Message != msg {
-		t.Errorf("AppliedFilesAndOS = %s %s %q", c.Status, c.Reason, c.Message)
+	if st := r.Record.Step("give-back"); st == nil ||
+		!strings.HasSuffix(st.Message, "uncordoned the node, what was written was rolled back") {
+		t.Errorf("give-back step %+v", st)
 	}
 	if c := status.Find(w.last, status.Cordoned); c.Status != metav1.ConditionFalse ||
 		!strings.Contains(c.Message, "what it had written was rolled back") {
 		t.Errorf("Cordoned = %s %q", c.Status, c.Message)
 	}
-	// Again (a crash after the rollback): nothing left, nothing said.
-	if msg, err := r.RollBackAbandoned(context.Background()); err != nil || msg != "" {
-		t.Errorf("second rollback: %q, %v", msg, err)
+	// Again (a crash after the rollback): nothing left to roll back.
+	h.rolled = false
+	r.Record.Forget("give-back")
+	if err := r.Run(context.Background()); err != nil || h.rolled {
+		t.Errorf("second give-back: rolled back %v, %v", h.rolled, err)
 	}
 }
 
 func TestCleanLeftovers(t *testing.T) {
 	written := progress.New("a", "b")
 	written.WriteStarted = true
-	written.Finish(progress.Step{Name: "write"})
+	written.MarkDone(progress.Step{Name: "write"})
 	notStarted := progress.New("a", "b")
 	rollingBack := progress.New("a", "b")
 	rollingBack.WriteStarted = true
-	rollingBack.Finish(progress.Step{Name: "write"})
+	rollingBack.MarkDone(progress.Step{Name: "write"})
 	rollingBack.Health = &progress.Health{Failed: "unit x failed"}
 	rolledBack := progress.New("a", "b")
 	rolledBack.WriteStarted = true
-	rolledBack.Finish(progress.Step{Name: "write"})
+	rolledBack.MarkDone(progress.Step{Name: "write"})
 	rolledBack.Health = &progress.Health{Failed: "unit x failed", Steps: []progress.Step{{Name: "write"}}}
 	for _, tc := range []struct {
 		name     string

@@ -13,7 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -89,7 +89,7 @@ func (f *fakeOS) Cleanup(context.Context) (string, error) {
 	return "cleaned up", nil
 }
 
-func osRunner(cfgs osConfigs, h *host, units *systemd.Fake, w *writes, osu phases.OSUpdater, rec *progress.Record, conds []metav1.Condition) *phases.Runner {
+func osRunner(cfgs osConfigs, h *host, units *systemdtest.Fake, w *writes, osu phases.OSUpdater, rec *progress.Record, conds []metav1.Condition) *phases.Runner {
 	env := phases.Env{Configs: cfgs, Cluster: &cluster{}, Host: h, Units: units, Policy: plan.DefaultPolicy()}
 	if osu != nil {
 		env.OS = osu
@@ -97,35 +97,26 @@ func osRunner(cfgs osConfigs, h *host, units *systemd.Fake, w *writes, osu phase
 	if conds == nil {
 		conds = status.Initial(metav1.Now())
 	}
-	r := &phases.Runner{Env: env, Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec, Conditions: conds}
-	r.Start("n1")
-	if len(rec.Steps) == 0 {
-		r.Detected()
-	} else {
-		r.Replay()
-	}
+	r := &phases.Runner{Env: env, Status: stager(w, conds), Node: "n1", Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec}
 	return r
 }
 
 // restartOS is the daemon started again after the node's boot: a runner
 // from the record on disk, its done steps replayed and reloaded.
-func restartOS(t *testing.T, cfgs osConfigs, h *host, units *systemd.Fake, w *writes, osu phases.OSUpdater) *phases.Runner {
+func restartOS(t *testing.T, cfgs osConfigs, h *host, units *systemdtest.Fake, w *writes, osu phases.OSUpdater) *phases.Runner {
 	t.Helper()
 	rec, err := progress.Unmarshal(h.state[progress.FileName])
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := osRunner(cfgs, h, units, w, osu, rec, w.last)
-	if err := r.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
 	return r
 }
 
 // A failed stage rolls back the files of the same update.
 func TestOSStageFailureRollsBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{stageErr: errors.New("pull failed"), booted: phases.BootedOS{Image: "os:1"}}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:2", "nosmt")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
@@ -156,15 +147,13 @@ func TestOSChangeRefusedWithoutUpdater(t *testing.T) {
 			h := &host{files: map[string]string{}, state: map[string][]byte{}}
 			w := &writes{}
 			cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:1", "nosmt")}
-			r := osRunner(cfgs, h, &systemd.Fake{}, w, tc.osu, progress.New("a", "b"), nil)
+			r := osRunner(cfgs, h, &systemdtest.Fake{}, w, tc.osu, progress.New("a", "b"), nil)
 			err := r.Run(context.Background())
 			var us *phases.UnsupportedError
 			if !errors.As(err, &us) {
 				t.Fatalf("Run: %v, want an UnsupportedError", err)
 			}
-			if err := r.Fail(context.Background(), err); err != nil {
-				t.Fatal(err)
-			}
+			r.Fail(context.Background(), err)
 			if c := status.Find(w.last, status.UpdateCompatible); c.Status != metav1.ConditionFalse || c.Message != tc.msg {
 				t.Errorf("UpdateCompatible = %s %q, want False %q", c.Status, c.Message, tc.msg)
 			}
@@ -179,7 +168,7 @@ func TestOSChangeRefusedWithoutUpdater(t *testing.T) {
 // naming both images, at every retry, and never reboots again.
 func TestOSFallbackBootNoSecondReboot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1"}}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", empty, "os:2")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
@@ -193,9 +182,7 @@ func TestOSFallbackBootNoSecondReboot(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), "booted OS image os:1, desired os:2") {
 			t.Fatalf("retry %d: Run: %v", retry, err)
 		}
-		if err := r2.Fail(context.Background(), err); err != nil {
-			t.Fatal(err)
-		}
+		r2.Fail(context.Background(), err)
 	}
 	if n := strings.Count(strings.Join(units.CallLog(), ","), "reboot"); n != 1 {
 		t.Errorf("%d reboots, want 1", n)
@@ -291,7 +278,7 @@ func TestPlanAgainstBooted(t *testing.T) {
 // action stays the reboot, and the booted OS is checked.
 func TestOSReloadKeepsPlan(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1"}}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", empty, "os:2")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)
@@ -316,7 +303,7 @@ func TestOSReloadKeepsPlan(t *testing.T) {
 // goes on with its files.
 func TestOSNoChangeCannotUnstage(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1", IsImage: true}, pending: true,
 		unstageErr: errors.New("bootc cannot remove a staged deployment")}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:1")}
@@ -336,7 +323,7 @@ func TestOSNoChangeCannotUnstage(t *testing.T) {
 // its reboot checks that the node still runs the desired image.
 func TestOSNoChangeUnstagesAndChecksBoot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	osu := &fakeOS{booted: phases.BootedOS{Image: "os:1"}, pending: true}
 	cfgs := osConfigs{"a": osMC("a", empty, "os:1"), "b": osMC("b", file("/etc/a", "1"), "os:1")}
 	r := osRunner(cfgs, h, units, w, osu, progress.New("a", "b"), nil)

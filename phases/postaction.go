@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -24,7 +25,8 @@ func actionIs(k plan.ActionKind) func(Data) (bool, string) {
 // disk, and after the boot checks that the boot identity changed.
 func Reboot() Phase {
 	return Phase{
-		Name: "reboot", Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
+		Name: progress.StepReboot, Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
+		Starting: "Rebooting node", EventOnNode: true,
 		Needed: actionIs(plan.ActionReboot),
 		Wait:   rebootSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
@@ -68,23 +70,24 @@ func Reboot() Phase {
 // ReloadCRIO reloads crio.service and waits for the job's result.
 func ReloadCRIO() Phase {
 	return Phase{
-		Name: "reload-crio", Group: status.UpdatePostActionComplete, Condition: status.ReloadedCRIO,
-		Needed: actionIs(plan.ActionReloadCRIO),
+		Name: progress.StepReloadCRIO, Group: status.UpdatePostActionComplete, Condition: status.ReloadedCRIO,
+		Starting: "Reloading " + plan.CRIOUnit,
+		Needed:   actionIs(plan.ActionReloadCRIO),
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
-			if err := d.Units().Reload(ctx, "crio.service"); err != nil {
-				return Outcome{}, fmt.Errorf("reloading crio.service: %w", err)
+			if err := d.Units().Reload(ctx, plan.CRIOUnit); err != nil {
+				return Outcome{}, fmt.Errorf("reloading %s: %w", plan.CRIOUnit, err)
 			}
-			return Outcome{Message: "Reloaded crio.service"}, nil
+			return Outcome{Message: "Reloaded " + plan.CRIOUnit}, nil
 		},
 	}
 }
 
-// Services reloads or restarts the units the policy named, runs a
+// PostAction reloads or restarts the units the policy named, runs a
 // daemon-reload when that is all the change needs, and closes the post
 // action with a message saying what was done.
-func Services() Phase {
+func PostAction() Phase {
 	return Phase{
-		Name: "post-action", Group: status.UpdatePostActionComplete,
+		Name: progress.StepPostAction, Group: status.UpdatePostActionComplete,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			a := d.Update().Action
 			var done []string
@@ -95,7 +98,7 @@ func Services() Phase {
 				done = append(done, "reloaded systemd")
 			}
 			for _, u := range a.ReloadUnits {
-				if u == "crio.service" && a.Kind == plan.ActionReloadCRIO {
+				if u == plan.CRIOUnit && a.Kind == plan.ActionReloadCRIO {
 					continue // done by the ReloadCRIO phase
 				}
 				if err := d.Units().Reload(ctx, u); err != nil {
@@ -113,9 +116,9 @@ func Services() Phase {
 			case a.Kind == plan.ActionReboot:
 				return Outcome{Message: "Rebooted into " + d.Update().DesiredName}, nil
 			case a.Kind == plan.ActionReloadCRIO && len(done) == 0:
-				return Outcome{Message: "Reloaded crio.service"}, nil
+				return Outcome{Message: "Reloaded " + plan.CRIOUnit}, nil
 			case a.Kind == plan.ActionReloadCRIO:
-				return Outcome{Message: "Reloaded crio.service; " + strings.Join(done, "; ")}, nil
+				return Outcome{Message: "Reloaded " + plan.CRIOUnit + "; " + strings.Join(done, "; ")}, nil
 			case len(done) == 0:
 				return Outcome{Reason: status.ReasonNone, Message: "Changes need no reboot or reload"}, nil
 			}

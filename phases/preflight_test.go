@@ -10,7 +10,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -23,7 +23,7 @@ import (
 func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
 	refusal := &plan.ConfigError{Object: "b", Field: "spec.config.storage.files[0].user.name", Msg: `unknown user "ghost" on the node`}
 	h := &host{files: map[string]string{}, state: map[string][]byte{}, preflightErr: refusal}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w) // a reboot: needs a drain
 	budget := &slots{log: &cl.calls}
 	r.Env.Disruption = budget
@@ -32,9 +32,7 @@ func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
 	if !errors.As(err, &ce) || ce != refusal {
 		t.Fatalf("Run: %v, want the preflight refusal", err)
 	}
-	if err := r.Fail(context.Background(), err); err != nil {
-		t.Fatal(err)
-	}
+	r.Fail(context.Background(), err)
 	if h.preflights != 1 {
 		t.Errorf("%d preflights, want 1", h.preflights)
 	}
@@ -55,7 +53,7 @@ func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
 // plan (after the reboot, the files are the desired config's own).
 func TestRunnerPreflightNotOnReload(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
 		t.Fatalf("Run: %v", err)
@@ -64,13 +62,7 @@ func TestRunnerPreflightNotOnReload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r2 := &phases.Runner{Env: r.Env, Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec,
-		Conditions: w.last}
-	r2.Start("n1")
-	r2.Replay()
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec}
 	if err := r2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

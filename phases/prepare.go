@@ -29,7 +29,8 @@ func (e *UnsupportedError) Error() string {
 // plan.
 func Prepare() Phase {
 	return Phase{
-		Name: "prepare", Group: status.UpdatePrepared, Condition: status.UpdateCompatible,
+		Name: progress.StepPrepare, Group: status.UpdatePrepared, Condition: status.UpdateCompatible,
+		Starting: "Checking that the config can be applied in place",
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			// A name the node does not accept (a fragment, another pool's
 			// config) is refused before it is even fetched.

@@ -9,7 +9,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -24,7 +24,7 @@ func (e events) Event(_, _ bool, reason, message string) { e[reason] = message }
 // back, not the moment the new daemon spends confirming the boot.
 func TestRebootEventDuration(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	t0 := time.Date(2026, 12, 1, 12, 0, 0, 0, time.UTC)
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Now = func() time.Time { return t0 }
@@ -40,13 +40,8 @@ func TestRebootEventDuration(t *testing.T) {
 	}
 	ev := events{}
 	back := t0.Add(38 * time.Second)
-	r2 := &phases.Runner{Env: r.Env, Status: w, Events: ev, Log: zap.NewNop(), Now: func() time.Time { return back },
-		Phases: phases.All(), Record: rec, Conditions: w.last}
-	r2.Start("n1")
-	r2.Replay()
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Events: ev, Log: zap.NewNop(), Now: func() time.Time { return back },
+		Phases: phases.All(), Record: rec}
 	if err := r2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

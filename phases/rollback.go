@@ -128,7 +128,8 @@ func rollBackWrite(ctx context.Context, d Data, rev reversed) (string, error) {
 		_ = d.Units().DaemonReload(ctx)
 		return "", err
 	}
-	msg = "Restored" + strings.TrimPrefix(msg, "Applied")
+	// The OS goes back through the updater's rollback (its own step).
+	msg = strings.TrimSuffix("Restored"+strings.TrimPrefix(msg, "Applied"), ", OS unchanged")
 	h := d.Progress().Health
 	h.Finish(progress.Step{Name: rollbackWrite, Message: msg})
 	if err := d.SaveProgress(); err != nil {
@@ -172,7 +173,7 @@ func rollBackPost(ctx context.Context, d Data, rev reversed) (string, error) {
 				return "", err
 			}
 		}
-		out, err := Services().Run(ctx, rev)
+		out, err := PostAction().Run(ctx, rev)
 		if err != nil {
 			return "", err
 		}

@@ -16,7 +16,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -53,6 +53,8 @@ type cluster struct {
 	// cordonErr is then what Cordon returns.
 	onCordon  func()
 	cordonErr error
+	// states are the state annotations written without a currentConfig.
+	states []string
 }
 
 func (c *cluster) Cordon(context.Context) (bool, error) {
@@ -84,6 +86,10 @@ func (c *cluster) Drain(ctx context.Context, p phases.DrainProgress) (phases.Dra
 	return phases.DrainResult{Evicted: 1}, nil
 }
 func (c *cluster) SetNodeState(_ context.Context, cur, state, _ string) error {
+	if cur == "" { // the state annotation alone (Working, Degraded): not an action on the node
+		c.states = append(c.states, state)
+		return nil
+	}
 	c.calls = append(c.calls, "state "+cur+" "+state)
 	return nil
 }
@@ -99,7 +105,7 @@ type host struct {
 	// and callsAtRecord the systemd calls made when it was journaled.
 	pending       []string
 	unitStates    map[string]string
-	sd            *systemd.Fake
+	sd            *systemdtest.Fake
 	callsAtRecord []string
 	// preflightErr is what Preflight returns; preflights counts its calls.
 	preflightErr error
@@ -198,10 +204,31 @@ type writes struct {
 	last []metav1.Condition
 }
 
-func (w *writes) WriteStatus(_ context.Context, c []metav1.Condition, _, _ string) error {
+func (w *writes) WriteStatus(_ context.Context, s status.Snapshot) error {
 	w.n++
-	w.last = append([]metav1.Condition(nil), c...)
+	w.last = append([]metav1.Condition(nil), s.Conditions...)
 	return nil
+}
+
+// stager is the status of a runner that writes to w, starting from conds.
+func stager(w *writes, conds []metav1.Condition) *status.Stager {
+	return status.NewStager(w, time.Now, status.Snapshot{Conditions: conds})
+}
+
+// stopOn is a stop signal that stops with ErrStopped once shutdown is done
+// and with ErrSuperseded once changed is closed (nil: never).
+func stopOn(t *testing.T, shutdown context.Context, changed <-chan struct{}) *phases.Stop {
+	superseded := func() bool {
+		select {
+		case <-changed:
+			return changed != nil
+		default:
+			return false
+		}
+	}
+	stop, release := phases.NewStop(shutdown, 0, superseded)
+	t.Cleanup(release)
+	return stop
 }
 
 const empty = `{"ignition":{"version":"3.4.0"}}`
@@ -210,15 +237,12 @@ func file(path, contents string) string {
 	return `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"` + path + `","contents":{"source":"data:,` + contents + `"}}]}}`
 }
 
-func newRunner(cfgs configs, h *host, cl *cluster, units *systemd.Fake, w *writes) *phases.Runner {
+func newRunner(cfgs configs, h *host, cl *cluster, units *systemdtest.Fake, w *writes) *phases.Runner {
 	r := &phases.Runner{
 		Env:    phases.Env{Configs: cfgs, Cluster: cl, Host: h, Units: units, Policy: plan.DefaultPolicy()},
-		Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(),
-		Record:     progress.New("a", "b"),
-		Conditions: status.Initial(metav1.Now()),
+		Status: stager(w, status.Initial(metav1.Now())), Node: "n1", Log: zap.NewNop(), Now: time.Now, Phases: phases.All(),
+		Record: progress.New("a", "b"),
 	}
-	r.Start("n1")
-	r.Detected()
 	return r
 }
 
@@ -237,7 +261,7 @@ func TestRunnerPostActions(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &host{files: map[string]string{}, state: map[string][]byte{}}
-			cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 			r := newRunner(configs{"a": empty, "b": tc.desired}, h, cl, units, w)
 			err := r.Run(context.Background())
 			if !errors.Is(err, tc.err) {
@@ -269,16 +293,14 @@ func TestRunnerPostActions(t *testing.T) {
 // NodeDegraded True.
 func TestRunnerWriteFailureRollsBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}, failOn: "/etc/b"}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	two := `{"ignition":{"version":"3.4.0"},"storage":{"files":[{"path":"/etc/a","contents":{"source":"data:,1"}},{"path":"/etc/b","contents":{"source":"data:,2"}}]}}`
 	r := newRunner(configs{"a": empty, "b": two}, h, cl, units, w)
 	err := r.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "rolled back") {
 		t.Fatalf("Run: %v, want a rolled-back write error", err)
 	}
-	if err := r.Fail(context.Background(), err); err != nil {
-		t.Fatal(err)
-	}
+	r.Fail(context.Background(), err)
 	if !h.rolled || len(h.files) != 0 {
 		t.Errorf("not rolled back: %v", h.files)
 	}
@@ -294,7 +316,7 @@ func TestRunnerWriteFailureRollsBack(t *testing.T) {
 // After a reboot the runner resumes at the reboot step and checks the boot ID.
 func TestRunnerResumesAfterReboot(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	cfgs := configs{"a": empty, "b": file("/etc/motd", "x")}
 	r := newRunner(cfgs, h, cl, units, w)
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
@@ -305,13 +327,7 @@ func TestRunnerResumesAfterReboot(t *testing.T) {
 		t.Fatal(err)
 	}
 	// A new daemon after the boot: same record, same host.
-	r2 := &phases.Runner{Env: r.Env, Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec,
-		Conditions: w.last}
-	r2.Start("n1")
-	r2.Replay()
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec}
 	if err := r2.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -329,7 +345,7 @@ func TestRunnerResumesAfterReboot(t *testing.T) {
 func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl := &cluster{drainErr: fmt.Errorf("%w after 1m0s; waiting on pod default/web-0", phases.ErrDrainTimedOut)}
-	units, w := &systemd.Fake{}, &writes{}
+	units, w := &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	b := &slots{waited: true, log: &cl.calls}
 	r.Env.Disruption = b
@@ -337,14 +353,12 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	if !errors.Is(err, phases.ErrDrainTimedOut) || !strings.Contains(err.Error(), "uncordoned the node") {
 		t.Fatalf("Run: %v, want a drain timeout that uncordoned", err)
 	}
-	if err := r.Fail(context.Background(), err); err != nil {
-		t.Fatal(err)
-	}
 	// The slot goes back only once the node is uncordoned: a waiter that
 	// gets it cordons at once.
 	if got := strings.Join(cl.calls, ","); got != "acquire,cordon,acquire,drain,uncordon,release" {
 		t.Errorf("calls %s, want acquire,cordon,acquire,drain,uncordon,release", got)
 	}
+	r.Fail(context.Background(), err)
 	cl.calls = nil
 	if len(h.written) != 0 || len(units.CallLog()) != 0 {
 		t.Errorf("wrote %v, systemd calls %v after a failed drain", h.written, units.CallLog())
@@ -365,13 +379,7 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	}
 	// The retry: the same record runs the cordon again.
 	cl.drainErr = nil
-	r2 := &phases.Runner{Env: r.Env, Status: w, Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec,
-		Conditions: w.last}
-	r2.Start("n1")
-	r2.Replay()
-	if err := r2.Reload(context.Background()); err != nil {
-		t.Fatal(err)
-	}
+	r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Log: zap.NewNop(), Now: time.Now, Phases: phases.All(), Record: rec}
 	if err := r2.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
 		t.Fatalf("retry: %v", err)
 	}
@@ -384,11 +392,11 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 // daemon is shutting down): the drain is not done and nothing is written.
 func TestRunnerInterruptStopsDrain(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{drainBlocks: true}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{drainBlocks: true}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
-	interrupt := make(chan struct{})
-	r.Interrupt = interrupt
-	time.AfterFunc(50*time.Millisecond, func() { close(interrupt) })
+	shutdown, interrupt := context.WithCancel(context.Background())
+	r.Stop = stopOn(t, shutdown, nil)
+	time.AfterFunc(50*time.Millisecond, interrupt)
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrStopped) {
 		t.Fatalf("Run: %v, want ErrStopped", err)
 	}
@@ -407,9 +415,9 @@ func TestRunnerInterruptStopsDrain(t *testing.T) {
 func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	changed := make(chan struct{})
-	cl, units, w := &cluster{drainBlocks: true, onDrain: func() { close(changed) }}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{drainBlocks: true, onDrain: func() { close(changed) }}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
-	r.DesiredChanged = changed
+	r.Stop = stopOn(t, context.Background(), changed)
 	budget := &slots{}
 	r.Env.Disruption = budget
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
@@ -440,15 +448,15 @@ func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 // written something: the write's wait for its slot goes on.
 func TestRunnerDesiredChangeLeavesWrite(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	changed := make(chan struct{})
 	close(changed)
-	r.DesiredChanged = changed
+	r.Stop = stopOn(t, context.Background(), changed)
 	// The cordon and the drain are done (a resumed update).
 	r.Record.CordonedByUs = true
-	r.Record.Finish(progress.Step{Name: "cordon"})
-	r.Record.Finish(progress.Step{Name: "drain"})
+	r.Record.MarkDone(progress.Step{Name: "cordon"})
+	r.Record.MarkDone(progress.Step{Name: "drain"})
 	r.Env.Disruption = &slots{waited: true}
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
 		t.Fatalf("Run: %v, want the update to go on to its reboot", err)
@@ -462,10 +470,10 @@ func TestRunnerDesiredChangeLeavesWrite(t *testing.T) {
 // is done.
 func TestRunnerDesiredChangeStopsSlotWait(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	changed := make(chan struct{})
-	r.DesiredChanged = changed
+	r.Stop = stopOn(t, context.Background(), changed)
 	r.Env.Disruption = &slots{block: true, waiting: func() { close(changed) }}
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
 		t.Fatalf("Run: %v, want ErrSuperseded", err)
@@ -478,30 +486,33 @@ func TestRunnerDesiredChangeStopsSlotWait(t *testing.T) {
 	}
 }
 
-// GiveBack, for an update replaced before it wrote anything and that did
-// not stop itself (a restart came between): its cordon is lifted, its slot
-// released, and the record says so.
+// The give-back step, for an update replaced before it wrote anything and
+// that did not stop itself (a restart came between): its cordon is lifted,
+// its slot released, and the record says so.
 func TestRunnerGiveBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
-	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
-	r.Record.CordonedByUs = true
-	r.Record.Finish(progress.Step{Name: "cordon"})
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+	old := progress.New("a", "b")
+	old.CordonedByUs = true
+	old.MarkDone(progress.Step{Name: "detect"})
+	old.MarkDone(progress.Step{Name: "cordon"})
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x"), "c": empty}, h, cl, units, w)
+	r.Record = progress.Replacing(old, "a", "c")
+	r.Phases = []phases.Phase{phases.GiveBack()}
 	budget := &slots{held: true}
 	r.Env.Disruption = budget
-	outcome, err := r.GiveBack(context.Background())
-	if err != nil {
+	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
-	}
-	if outcome != "uncordoned the node, nothing was written" {
-		t.Errorf("outcome %q", outcome)
 	}
 	rec, err := progress.Unmarshal(h.state[progress.FileName])
 	if err != nil {
 		t.Fatal(err)
 	}
+	if st := rec.Step("give-back"); st == nil || !strings.HasSuffix(st.Message, "uncordoned the node, nothing was written") {
+		t.Errorf("give-back step %+v", st)
+	}
 	if rec.Done("cordon") || rec.CordonedByUs {
-		t.Errorf("record after GiveBack: steps %+v, cordoned by us %v", rec.Steps, rec.CordonedByUs)
+		t.Errorf("record after the give-back: steps %+v, cordoned by us %v", rec.Steps, rec.CordonedByUs)
 	}
 	if got := strings.Join(cl.calls, ","); got != "uncordon" {
 		t.Errorf("cluster calls %s", got)
@@ -520,14 +531,14 @@ func TestRunnerInheritedCordonReported(t *testing.T) {
 		if fail {
 			h.failOn = "/etc/containers/registries.d/a.yaml"
 		}
-		cl, units, w := &cluster{}, &systemd.Fake{}, &writes{}
+		cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 		r := newRunner(configs{"a": empty, "b": file("/etc/containers/registries.d/a.yaml", "x")}, h, cl, units, w)
 		r.Record.CordonedByUs = true // from progress.Replacing
 		err := r.Run(context.Background())
 		if fail != (err != nil) {
 			t.Fatalf("failing write %v: Run: %v", fail, err)
 		}
-		c := status.Find(r.Conditions, status.Cordoned)
+		c := r.Status.Find(status.Cordoned)
 		if fail {
 			if c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, "stays cordoned") {
 				t.Errorf("failed update: Cordoned = %s %q, want True: the node is still cordoned", c.Status, c.Message)
@@ -540,7 +551,7 @@ func TestRunnerInheritedCordonReported(t *testing.T) {
 		if !slices.Contains(cl.calls, "uncordon") || slices.Contains(cl.calls, "cordon") {
 			t.Errorf("cluster calls %v: want the inherited cordon lifted, none added", cl.calls)
 		}
-		if c := status.Find(r.Conditions, status.Uncordoned); c.Status != metav1.ConditionTrue {
+		if c := r.Status.Find(status.Uncordoned); c.Status != metav1.ConditionTrue {
 			t.Errorf("Uncordoned = %s %q", c.Status, c.Message)
 		}
 	}

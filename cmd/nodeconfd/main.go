@@ -236,7 +236,7 @@ func start(args []string) error {
 	watch := kube.NewWatch(api)
 	d := &daemon.Daemon{
 		API:     api,
-		Objects: watch,
+		Watcher: watch,
 		Env: phases.Env{
 			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
 			Cluster:    cluster{Client: api, Drainer: drainer},

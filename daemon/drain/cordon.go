@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -19,9 +21,6 @@ const CordonedBy = "machineconfiguration.openshift.io/cordonedBy"
 
 // cordonedByValue is the annotation's value: who cordoned.
 const cordonedByValue = "nodeconfd"
-
-// fieldManager names the daemon in managedFields.
-const fieldManager = "nodeconfd"
 
 // Cordon marks the node unschedulable and reports whether this daemon
 // cordoned it: true when it did now or earlier (its annotation is there),
@@ -88,6 +87,6 @@ func (d *Drainer) patchCordon(ctx context.Context, node *corev1.Node, cordon boo
 		return err
 	}
 	_, err = d.Client.Nodes().Patch(ctx, node.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: fieldManager})
+		metav1.PatchOptions{FieldManager: kube.FieldManager})
 	return err
 }

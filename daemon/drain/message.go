@@ -1,6 +1,8 @@
 package drain
 
 import (
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+
 	"context"
 	"fmt"
 	"sort"
@@ -174,18 +176,11 @@ func budgetsOf(p *corev1.Pod, all []policyv1.PodDisruptionBudget) []policyv1.Pod
 func describeBudgets(bs []policyv1.PodDisruptionBudget) string {
 	var parts []string
 	for _, b := range bs {
-		s := fmt.Sprintf("PodDisruptionBudget %s allows %s", b.Name, plural(int(b.Status.DisruptionsAllowed), "disruption"))
+		s := fmt.Sprintf("PodDisruptionBudget %s allows %s", b.Name, plan.Plural(int(b.Status.DisruptionsAllowed), "disruption"))
 		if b.Status.DesiredHealthy > 0 || b.Status.CurrentHealthy > 0 {
 			s += fmt.Sprintf(" (%d healthy, needs %d)", b.Status.CurrentHealthy, b.Status.DesiredHealthy)
 		}
 		parts = append(parts, s)
 	}
 	return strings.Join(parts, "; ")
-}
-
-func plural(n int, what string) string {
-	if n == 1 {
-		return "1 " + what
-	}
-	return fmt.Sprintf("%d %ss", n, what)
 }

@@ -1,6 +1,8 @@
 package drain
 
 import (
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+
 	"fmt"
 	"sort"
 	"strings"
@@ -33,7 +35,7 @@ func (e *UnownedError) Unwrap() error { return phases.ErrCannotDrain }
 
 func (e *UnownedError) Error() string {
 	return fmt.Sprintf("%s without a controller that would recreate them: %s (allow their eviction with "+
-		"--evict-unowned-pods, or move them off the node)", plural(len(e.Pods), "pod"), strings.Join(e.Pods, ", "))
+		"--evict-unowned-pods, or move them off the node)", plan.Plural(len(e.Pods), "pod"), strings.Join(e.Pods, ", "))
 }
 
 // Select decides, for every pod of the node, whether the drain evicts it:

@@ -67,7 +67,7 @@ func TestLookupOwner(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			uid, gid, err := f.LookupOwner(tt.user, tt.grp)
+			uid, gid, err := f.lookupOwner(tt.user, tt.grp)
 			if tt.errContain != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.errContain) {
 					t.Fatalf("err = %v, want one naming %s", err, tt.errContain)

@@ -21,16 +21,16 @@ type userEntry struct {
 	home     string
 }
 
-// LookupOwner returns the uid and gid of a file's user and group: IDs are
+// lookupOwner returns the uid and gid of a file's user and group: IDs are
 // used as given, names are resolved against the node's own account files,
 // and the zero Owner is root.
-func (f *FS) LookupOwner(user, group plan.Owner) (uid, gid int, err error) {
+func (f *FS) lookupOwner(user, group plan.Owner) (uid, gid int, err error) {
 	b := f.newBatch()
 	defer b.close()
 	return b.owner(user, group)
 }
 
-// owner resolves like LookupOwner, reading the account files at most once
+// owner resolves like lookupOwner, reading the account files at most once
 // per batch.
 func (b *batch) owner(user, group plan.Owner) (uid, gid int, err error) {
 	if uid, err = b.resolve(user, true); err != nil {

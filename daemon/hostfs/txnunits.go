@@ -37,7 +37,13 @@ type Units interface {
 // (indirect, alias, linked, generated, ...) is only unmasked, never
 // disabled, so that nothing the update did not make is removed; its state
 // is not checked.
-var exactStates = map[string]bool{"enabled": true, "disabled": true, "static": true, "masked": true, "not-found": true}
+func exactState(state string) bool {
+	switch state {
+	case "enabled", "disabled", "static", "masked", "not-found":
+		return true
+	}
+	return false
+}
 
 // RecordUnitStates journals the enablement of units (name to `systemctl
 // is-enabled` state) before the transaction first changes it, with one
@@ -204,7 +210,7 @@ func (r unitRestorer) release(ctx context.Context) error {
 				return fmt.Errorf("restoring the enablement of unit %s: %w", e.Unit, err)
 			}
 		}
-		if exactStates[e.State] && (cur == "enabled" || cur == "indirect") {
+		if exactState(e.State) && (cur == "enabled" || cur == "indirect") {
 			if err := r.units.Disable(ctx, e.Unit); err != nil {
 				return fmt.Errorf("restoring the enablement of unit %s: %w", e.Unit, err)
 			}
@@ -246,7 +252,7 @@ func (r unitRestorer) restore(ctx context.Context) error {
 	}
 	var errs []error
 	for _, e := range states {
-		if !exactStates[e.State] {
+		if !exactState(e.State) {
 			continue
 		}
 		cur, err := r.units.IsEnabled(ctx, e.Unit)

@@ -7,7 +7,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 
+	"github.com/nodeconfd/nodeconfd/phases/status"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -38,13 +40,11 @@ const (
 	mcnMaxMessageSize = 32768
 )
 
-// Client reaches the API objects of one node.
+// Client reaches the API objects of one node. It keeps no state of its
+// own: the status it writes comes whole from the caller.
 type Client struct {
 	API      API
 	NodeName string
-	// Generation is the MachineConfigNode generation acted on, written as
-	// status.observedGeneration.
-	Generation int64
 }
 
 // MachineConfig GETs one rendered MachineConfig by name.
@@ -113,24 +113,26 @@ func (c *Client) SyncSpec(ctx context.Context, mcn *mcfgv1.MachineConfigNode, po
 	return out, nil
 }
 
-// WriteStatus writes the MachineConfigNode's conditions and config versions
-// in one merge patch of the status subresource.
-func (c *Client) WriteStatus(ctx context.Context, conds []metav1.Condition, current, desired string) error {
-	st := map[string]any{"conditions": conds}
-	if c.Generation > 0 {
-		st["observedGeneration"] = c.Generation
-	}
-	if desired != "" {
-		cv := map[string]string{"desired": desired}
-		if current != "" {
-			cv["current"] = current
-		}
-		st["configVersion"] = cv
-	}
+// WriteStatus writes the MachineConfigNode's conditions, config versions
+// and observed generation in one merge patch of the status subresource
+// (status.Writer). Messages longer than the API allows are cut, in a copy.
+func (c *Client) WriteStatus(ctx context.Context, s status.Snapshot) error {
+	conds := slices.Clone(s.Conditions)
 	for i := range conds {
 		if len(conds[i].Message) > mcnMaxMessageSize {
 			conds[i].Message = conds[i].Message[:mcnMaxMessageSize-3] + "..."
 		}
+	}
+	st := map[string]any{"conditions": conds}
+	if s.ObservedGeneration > 0 {
+		st["observedGeneration"] = s.ObservedGeneration
+	}
+	if s.Desired != "" {
+		cv := map[string]string{"desired": s.Desired}
+		if s.Current != "" {
+			cv["current"] = s.Current
+		}
+		st["configVersion"] = cv
 	}
 	patch, err := json.Marshal(map[string]any{"status": st})
 	if err != nil {

@@ -56,7 +56,4 @@ func (e *JobError) Error() string {
 	return fmt.Sprintf("%s %s: job finished with result %q", e.Op, e.Unit, e.Result)
 }
 
-var (
-	_ Systemd = (*DBus)(nil)
-	_ Systemd = (*Fake)(nil)
-)
+var _ Systemd = (*DBus)(nil)

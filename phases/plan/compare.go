@@ -14,24 +14,24 @@ import (
 // decide itself what to do with that error.
 func Compare(current, desired Config) (Diff, error) {
 	var d Diff
-	for _, p := range sortedKeys(desired.Files) {
+	for _, p := range SortedKeys(desired.Files) {
 		f := desired.Files[p]
 		if cur, ok := current.Files[p]; !ok || !sameFile(cur, f) {
 			d.ChangedFiles = append(d.ChangedFiles, f)
 		}
 	}
-	for _, p := range sortedKeys(current.Files) {
+	for _, p := range SortedKeys(current.Files) {
 		if _, ok := desired.Files[p]; !ok {
 			d.RemovedFiles = append(d.RemovedFiles, p)
 		}
 	}
-	for _, n := range sortedKeys(desired.Units) {
+	for _, n := range SortedKeys(desired.Units) {
 		u := desired.Units[n]
 		if cur, ok := current.Units[n]; !ok || !sameUnit(cur, u) {
 			d.ChangedUnits = append(d.ChangedUnits, u)
 		}
 	}
-	for _, n := range sortedKeys(current.Units) {
+	for _, n := range SortedKeys(current.Units) {
 		if _, ok := desired.Units[n]; !ok {
 			d.RemovedUnits = append(d.RemovedUnits, current.Units[n])
 		}
@@ -121,8 +121,4 @@ func canonicalKernelType(t string) string {
 		return "default"
 	}
 	return t
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
 }

@@ -32,7 +32,7 @@ type claim struct {
 // no longer has.
 func claims(cfg *Config) []claim {
 	var cs []claim
-	for _, name := range sortedKeys(cfg.Units) {
+	for _, name := range SortedKeys(cfg.Units) {
 		u := cfg.Units[name]
 		cs = append(cs,
 			claim{path: unitDir + "/" + name, what: fmt.Sprintf("the unit file of %s (%s)", name, u.Field)},
@@ -54,7 +54,7 @@ func claims(cfg *Config) []claim {
 // or the two would overwrite each other at every update.
 func (p *parser) conflicts(cfg *Config) {
 	cs := claims(cfg)
-	for _, fp := range sortedKeys(cfg.Files) {
+	for _, fp := range SortedKeys(cfg.Files) {
 		f := cfg.Files[fp]
 		if msg := fileConflict(cfg, cs, fp); msg != "" {
 			p.add(f.Field+".path", "%s", msg)

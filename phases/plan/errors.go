@@ -27,7 +27,7 @@ func (e *ConfigError) Error() string {
 	}
 	b.WriteString(e.Msg)
 	if e.More > 0 {
-		fmt.Fprintf(&b, " (and %d more %s)", e.More, plural(e.More, "error", "errors"))
+		fmt.Fprintf(&b, " (and %s)", Plural(e.More, "more error"))
 	}
 	return b.String()
 }
@@ -47,12 +47,4 @@ func (e *UnreconcilableError) Error() string {
 		changed[i] = f + " changed"
 	}
 	return fmt.Sprintf("MachineConfig %q cannot be applied in place: %s", e.Object, strings.Join(changed, ", "))
-}
-
-// plural returns one or many depending on n.
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

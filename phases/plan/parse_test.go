@@ -298,8 +298,8 @@ func TestParseUnreconcilable(t *testing.T) {
 		"spec.config.storage.raid",
 		"spec.fips",
 	}
-	if !reflect.DeepEqual(sortedKeys(got.Unreconcilable), want) {
-		t.Errorf("unreconcilable keys:\n got %q\nwant %q", sortedKeys(got.Unreconcilable), want)
+	if !reflect.DeepEqual(SortedKeys(got.Unreconcilable), want) {
+		t.Errorf("unreconcilable keys:\n got %q\nwant %q", SortedKeys(got.Unreconcilable), want)
 	}
 	if c := got.Unreconcilable["spec.config.passwd.users[name=core]"]; c != `{"name":"core","passwordHash":"$6$x"}` {
 		t.Errorf("core entry = %s", c)

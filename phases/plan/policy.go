@@ -8,9 +8,6 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// crioUnit is the unit that ActionReloadCRIO reloads.
-const crioUnit = "crio.service"
-
 // Rule says what a change to the files under Prefix needs. A Prefix ending
 // in "/" matches the files below that directory; one without matches that
 // exact path and, taken as a directory, the files below it.

@@ -73,8 +73,8 @@ func (c *collector) add(r Rule, what string, extra ...string) {
 		reason = "restart " + r.Unit
 		c.restart[r.Unit] = true
 	case ActionReloadCRIO:
-		reason = "reload " + crioUnit
-		c.reload[crioUnit] = true
+		reason = "reload " + CRIOUnit
+		c.reload[CRIOUnit] = true
 	default:
 		reason = "reboot"
 	}

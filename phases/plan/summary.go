@@ -54,8 +54,8 @@ func actionSummary(a PostAction) string {
 // changeCounts lists the counts of changed things.
 func changeCounts(d Diff) []string {
 	counts := []string{
-		count(len(d.ChangedFiles), len(d.RemovedFiles), "file", "files"),
-		count(len(d.ChangedUnits), len(d.RemovedUnits), "unit", "units"),
+		count(len(d.ChangedFiles), len(d.RemovedFiles), "file"),
+		count(len(d.ChangedUnits), len(d.RemovedUnits), "unit"),
 	}
 	if d.SSHKeysChanged {
 		counts = append(counts, "SSH keys changed")
@@ -78,9 +78,8 @@ func changeCounts(d Diff) []string {
 }
 
 // count renders "3 files" or "3 files (1 removed)".
-func count(changed, removed int, one, many string) string {
-	n := changed + removed
-	s := fmt.Sprintf("%d %s", n, plural(n, one, many))
+func count(changed, removed int, what string) string {
+	s := Plural(changed+removed, what)
 	if removed > 0 {
 		s += fmt.Sprintf(" (%d removed)", removed)
 	}

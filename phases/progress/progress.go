@@ -56,6 +56,20 @@ type Record struct {
 	// Health is the post-update health gate's record: its failure and
 	// the rollback's steps (health.go).
 	Health *Health `json:"health,omitempty"`
+	// Replaced is the unfinished update this one replaced before that one
+	// had written its config: its writes are rolled back and its cordon
+	// and slot given back before this update starts (the give-back step).
+	Replaced *Replaced `json:"replaced,omitempty"`
+}
+
+// Replaced is an update replaced before its write was done.
+type Replaced struct {
+	// Desired is its desired config, the name of its journal.
+	Desired string `json:"desired"`
+	// Cordoned says its cordon step was done; WriteStarted that its write
+	// had begun.
+	Cordoned     bool `json:"cordoned,omitempty"`
+	WriteStarted bool `json:"writeStarted,omitempty"`
 }
 
 // OSPlan is the planned OS change of an update.
@@ -75,6 +89,16 @@ type OSPlan struct {
 func Replacing(old *Record, from, desired string) *Record {
 	n := New(from, desired)
 	n.CordonedByUs = old.CordonedByUs
+	switch {
+	case old.Replaced != nil && !old.Done(StepGiveBack):
+		// old was replaced in turn before it did anything: what its own
+		// predecessor left is still to give back.
+		n.Replaced = old.Replaced
+	case old.Done(StepDetect) && !old.Done(StepWrite):
+		// Begun, not written: what it holds is given back first. One
+		// not yet begun (its adoption failed, say) holds nothing.
+		n.Replaced = &Replaced{Desired: old.Desired, Cordoned: old.Done(StepCordon), WriteStarted: old.WriteStarted}
+	}
 	n.EarlierKernelArgs = append([]string(nil), old.EarlierKernelArgs...)
 	var maybe []string
 	if old.OS != nil {
@@ -82,7 +106,7 @@ func Replacing(old *Record, from, desired string) *Record {
 		// recorded (a crash mid-write); the config it came from is booted
 		// or pending once it was.
 		maybe = old.OS.KernelArgsAdded
-		if old.Done("write") {
+		if old.Done(StepWrite) {
 			maybe = append(append([]string(nil), maybe...), old.OS.FromKernelArgs...)
 		}
 	}
@@ -112,8 +136,8 @@ func (r *Record) Step(name string) *Step {
 	return nil
 }
 
-// Finish records a finished step.
-func (r *Record) Finish(s Step) {
+// MarkDone records a finished step.
+func (r *Record) MarkDone(s Step) {
 	if old := r.Step(s.Name); old != nil {
 		*old = s
 		return

@@ -7,8 +7,8 @@ import (
 
 func TestRoundTripAndVersion(t *testing.T) {
 	r := New("a", "b")
-	r.Finish(Step{Name: "prepare", Message: "ok"})
-	r.Finish(Step{Name: "prepare", Message: "again"})
+	r.MarkDone(Step{Name: "prepare", Message: "ok"})
+	r.MarkDone(Step{Name: "prepare", Message: "again"})
 	r.RebootFromBootID = "x"
 	data, err := r.Marshal()
 	if err != nil {
@@ -33,7 +33,7 @@ func TestRoundTripAndVersion(t *testing.T) {
 func TestForget(t *testing.T) {
 	r := New("a", "b")
 	for _, s := range []string{"prepare", "cordon", "other"} {
-		r.Finish(Step{Name: s})
+		r.MarkDone(Step{Name: s})
 	}
 	r.Forget("cordon")
 	r.Forget("never-done")
@@ -50,7 +50,7 @@ func TestReplacing(t *testing.T) {
 	written.OS = &OSPlan{FromKernelArgs: []string{"x", "y"}}
 	written.EarlierKernelArgs = []string{"w", "x"}
 	written.CordonedByUs = true
-	written.Finish(Step{Name: "write"})
+	written.MarkDone(Step{Name: "write"})
 	notWritten := New("a", "b")
 	notWritten.OS = &OSPlan{FromKernelArgs: []string{"x"}, KernelArgsAdded: []string{"v", "w"}}
 	notWritten.EarlierKernelArgs = []string{"w"}

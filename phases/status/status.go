@@ -41,40 +41,56 @@ const (
 	// ReasonWaiting marks a phase that waits to start (for a disruption
 	// slot); its condition stays False and the message says on what.
 	ReasonWaiting = "Waiting"
+	// ReasonRecordUnreadable is NodeDegraded's reason while the daemon
+	// goes on without a progress record it could not read, until an
+	// update or an adoption.
+	ReasonRecordUnreadable = "ProgressRecordUnreadable"
 )
 
 // Order lists every condition type in the order the contract shows them.
-var Order = []string{
-	Updated,
-	UpdatePrepared, UpdateCompatible,
-	UpdateExecuted, Cordoned, Drained, AppliedFilesAndOS,
-	UpdatePostActionComplete, RebootedNode, ReloadedCRIO,
-	UpdateComplete, HealthChecked, Uncordoned,
-	Resumed,
-	NodeDegraded,
+func Order() []string {
+	return []string{
+		Updated,
+		UpdatePrepared, UpdateCompatible,
+		UpdateExecuted, Cordoned, Drained, AppliedFilesAndOS,
+		UpdatePostActionComplete, RebootedNode, ReloadedCRIO,
+		UpdateComplete, HealthChecked, Uncordoned,
+		Resumed,
+		NodeDegraded,
+	}
 }
 
-// parent maps each secondary condition to its primary one.
-var parent = map[string]string{
-	UpdateCompatible:  UpdatePrepared,
-	Cordoned:          UpdateExecuted,
-	Drained:           UpdateExecuted,
-	AppliedFilesAndOS: UpdateExecuted,
-	RebootedNode:      UpdatePostActionComplete,
-	ReloadedCRIO:      UpdatePostActionComplete,
-	Uncordoned:        UpdateComplete,
-	HealthChecked:     UpdateComplete,
+// Parent is the primary condition a secondary one belongs to, "" for a
+// primary one.
+func Parent(condType string) string {
+	switch condType {
+	case UpdateCompatible:
+		return UpdatePrepared
+	case Cordoned, Drained, AppliedFilesAndOS:
+		return UpdateExecuted
+	case RebootedNode, ReloadedCRIO:
+		return UpdatePostActionComplete
+	case Uncordoned, HealthChecked:
+		return UpdateComplete
+	}
+	return ""
 }
 
 // Reason is the stable reason of a condition in progress or done: a
 // secondary's is its parent's type plus its own (UpdateExecutedDrained), a
 // primary's is its own type.
 func Reason(condType string) string {
-	if p, ok := parent[condType]; ok {
+	if p := Parent(condType); p != "" {
 		return p + condType
 	}
 	return condType
 }
+
+// HealthyMessage is NodeDegraded's message while the node is healthy.
+const HealthyMessage = "Node is healthy"
+
+// CompletedMessage is Updated's message once the node runs config.
+func CompletedMessage(config string) string { return "Node has completed update to config " + config }
 
 // NotYetOccurredMessage is the message of a phase not reached yet.
 func NotYetOccurredMessage(condType string) string {
@@ -84,8 +100,9 @@ func NotYetOccurredMessage(condType string) string {
 // Initial returns every condition of the contract at False/NotYetOccurred,
 // with NodeDegraded False (healthy).
 func Initial(now metav1.Time) []metav1.Condition {
-	conds := make([]metav1.Condition, 0, len(Order))
-	for _, t := range Order {
+	order := Order()
+	conds := make([]metav1.Condition, 0, len(order))
+	for _, t := range order {
 		conds = append(conds, reset(t, now))
 	}
 	return conds
@@ -94,7 +111,7 @@ func Initial(now metav1.Time) []metav1.Condition {
 func reset(t string, now metav1.Time) metav1.Condition {
 	if t == NodeDegraded {
 		return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonHealthy,
-			Message: "Node is healthy", LastTransitionTime: now}
+			Message: HealthyMessage, LastTransitionTime: now}
 	}
 	return metav1.Condition{Type: t, Status: metav1.ConditionFalse, Reason: ReasonNotYetOccurred,
 		Message: NotYetOccurredMessage(t), LastTransitionTime: now}
@@ -138,7 +155,7 @@ func Find(conds []metav1.Condition, t string) *metav1.Condition {
 // False/NotYetOccurred (step 1 of an update).
 func ResetForUpdate(conds *[]metav1.Condition, now metav1.Time) bool {
 	changed := false
-	for _, t := range Order {
+	for _, t := range Order() {
 		if t == Updated || t == NodeDegraded {
 			continue
 		}
@@ -150,15 +167,16 @@ func ResetForUpdate(conds *[]metav1.Condition, now metav1.Time) bool {
 }
 
 func sortByOrder(conds []metav1.Condition) {
-	rank := make(map[string]int, len(Order))
-	for i, t := range Order {
+	order := Order()
+	rank := make(map[string]int, len(order))
+	for i, t := range order {
 		rank[t] = i
 	}
 	r := func(t string) int {
 		if v, ok := rank[t]; ok {
 			return v
 		}
-		return len(Order)
+		return len(order)
 	}
 	for i := 1; i < len(conds); i++ {
 		for j := i; j > 0 && r(conds[j-1].Type) > r(conds[j].Type); j-- {

@@ -22,8 +22,8 @@ func TestReason(t *testing.T) {
 func TestInitialAndSet(t *testing.T) {
 	t0 := metav1.NewTime(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	conds := Initial(t0)
-	if len(conds) != len(Order) {
-		t.Fatalf("%d conditions, want %d", len(conds), len(Order))
+	if len(conds) != len(Order()) {
+		t.Fatalf("%d conditions, want %d", len(conds), len(Order()))
 	}
 	for _, c := range conds {
 		if c.Type != NodeDegraded && (c.Status != metav1.ConditionFalse || c.Reason != ReasonNotYetOccurred ||

@@ -13,9 +13,9 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -63,6 +63,10 @@ func TestUnreadableProgressRecord(t *testing.T) {
 		}
 		folder := tc.problem == "it is a folder"
 		if folder {
+			// In place of the record (an adoption leaves a complete one).
+			if err := os.Remove(recPath); err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
 			if err := os.MkdirAll(filepath.Join(recPath, "sub"), 0o700); err != nil {
 				t.Fatal(err)
 			}
@@ -78,7 +82,7 @@ func TestUnreadableProgressRecord(t *testing.T) {
 		}
 		st, err := log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
 			c := testbed.Find(st, "NodeDegraded")
-			return c != nil && c.Status == "True" && c.Reason == daemon.ReasonRecordUnreadable
+			return c != nil && c.Status == "True" && c.Reason == status.ReasonRecordUnreadable
 		})
 		if err != nil {
 			t.Fatalf("%s: %v", tc.name, err)
@@ -106,7 +110,7 @@ func TestUnreadableProgressRecord(t *testing.T) {
 			t.Errorf("%s: node left cordoned", tc.name)
 		}
 	}
-	wantEvents(t, "r9", "MachineConfigNode", daemon.ReasonRecordUnreadable)
+	wantEvents(t, "r9", "MachineConfigNode", status.ReasonRecordUnreadable)
 	if got := asideCopies(t, n); len(got) != 3 {
 		t.Errorf("%d records kept aside (%v), want 3", len(got), got)
 	}

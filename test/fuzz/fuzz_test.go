@@ -14,10 +14,11 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // baseIgnition is the config the node runs before the fuzzed one, when the
@@ -133,13 +134,12 @@ func runUpdate(host *hostfs.FS, current, desired string, mcs ...*mcfgv1.MachineC
 		configs[current] = mc(current, []byte(baseIgnition), "", "")
 	}
 	r := &phases.Runner{
-		Env: phases.Env{Configs: configs, Host: daemon.Host{FS: host}, Units: &systemd.Fake{},
+		Env: phases.Env{Configs: configs, Host: daemon.Host{FS: host}, Units: &systemdtest.Fake{},
 			Policy: plan.DefaultPolicy()},
-		Status: nopStatus{}, Log: zap.NewNop(), Now: time.Now,
+		Status: status.NewStager(nopStatus{}, time.Now, status.Snapshot{}), Log: zap.NewNop(), Now: time.Now, Node: "fuzz",
 		Phases: []phases.Phase{phases.Prepare(), phases.Write(), phases.Validate()},
 		Record: progress.New(current, desired),
 	}
-	r.Start("fuzz")
 	return r.Run(context.Background())
 }
 
@@ -164,4 +164,4 @@ func (c configSource) MachineConfig(_ context.Context, name string) (*mcfgv1.Mac
 
 type nopStatus struct{}
 
-func (nopStatus) WriteStatus(context.Context, []metav1.Condition, string, string) error { return nil }
+func (nopStatus) WriteStatus(context.Context, status.Snapshot) error { return nil }

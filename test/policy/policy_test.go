@@ -178,8 +178,8 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	if _, err := c.SyncSpec(ctx, mcn, "worker", "rendered-worker-2"); err != nil {
 		t.Errorf("patching the spec of MachineConfigNode %s: %v", nodeA, err)
 	}
-	c.Generation = 2
-	if err := c.WriteStatus(ctx, status.Initial(metav1.NewTime(time.Now().Truncate(time.Second))), "", ""); err != nil {
+	if err := c.WriteStatus(ctx, status.Snapshot{Conditions: status.Initial(metav1.NewTime(time.Now().Truncate(time.Second))),
+		ObservedGeneration: 2}); err != nil {
 		t.Errorf("writing the status of MachineConfigNode %s: %v", nodeA, err)
 	}
 	if err := c.SetNodeState(ctx, "rendered-worker-1", "Working", "updating"); err != nil {

@@ -1,4 +1,8 @@
-package systemd
+// Package systemdtest is a recording fake of the daemon's systemd (the
+// systemd.Systemd interface), for tests of other packages: it records every
+// call in order, as systemctl would be told, and keeps enough state that
+// queries see earlier calls.
+package systemdtest
 
 import (
 	"context"
@@ -6,6 +10,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/nodeconfd/nodeconfd/daemon/systemd"
 )
 
 // Fake is an in-memory Systemd for tests. It records every call in order, as the systemctl command
@@ -232,3 +238,5 @@ func (f *Fake) Close() {
 	defer f.mu.Unlock()
 	f.Calls = append(f.Calls, "close")
 }
+
+var _ systemd.Systemd = (*Fake)(nil)

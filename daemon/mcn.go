@@ -1,0 +1,77 @@
+package daemon
+
+import (
+	"context"
+	"fmt"
+
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// ensureMCN creates the MachineConfigNode when missing (with every condition
+// at False/NotYetOccurred) and keeps its spec in step with the node. The
+// status is loaded into the daemon's stager once; from then on the
+// stager's copy is authoritative: the watch cache may lag behind the
+// daemon's writes.
+func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
+	pool := kube.Pool(d.node.Labels, d.Pool)
+	mcn, ok := d.Watcher.MCN()
+	created := false
+	if !ok {
+		var err error
+		if mcn, created, err = d.API.EnsureMCN(ctx, status.NewMCN(d.node.Name, pool, desired)); err != nil {
+			return err
+		}
+		d.mcn = nil
+	} else if mcn.Spec.ConfigVersion.Desired != desired || mcn.Spec.Pool.Name != pool {
+		updated, err := d.API.SyncSpec(ctx, mcn, pool, desired)
+		if err != nil {
+			return err
+		}
+		mcn = updated
+	}
+	if d.mcn != nil {
+		d.mcn.Spec, d.mcn.Generation = mcn.Spec, mcn.Generation
+		d.status.SetGeneration(mcn.Generation)
+		return nil
+	}
+	d.mcn = mcn
+	snap := status.Snapshot{Conditions: mcn.Status.Conditions, ObservedGeneration: mcn.Generation}
+	if cv := mcn.Status.ConfigVersion; cv != nil {
+		snap.Current, snap.Desired = cv.Current, cv.Desired
+	}
+	d.status = status.NewStager(d.API, d.Now, snap)
+	if d.Events != nil && d.events == nil {
+		d.events = d.Events(string(mcn.UID))
+	}
+	if created || d.status.Empty() {
+		d.status.Reset()
+		if current != "" && current == desired {
+			// A node registered at its config: say so in the same write.
+			d.stageUpdated(current)
+		}
+		if err := d.status.Flush(ctx); err != nil {
+			return fmt.Errorf("writing the initial status of MachineConfigNode %s: %w", d.node.Name, err)
+		}
+		d.Log.Info("Registered MachineConfigNode", zap.String("node", d.node.Name), zap.String("pool", pool),
+			zap.Bool("created", created))
+	}
+	if d.Ready != nil {
+		select {
+		case <-d.Ready:
+		default:
+			close(d.Ready)
+		}
+	}
+	return nil
+}
+
+// stageUpdated stages Updated=True and the versions of a node that runs
+// config (registered at it, or whose status was lost).
+func (d *Daemon) stageUpdated(config string) {
+	d.status.Set(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete, status.CompletedMessage(config))
+	d.status.SetVersions(config, config)
+}

@@ -1,0 +1,117 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"go.uber.org/zap"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// Adopt takes a node that is not known to run a config (no currentConfig,
+// or a lost progress record): when its files, units, SSH keys and booted OS
+// already match the desired config, the config is adopted without an
+// update (currentConfig, state=Done, Updated=True) and the update ends here.
+// Otherwise the update goes on, and writes the desired config.
+func Adopt() Phase {
+	return Phase{
+		Name: progress.StepAdopt, Quick: true,
+		Needed: func(d Data) (bool, string) {
+			rec := d.Progress()
+			switch {
+			case rec.Done(progress.StepDetect): // a record of an older daemon, which adopted outside the list
+				return false, "The update has begun"
+			case d.Update().CurrentName != "":
+				return false, "Node runs config " + d.Update().CurrentName
+			case rec.Replaced != nil:
+				return false, "Node was being updated to " + rec.Replaced.Desired
+			}
+			return true, ""
+		},
+		Run: adopt,
+	}
+}
+
+func adopt(ctx context.Context, d Data) (Outcome, error) {
+	u := d.Update()
+	lost := recordLost(d.Stager())
+	mc, cfg, err := adoptConfig(ctx, d, lost)
+	if err != nil {
+		return Outcome{}, err
+	}
+	log := LogFrom(ctx, zap.NewNop())
+	updating := Outcome{Message: "Node differs from " + u.DesiredName + "; updating it"}
+	if err := CheckOnDisk(ctx, d.Host(), d.Units(), cfg); err != nil {
+		log.Info("Node is not known to run a config and differs from the desired config; updating it", zap.Error(err))
+		return updating, nil
+	}
+	if err := CheckOS(ctx, d.OS(), cfg); err != nil {
+		log.Info("Node is not known to run a config and its booted OS differs from the desired config; updating it",
+			zap.Error(err))
+		return updating, nil
+	}
+	if lost {
+		// The record that said whether the lost update held a cordon or a
+		// slot is gone: lift the daemon's cordon, release its slot.
+		if err := d.Cluster().Uncordon(ctx); err != nil {
+			return Outcome{}, err
+		}
+		if err := releaseSlot(ctx, d); err != nil {
+			return Outcome{}, err
+		}
+	}
+	if err := d.Cluster().SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
+		return Outcome{}, err
+	}
+	if err := SaveApplied(d.Host(), mc); err != nil {
+		return Outcome{}, err
+	}
+	st := d.Stager()
+	st.Set(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
+		status.CompletedMessage(u.DesiredName)+" (adopted: the node already matched it)")
+	if c := st.Find(status.NodeDegraded); c != nil && c.Status != metav1.ConditionFalse {
+		st.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage)
+	}
+	st.SetVersions(u.DesiredName, u.DesiredName)
+	if err := st.Flush(ctx); err != nil {
+		return Outcome{}, fmt.Errorf("writing MachineConfigNode status: %w", err)
+	}
+	log.Info("Adopted the desired config: the node already matches it")
+	if d.Drift() != nil {
+		if err := d.Drift().Watch(ctx, cfg); err != nil {
+			return Outcome{}, fmt.Errorf("starting the config drift monitor: %w", err)
+		}
+	}
+	return Outcome{Message: "Adopted " + u.DesiredName + ": the node already matched it", Complete: true}, nil
+}
+
+// recordLost reports whether the daemon goes on without an unreadable
+// progress record, not yet past an update or an adoption.
+func recordLost(st *status.Stager) bool {
+	c := st.Find(status.NodeDegraded)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == status.ReasonRecordUnreadable
+}
+
+// adoptConfig fetches the config to adopt: from the API server, or, when
+// a lost record leaves a node whose currentConfig is the desired config
+// unverified, the copy kept on the node first.
+func adoptConfig(ctx context.Context, d Data, lost bool) (*mcfgv1.MachineConfig, plan.Config, error) {
+	u := d.Update()
+	var mc *mcfgv1.MachineConfig
+	var err error
+	if lost && u.NodeCurrent == u.DesiredName {
+		mc, _, err = CurrentConfig(ctx, d.Host(), d.Configs(), u.DesiredName)
+	} else if mc, err = d.Configs().MachineConfig(ctx, u.DesiredName); err != nil {
+		err = fmt.Errorf("fetching MachineConfig %q: %w", u.DesiredName, err)
+	}
+	if err != nil {
+		return nil, plan.Config{}, err
+	}
+	cfg, err := plan.ParseWithLimits(mc, d.Limits())
+	return mc, cfg, err
+}

@@ -1,0 +1,148 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+func needsDrain(d Data) (bool, string) {
+	a := d.Update().Action
+	if a.NeedsDrain() {
+		return true, ""
+	}
+	return false, fmt.Sprintf("Post action %s needs no drain", a.Kind)
+}
+
+// Cordon marks the node unschedulable before a disruptive post action and
+// remembers whether this daemon did it, so the uncordon never undoes an
+// administrator's cordon. It first checks that the drain could start (pods
+// without a controller fail the update here, with nothing cordoned and no
+// slot taken), then waits for a cluster-wide disruption slot. When this
+// daemon's cordon may already be on the node (an earlier try was cut short
+// before it was undone), the check is left to the drain, whose failure
+// undoes the cordon: failing here would leave the node cordoned.
+func Cordon() Phase {
+	return Phase{
+		Name: progress.StepCordon, Group: status.UpdateExecuted, Condition: status.Cordoned,
+		Starting: "Cordoning node", EventOnNode: true,
+		Needed: func(d Data) (bool, string) {
+			// A cordon inherited from a replaced update that had written its
+			// files stays until this update's uncordon: the phase reports
+			// it, so Cordoned never says False while the node is cordoned.
+			if d.Progress().CordonedByUs {
+				return true, ""
+			}
+			return needsDrain(d)
+		},
+		OnSuperseded: supersededCordon,
+		Wait: func(ctx context.Context, d Data) error {
+			if d.Progress().CordonedByUs {
+				return holdSlot(ctx, d)
+			}
+			if err := d.Cluster().CheckDrain(ctx); err != nil {
+				return fmt.Errorf("checking the pods of node %s before the cordon: %w", d.Update().Node, err)
+			}
+			return holdSlot(ctx, d)
+		},
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			if !d.Update().Action.NeedsDrain() { // the inherited cordon (Needed)
+				return Outcome{Message: "Node stays cordoned by the update this one replaced, until this update " +
+					"completes"}, nil
+			}
+			// The intent first: a crash right after the cordon, before the
+			// outcome is saved, must not lose the cordon (a new desired
+			// config starts a new record that inherits CordonedByUs, and
+			// its uncordon lifts only a cordon carrying this daemon's
+			// annotation, so an administrator's cordon is safe either way).
+			rec := d.Progress()
+			if !rec.CordonedByUs {
+				rec.CordonedByUs = true
+				if err := d.SaveProgress(); err != nil {
+					return Outcome{}, err
+				}
+			}
+			cordoned, err := d.Cluster().Cordon(ctx)
+			if err != nil {
+				return Outcome{}, err
+			}
+			// Cordon reports the truth even after a restart (it finds its own
+			// cordon by its annotation), so the record follows it.
+			rec.CordonedByUs = cordoned
+			if err := d.SaveProgress(); err != nil {
+				return Outcome{}, err
+			}
+			if !rec.CordonedByUs {
+				return Outcome{Message: "Node was already cordoned; it stays cordoned after the update"}, nil
+			}
+			return Outcome{Message: "Cordoned node " + d.Update().Node}, nil
+		},
+	}
+}
+
+// supersededCordon is the cordon and drain phases' OnSuperseded: the new
+// desired config's update starts from an uncordoned node holding no slot,
+// so that whatever it does (even fail) leaves neither behind unreported.
+// If it needs a drain, it cordons again.
+func supersededCordon(ctx context.Context, d Data) error {
+	if _, err := giveBack(ctx, d, "Uncordoned: the node's desired config changed before anything was written"); err != nil {
+		return fmt.Errorf("stopping the update of node %s for its new desired config: %w", d.Update().Node, err)
+	}
+	return nil
+}
+
+// giveBack undoes an update's cordon before anything is written: the
+// cordon step is forgotten (the record first, so a crash at any point
+// leaves a record that cordons again), the node uncordoned if this daemon
+// cordoned it (Cordoned then says so, with uncordoned), and only then the
+// disruption slot given back: a node waiting for the slot cordons as soon as
+// it gets it, and this node must not be cordoned still. A crash or a failed
+// uncordon before the release keeps the slot (its Lease names this node,
+// which adopts it again), so the retry's cordon holds a slot too. It
+// returns what it did.
+func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
+	rec := d.Progress()
+	wasCordoned := rec.Done(progress.StepCordon)
+	rec.Forget(progress.StepCordon)
+	if err := d.SaveProgress(); err != nil {
+		return "", err
+	}
+	return release(ctx, d, wasCordoned, rec.WriteStarted, uncordoned)
+}
+
+// release lifts this daemon's cordon, then gives back the slot (see
+// giveBack); cordonDone says the cordon step was done, writeStarted that
+// what was written was rolled back.
+func release(ctx context.Context, d Data, cordonDone, writeStarted bool, uncordoned string) (string, error) {
+	rec := d.Progress()
+	outcome := "the node was not cordoned"
+	if writeStarted {
+		outcome = "the node was not cordoned; what was written was rolled back"
+	}
+	if cordonDone {
+		outcome = "the node stays cordoned (it was cordoned before the update)"
+	}
+	if rec.CordonedByUs {
+		if err := d.Cluster().Uncordon(ctx); err != nil {
+			return "", err
+		}
+		rec.CordonedByUs = false
+		if err := d.SaveProgress(); err != nil {
+			return "", fmt.Errorf("uncordoned the node, then %w", err)
+		}
+		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned), uncordoned)
+		outcome = "uncordoned the node, nothing was written"
+		if writeStarted {
+			outcome = "uncordoned the node, what was written was rolled back"
+		}
+	}
+	// The retry waits for a slot again before it cordons.
+	if err := releaseSlot(ctx, d); err != nil {
+		return "", fmt.Errorf("%s, then %w", outcome, err)
+	}
+	return outcome, nil
+}

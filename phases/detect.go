@@ -1,0 +1,34 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// Detect is step 1 of the status contract: Updated=False saying from which
+// config to which, every other phase condition reset, and the node's state
+// annotation Working.
+func Detect() Phase {
+	return Phase{
+		Name: progress.StepDetect, Quick: true,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			u := d.Update()
+			from := u.CurrentName
+			if from == "" {
+				from = "no config"
+			}
+			msg := fmt.Sprintf("Node needs update from %s to %s", from, u.DesiredName)
+			d.Stager().ResetForUpdate()
+			d.SetCondition(status.Updated, metav1.ConditionFalse, status.Updated, msg)
+			if err := d.Cluster().SetNodeState(ctx, "", StateWorking, ""); err != nil {
+				return Outcome{}, err
+			}
+			return Outcome{Message: msg}, nil
+		},
+	}
+}

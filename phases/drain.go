@@ -1,0 +1,91 @@
+package phases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// Drain evicts the node's pods. A drain that gives up at its timeout (the
+// fail policy) or cannot go on (pods without a controller that arrived
+// after the cordon's check) undoes the cordon, so the node is not left
+// cordoned by an update that cannot go on, and the retry starts again from
+// the cordon. A drain interrupted for shutdown stops with ErrStopped and
+// runs again at the next start. A new desired config (a rollback) stops a
+// drain: the cordon is undone and the slot given back (supersededCordon),
+// and the daemon takes up the new config.
+func Drain() Phase {
+	return Phase{
+		Name: progress.StepDrain, Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
+		Starting: "Draining node", EventOnNode: true,
+		Wait: holdSlot, OnSuperseded: supersededCordon,
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			interrupt := d.Interrupt()
+			dctx, cancel := context.WithCancel(ctx)
+			defer cancel()
+			defer context.AfterFunc(interrupt, cancel)()
+			res, err := d.Cluster().Drain(dctx, drainProgress{ctx: ctx, d: d})
+			if err != nil && dctx.Err() != nil && ctx.Err() == nil {
+				if context.Cause(interrupt) == ErrSuperseded {
+					if err := supersededCordon(ctx, d); err != nil {
+						return Outcome{}, err
+					}
+					return Outcome{}, ErrSuperseded
+				}
+				return Outcome{}, ErrStopped
+			}
+			if errors.Is(err, ErrDrainTimedOut) || errors.Is(err, ErrCannotDrain) {
+				return Outcome{}, undoCordon(ctx, d, err)
+			}
+			if err != nil {
+				return Outcome{}, fmt.Errorf("draining node %s: %w", d.Update().Node, err)
+			}
+			return Outcome{Message: drainedMessage(res)}, nil
+		},
+	}
+}
+
+// drainProgress shows a running drain in the Drained condition, and a drain
+// blocked past its timeout in a Warning Event too.
+type drainProgress struct {
+	ctx context.Context
+	d   Data
+}
+
+func (p drainProgress) Progress(msg string) { _ = p.d.Report(p.ctx, msg) }
+
+func (p drainProgress) Blocked(msg string) {
+	_ = p.d.Report(p.ctx, msg)
+	p.d.Warn("DrainBlocked", "Drain of node "+p.d.Update().Node+" is blocked: "+msg)
+}
+
+func drainedMessage(res DrainResult) string {
+	msg := "Drained node: evicted " + plan.Plural(res.Evicted, "pod")
+	if res.Skipped > 0 {
+		msg += fmt.Sprintf(", left %s of DaemonSets or static pods in place", plan.Plural(res.Skipped, "pod"))
+	}
+	if res.Blocked > 0 {
+		msg += fmt.Sprintf("; evictions were refused for %s", res.Blocked.Round(time.Second))
+	}
+	return msg
+}
+
+// undoCordon is the end of a drain that gave up: giveBack undoes the
+// cordon and returns the slot, and the drain's error is reported with what
+// was done.
+func undoCordon(ctx context.Context, d Data, drainErr error) error {
+	why := "the drain timed out"
+	if !errors.Is(drainErr, ErrDrainTimedOut) {
+		why = "the drain could not go on"
+	}
+	outcome, err := giveBack(ctx, d, "Uncordoned after "+why+"; the retry cordons again")
+	if err != nil {
+		return fmt.Errorf("draining node %s: %w; then %v", d.Update().Node, drainErr, err)
+	}
+	return fmt.Errorf("draining node %s: %w; %s; retrying later", d.Update().Node, drainErr, outcome)
+}
