@@ -12,14 +12,14 @@ import (
 // the health gate elsewhere looks again (one LIST of the Nodes).
 const failedElsewhereEvery = 30 * time.Second
 
-// FailedElsewhere keeps a config that failed the health gate on another
+// HealthWait keeps a config that failed the health gate on another
 // node (its failedConfig annotation names it) from spreading: before
 // anything is cordoned or written, the update waits, saying on which node
 // the config failed, until no node records it as failed any more (that
 // node retried it successfully, or an administrator removed the
 // annotation) or this node's desired config changes. Nothing is held while
 // it waits.
-func FailedElsewhere() Phase {
+func HealthWait() Phase {
 	return Phase{
 		Name: "failed-elsewhere", Group: status.UpdatePrepared, Quick: true,
 		Needed: func(d Data) (bool, string) {
@@ -65,7 +65,7 @@ func waitNotFailedElsewhere(ctx context.Context, d Data) error {
 // failedWhileWaiting runs once holdSlot got a slot, before the cordon: the
 // slot may have been released by a node whose health gate failed this very
 // config (it records the failure before it releases the slot). The slot is
-// then given back and the update waits as FailedElsewhere does; it reports
+// then given back and the update waits as HealthWait does; it reports
 // true when the slot is to be waited for again.
 func failedWhileWaiting(ctx context.Context, d Data) (bool, error) {
 	g := d.Health()

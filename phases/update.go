@@ -17,22 +17,22 @@ import (
 // from that step with backoff.
 func All() []Phase {
 	return []Phase{
-		GiveBack(),        // giveback.go: what a replaced update held, given back
-		Adopt(),           // adopt.go: a node that already runs its desired config
-		Detect(),          // detect.go: the status reset, state=Working
-		Prepare(),         // prepare.go: fetch, validate, diff, post action
-		FailedElsewhere(), // healthwait.go: not a config that failed the health gate elsewhere
-		Cordon(),          // cordon.go: a disruption slot, then the cordon
-		Drain(),           // drain.go
-		Write(),           // write.go: files, units, SSH keys, OS; journaled
-		Reboot(),          // postaction.go
-		ReloadCRIO(),      // postaction.go
-		PostAction(),      // postaction.go: the units the policy names
-		Validate(),        // complete.go: the node against the config
-		Health(),          // health.go: the health gate; on failure the rollback (rollback.go)
-		Uncordon(),        // complete.go
-		SetCurrent(),      // complete.go: currentConfig, state=Done
-		Resume(),          // complete.go: the drift monitor, Updated=True
+		GiveBack(),   // giveback.go: what a replaced update held, given back
+		Adopt(),      // adopt.go: a node that already runs its desired config
+		Detect(),     // detect.go: the status reset, state=Working
+		Prepare(),    // prepare.go: fetch, validate, diff, post action
+		HealthWait(), // healthwait.go: not a config that failed the gate elsewhere
+		Cordon(),     // cordon.go: a disruption slot, then the cordon
+		Drain(),      // drain.go
+		Write(),      // write.go: files, units, SSH keys, OS; journaled
+		Reboot(),     // postaction.go
+		ReloadCRIO(), // postaction.go
+		PostAction(), // postaction.go: the units the policy names
+		Validate(),   // complete.go: the node against the config
+		Health(),     // health.go: the health gate; on failure, rollback.go
+		Uncordon(),   // complete.go
+		SetCurrent(), // complete.go: currentConfig, state=Done
+		Resume(),     // complete.go: the drift monitor, Updated=True
 	}
 }
 
