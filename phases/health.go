@@ -108,8 +108,9 @@ func gateNeeded(d Data) (bool, string) {
 
 // Health is the health gate's phase: it checks the node after the post
 // action. When the check fails, the update is rolled back (the rest of the
-// phase) and the run ends with ErrHeld. A restart resumes where the record says: the check (its timeout
-// counted from its first start), or the rollback's next step.
+// phase) and the run ends with ErrHeld. A restart resumes where the record
+// says: the check (its timeout counted from its first start), or the
+// rollback's next step.
 func Health() Phase {
 	return Phase{
 		Name: "health", Group: status.UpdateComplete, Condition: status.HealthChecked,
@@ -121,45 +122,54 @@ func Health() Phase {
 			if rec.Health == nil {
 				rec.Health = &progress.Health{}
 			}
-			h := rec.Health
-			if h.Failed == "" && d.Update().CurrentName == "" {
+			if rec.Health.Failed == "" && d.Update().CurrentName == "" {
 				// No config to go back to (a node adopted at this one):
 				// checked, and reported, but never rolled back.
 				return gateWithoutRollback(ctx, d)
 			}
-			if h.Failed == "" {
-				if h.StartedAt.IsZero() {
-					h.StartedAt = d.Clock().UTC().Truncate(time.Millisecond)
-					if err := d.SaveProgress(); err != nil {
-						return Outcome{}, err
-					}
+			if rec.Health.Failed == "" {
+				out, passed, err := checkDesired(ctx, d)
+				if err != nil || passed {
+					return out, err
 				}
-				res, err := watchHealth(ctx, d, gateCheck{
-					config: d.Update().DesiredName, ready: d.Update().Action.Kind == plan.ActionReboot,
-					since: rec.RebootRequestedAt, deadline: h.StartedAt.Add(d.Health().Timeout),
-				})
-				if err != nil {
-					return Outcome{}, err
-				}
-				if res.healthy {
-					if err := d.Health().Probe.ClearFailedConfig(ctx, d.Update().DesiredName); err != nil {
-						return Outcome{}, fmt.Errorf("removing the failedConfig annotation: %w", err)
-					}
-					d.Health().observe("passed")
-					return Outcome{Message: healthyMessage(ctx, d, res.message)}, nil
-				}
-				h.Failed = res.message
-				if err := d.SaveProgress(); err != nil {
-					return Outcome{}, err
-				}
-				d.Health().observe("failed")
-				u := d.Update()
-				d.Warn("HealthCheckFailed", fmt.Sprintf("Config %s failed the health gate on node %s: %s; rolling back to %s",
-					u.DesiredName, u.Node, h.Failed, previousName(u)))
 			}
 			return rollBack(ctx, d)
 		},
 	}
+}
+
+// checkDesired runs the gate on the desired config. It reports passed, or
+// records the failure (before anything is rolled back) and says so in a
+// Warning Event.
+func checkDesired(ctx context.Context, d Data) (Outcome, bool, error) {
+	u := d.Update()
+	h := d.Progress().Health
+	if h.StartedAt.IsZero() {
+		h.StartedAt = d.Clock().UTC().Truncate(time.Millisecond)
+		if err := d.SaveProgress(); err != nil {
+			return Outcome{}, false, err
+		}
+	}
+	res, err := watchHealth(ctx, d, gateCheck{config: u.DesiredName, ready: u.Action.Kind == plan.ActionReboot,
+		since: d.Progress().RebootRequestedAt, deadline: h.StartedAt.Add(d.Health().Timeout)})
+	if err != nil {
+		return Outcome{}, false, err
+	}
+	if res.healthy {
+		if err := d.Health().Probe.ClearFailedConfig(ctx, u.DesiredName); err != nil {
+			return Outcome{}, false, fmt.Errorf("removing the failedConfig annotation: %w", err)
+		}
+		d.Health().observe("passed")
+		return Outcome{Message: healthyMessage(ctx, d, res.message)}, true, nil
+	}
+	h.Failed = res.message
+	if err := d.SaveProgress(); err != nil {
+		return Outcome{}, false, err
+	}
+	d.Health().observe("failed")
+	d.Warn("HealthCheckFailed", fmt.Sprintf("Config %s failed the health gate on node %s: %s; rolling back to %s",
+		u.DesiredName, u.Node, h.Failed, previousName(u)))
+	return Outcome{}, false, nil
 }
 
 // healthyMessage is the gate's message when it passed. After a reboot into
