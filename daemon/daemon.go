@@ -76,6 +76,9 @@ type Daemon struct {
 	settledOn string
 	// pausedSince is when the node, idle, was first seen paused (pause.go).
 	pausedSince time.Time
+	// heldOn is the failed config the node holds its previous one against
+	// (health.go), so that the hold is logged once.
+	heldOn string
 }
 
 // Watcher delivers the latest state of the daemon's Node and
@@ -167,6 +170,10 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	}
 	if err := d.cleanLeftovers(ctx, rec, current, desired); err != nil {
 		return d.nextDelay(), err
+	}
+	var held bool
+	if rec, held, err = d.healthHold(ctx, rec, current, desired); held || err != nil {
+		return d.delayFor(err), err
 	}
 	if rec == nil && d.recordLost() {
 		// The record that said whether the node is at its currentConfig is

@@ -63,6 +63,8 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 		d.Log.Info("Update stopped: the node's desired config changed; taking up the new one",
 			zap.String("node", d.node.Name), zap.String("config", desired))
 		return err
+	case errors.Is(err, phases.ErrHeld): // the status says so; wait for a new desired config or a retry
+		return nil
 	}
 	r.Fail(stepCtx, err)
 	return err
@@ -85,7 +87,7 @@ func (d *Daemon) recordFor(rec *progress.Record, current, desired string) *progr
 		return progress.New(current, desired)
 	}
 	from := rec.Current
-	if rec.Done(progress.StepWrite) {
+	if rec.Done(progress.StepWrite) && !rec.RolledBack() {
 		from = rec.Desired
 	}
 	return progress.Replacing(rec, from, desired)

@@ -148,6 +148,19 @@ type OSUpdater interface {
 	// Cleanup runs after a good boot into the update (rpm-ostree drops the
 	// rollback deployment) and says what it did.
 	Cleanup(ctx context.Context) (string, error)
+	// Rollback makes the deployment the node ran before the update
+	// (target) the one that boots next, through the updater's own
+	// rollback (rpm-ostree rollback, bootc rollback), and says what it
+	// did. When the deployment that boots next is target already, it does
+	// nothing, so a resumed rollback does not swap back.
+	Rollback(ctx context.Context, target OSTarget) (string, error)
+}
+
+// OSTarget is the OS a rollback goes back to: the previous config's image
+// ("" when it named none) and kernel arguments.
+type OSTarget struct {
+	Image      string
+	KernelArgs []string
 }
 
 // OSChange is an update's OS change: the image to stage and the kernel
@@ -246,6 +259,8 @@ type Data interface {
 	Waits() Waits
 	Waiting(reason string)
 	Note(reason, message string)
+	// Health is the post-update health gate; nil when there is none.
+	Health() *HealthGate
 }
 
 // Update is one update of the node, filled in as the phases run.

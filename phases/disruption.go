@@ -19,10 +19,15 @@ func holdSlot(ctx context.Context, d Data) error {
 	if b == nil || !d.Update().Action.NeedsDrain() {
 		return nil
 	}
-	if err := b.Acquire(ctx, func(msg string) { _ = d.Report(ctx, msg) }); err != nil {
-		return fmt.Errorf("waiting for a disruption slot: %w", err)
+	for {
+		if err := b.Acquire(ctx, func(msg string) { _ = d.Report(ctx, msg) }); err != nil {
+			return fmt.Errorf("waiting for a disruption slot: %w", err)
+		}
+		// The slot may come from a node whose health gate failed this config.
+		if again, err := failedWhileWaiting(ctx, d); err != nil || !again {
+			return err
+		}
 	}
-	return nil
 }
 
 // rebootSlot is the reboot's Wait: a slot before the reboot is asked for;

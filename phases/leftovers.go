@@ -80,6 +80,10 @@ const (
 // journal id; pending lists every journal on the node.
 func leftoverFate(rec *progress.Record, id string, pending []string) journalFate {
 	switch {
+	case rec != nil && rec.Health != nil && id == RollbackTxnID(rec.Desired) && rec.Health.Done(rollbackWrite):
+		return journalCommitted
+	case rec != nil && rec.Health != nil && id == RollbackTxnID(rec.Desired):
+		return journalKeep // the health gate's rollback resumes its write (rollback.go)
 	case rec != nil && id == rec.Desired && rec.Done(progress.StepWrite):
 		return journalCommitted
 	case rec != nil && id == rec.Desired:

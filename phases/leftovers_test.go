@@ -103,6 +103,14 @@ func TestCleanLeftovers(t *testing.T) {
 	written.WriteStarted = true
 	written.MarkDone(progress.Step{Name: "write"})
 	notStarted := progress.New("a", "b")
+	rollingBack := progress.New("a", "b")
+	rollingBack.WriteStarted = true
+	rollingBack.MarkDone(progress.Step{Name: "write"})
+	rollingBack.Health = &progress.Health{Failed: "unit x failed"}
+	rolledBack := progress.New("a", "b")
+	rolledBack.WriteStarted = true
+	rolledBack.MarkDone(progress.Step{Name: "write"})
+	rolledBack.Health = &progress.Health{Failed: "unit x failed", Steps: []progress.Step{{Name: "write"}}}
 	for _, tc := range []struct {
 		name     string
 		rec      *progress.Record
@@ -117,6 +125,8 @@ func TestCleanLeftovers(t *testing.T) {
 		{"before a write that has not begun", notStarted, []string{"old"}, nil, true, 0, "Rolled back"},
 		{"committed", written, []string{"b"}, nil, false, 0, "whose write had finished"},
 		{"older than a write", written, []string{"old"}, nil, false, 1, "without rolling it back"},
+		{"the health gate's rollback, resumed", rollingBack, []string{"rollback-b"}, []string{"rollback-b"}, false, 0, ""},
+		{"the health gate's rollback, committed", rolledBack, []string{"rollback-b"}, nil, false, 0, "whose write had finished"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &host{files: map[string]string{"/etc/x": "1"}, state: map[string][]byte{}, pending: slices.Clone(tc.pending)}

@@ -73,6 +73,11 @@ func (f *fakeOS) Unstage(context.Context) (string, error) {
 	f.pending = false
 	return "removed the pending deployment", nil
 }
+func (f *fakeOS) Rollback(_ context.Context, t phases.OSTarget) (string, error) {
+	f.calls = append(f.calls, "rollback "+t.Image)
+	f.pending = true
+	return "Queued the rollback deployment " + t.Image, nil
+}
 func (f *fakeOS) Booted(_ context.Context, image string) (phases.BootedOS, error) {
 	f.calls = append(f.calls, "booted "+image)
 	b := f.booted

@@ -44,6 +44,10 @@ func checkBootedOS(ctx context.Context, d Data) (string, error) {
 	if image == "" {
 		msg = "booted kernel arguments as desired"
 	}
+	if gate, _ := gateNeeded(d); gate {
+		// The health gate's rollback needs it; the gate cleans up once passed.
+		return msg + "; kept the rollback deployment for the health gate", nil
+	}
 	done, err := osu.Cleanup(ctx)
 	if err != nil {
 		return msg + "; cleanup failed: " + err.Error(), nil

@@ -50,6 +50,8 @@ type Env struct {
 	// update ("" once none does): the metrics hook (see runner_waits.go).
 	Waits     Waits
 	OnWaiting func(reason string)
+	// Health is the post-update health gate (health.go); nil for none.
+	Health *HealthGate
 }
 
 // Runner runs the phases of one update (the list in update.go) in order.
@@ -122,6 +124,9 @@ func (r *Runner) Run(ctx context.Context) error {
 	for i := range r.Phases {
 		p := &r.Phases[i]
 		if r.Record.Done(p.Name) {
+			if p.Commits { // a resumed update past its write runs to its end
+				r.Stop.Commit()
+			}
 			continue
 		}
 		if r.Stop.Cause() == ErrStopped {
@@ -223,6 +228,9 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	case errors.Is(err, ErrStopped):
 		log.Info("Phase interrupted for shutdown; it runs again at the next start")
 		return err
+	case errors.Is(err, ErrHeld):
+		log.Info("Update rolled back by the health gate; the node holds its previous config")
+		return r.flushHeld(ctx, err)
 	case errors.Is(err, ErrSuperseded):
 		log.Info("Phase stopped: the node's desired config changed; the new config takes over")
 		r.flushSuperseded(ctx, log)

@@ -61,3 +61,6 @@ func (r *Runner) ConfigRule() plan.ConfigRule { return r.Env.ConfigRule }
 
 // Disruption returns the disruption budget, nil for none.
 func (r *Runner) Disruption() Disruption { return r.Env.Disruption }
+
+// Health returns the post-update health gate, nil for none.
+func (r *Runner) Health() *HealthGate { return r.Env.Health }

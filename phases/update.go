@@ -17,10 +17,11 @@ import (
 // from that step with backoff.
 func All() []Phase {
 	return []Phase{
-		GiveBack(), // giveback.go: what a replaced update held, given back
-		Adopt(),    // adopt.go: a node that already runs its desired config
-		Detect(),   // detect.go: the status reset, state=Working
-		Prepare(),  // prepare.go: fetch, validate, diff, post action
+		GiveBack(),   // giveback.go: what a replaced update held, given back
+		Adopt(),      // adopt.go: a node that already runs its desired config
+		Detect(),     // detect.go: the status reset, state=Working
+		Prepare(),    // prepare.go: fetch, validate, diff, post action
+		HealthWait(), // healthwait.go: not a config that failed the gate elsewhere
 		// The waits (waits.go: pause, maintenance window, blocking pods)
 		// hold the cordon and the drain, or, for an update that drains
 		// nothing, the gate before its first write.
@@ -32,6 +33,7 @@ func All() []Phase {
 		ReloadCRIO(),    // postaction.go
 		PostAction(),    // postaction.go: the units the policy names
 		Validate(),      // complete.go: the node against the config
+		Health(),        // health.go: the health gate; on failure, rollback.go
 		Uncordon(),      // complete.go
 		SetCurrent(),    // complete.go: currentConfig, state=Done
 		Resume(),        // complete.go: the drift monitor, Updated=True

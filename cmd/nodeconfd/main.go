@@ -90,6 +90,7 @@ type options struct {
 	waits                                             *waitOptions
 	onceFrom                                          string
 	skipReboot                                        bool
+	health                                            healthOptions
 }
 
 func parseFlags(args []string) (options, error) {
@@ -126,6 +127,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.budgetName, "disruption-budget", budget.DefaultName, "name of the cluster-wide disruption budget: its slots are the Leases <name>-0 … <name>-(N-1)")
 	fs.IntVar(&o.slots, "disruption-slots", budget.DefaultSlots, "how many nodes may be disrupted (cordoned, drained, rebooted) at once, cluster-wide")
 	fs.DurationVar(&o.leaseDuration, "disruption-lease-duration", budget.DefaultDuration, "how long a disruption slot stays held after its holder stops renewing it (renewed every fifth of it); must exceed a node's reboot")
+	o.health.register(fs)
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern,
 		"regular expression a desired config's name must match, {pool} standing for the node's pool; "+
 			"other names (a fragment such as 99-worker-ssh, another pool's rendered config) are refused (empty: any name)")
@@ -165,6 +167,9 @@ func parseFlags(args []string) (options, error) {
 	}
 	if o.drainTimeout < 0 {
 		return o, fmt.Errorf("--drain-timeout %s: must not be negative", o.drainTimeout)
+	}
+	if err := o.health.check(); err != nil {
+		return o, err
 	}
 	if o.busAddress == "" {
 		o.busAddress = "unix:path=" + filepath.Join(o.rootMount, "run/dbus/system_bus_socket")
@@ -263,6 +268,8 @@ func start(args []string) error {
 			Disruption: slots,
 			Limits:     o.limits,
 			Waits:      holds,
+			Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
+				CommandTimeout: o.health.commandTimeout}),
 		},
 		Pool:          o.pool,
 		ConfigPattern: o.configPattern,

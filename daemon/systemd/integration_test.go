@@ -3,6 +3,7 @@ package systemd_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -120,6 +121,15 @@ WantedBy=multi-user.target
 	}
 	state, err = sd.IsActive(ctx, failing)
 	wantState(t, "IsActive of the failed unit", state, err, "failed")
+	// The health gate's view: ActiveState, SubState, NRestarts.
+	for _, tc := range []struct{ unit, want string }{
+		{unit, "loaded active running 0"}, {failing, "loaded failed failed 0"}, {"nodeconfd-none.service", "not-found inactive dead 0"},
+	} {
+		st, err := sd.UnitState(ctx, tc.unit)
+		if got := fmt.Sprintf("%s %s %s %d", st.LoadState, st.ActiveState, st.SubState, st.Restarts); err != nil || got != tc.want {
+			t.Errorf("UnitState(%s) = %q, %v; want %q", tc.unit, got, err, tc.want)
+		}
+	}
 
 	if err := sd.Mask(ctx, unit); err == nil {
 		t.Errorf("Mask of a unit whose file is in /etc succeeded")

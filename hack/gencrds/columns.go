@@ -40,6 +40,7 @@ var machineConfigNodeColumns = []column{
 	condition("RebootNode", "RebootedNode", true, "Whether the node has been rebooted."),
 	condition("ReloadedCRIO", "ReloadedCRIO", true, "Whether CRI-O has been reloaded."),
 	condition("Uncordoned", "Uncordoned", true, "Whether the node has been uncordoned."),
+	condition("HealthChecked", "HealthChecked", true, "Whether the node passed the post-update health gate (False, RolledBack: it failed and was rolled back)."),
 	{name: "PoolName", jsonPath: ".spec.pool.name", wide: true, description: "The machine config pool of the node."},
 	{name: "DesiredConfig", jsonPath: ".spec.configVersion.desired", wide: true, description: "The config the node should run."},
 	{name: "CurrentConfig", jsonPath: ".status.configVersion.current", wide: true, description: "The config the node runs."},

@@ -53,6 +53,9 @@ type Record struct {
 	// boot that fell back), so prepare removes those the desired config
 	// lacks.
 	EarlierKernelArgs []string `json:"earlierKernelArgs,omitempty"`
+	// Health is the post-update health gate's record: its failure and
+	// the rollback's steps (health.go).
+	Health *Health `json:"health,omitempty"`
 	// Replaced is the unfinished update this one replaced before that one
 	// had written its config: its writes are rolled back and its cordon
 	// and slot given back before this update starts (the give-back step).

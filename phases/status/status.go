@@ -54,7 +54,7 @@ func Order() []string {
 		UpdatePrepared, UpdateCompatible,
 		UpdateExecuted, Cordoned, Drained, AppliedFilesAndOS,
 		UpdatePostActionComplete, RebootedNode, ReloadedCRIO,
-		UpdateComplete, Uncordoned,
+		UpdateComplete, HealthChecked, Uncordoned,
 		Resumed,
 		NodeDegraded,
 	}
@@ -70,7 +70,7 @@ func Parent(condType string) string {
 		return UpdateExecuted
 	case RebootedNode, ReloadedCRIO:
 		return UpdatePostActionComplete
-	case Uncordoned:
+	case Uncordoned, HealthChecked:
 		return UpdateComplete
 	}
 	return ""

@@ -75,7 +75,8 @@ var rebootSequence = []string{
 	"AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
 	"UpdatePostActionComplete=Unknown", "RebootedNode=Unknown", "RebootedNode=True",
 	"UpdatePostActionComplete=True",
-	"UpdateComplete=Unknown", "Uncordoned=Unknown", "Uncordoned=True", "UpdateComplete=True",
+	"UpdateComplete=Unknown", "HealthChecked=Unknown", "HealthChecked=True",
+	"Uncordoned=Unknown", "Uncordoned=True", "UpdateComplete=True",
 	"Resumed=True", "Updated=True",
 }
 

@@ -96,8 +96,12 @@ func TestOSImageUpdate(t *testing.T) {
 		t.Errorf("AppliedFilesAndOS message %q", c.Message)
 	}
 	if c := log.Condition("RebootedNode"); !strings.Contains(c.Message, "booted OS image ostree-unverified-registry:"+osImageB) ||
-		!strings.Contains(c.Message, "removed the rollback deployment") {
+		!strings.Contains(c.Message, "kept the rollback deployment for the health gate") {
 		t.Errorf("RebootedNode message %q", c.Message)
+	}
+	// The rollback deployment goes once the health gate passed.
+	if c := log.Condition("HealthChecked"); !strings.Contains(c.Message, "removed the rollback deployment") {
+		t.Errorf("HealthChecked message %q", c.Message)
 	}
 	if b := n.Sys.Boots(); b != 2 {
 		t.Errorf("boots = %d, want 2 (one reboot)", b)

@@ -140,7 +140,7 @@ func TestMachineConfigNodeCRUD(t *testing.T) {
 			t.Errorf("kubectl get machineconfignodes:\n%s\nwant:\n%s\n%s <age>", out, wantHeader, wantRow)
 		}
 		wide := kubectl(t, cp, "get", "machineconfignodes", "-o", "wide")
-		wantWide := wantHeader + " UPDATECOMPATIBLE UPDATEFILESANDOS DRAINEDNODE CORDONEDNODE REBOOTNODE RELOADEDCRIO UNCORDONED POOLNAME DESIREDCONFIG CURRENTCONFIG"
+		wantWide := wantHeader + " UPDATECOMPATIBLE UPDATEFILESANDOS DRAINEDNODE CORDONEDNODE REBOOTNODE RELOADEDCRIO UNCORDONED HEALTHCHECKED POOLNAME DESIREDCONFIG CURRENTCONFIG"
 		if header := strings.Join(strings.Fields(strings.SplitN(wide, "\n", 2)[0]), " "); header != wantWide {
 			t.Errorf("kubectl get machineconfignodes -o wide header:\n%s\nwant:\n%s", header, wantWide)
 		}

@@ -130,6 +130,9 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 		{"OtherAnnotation", func() error {
 			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"example.com/owner":"me"}}}`)
 		}, "may change only the annotations machineconfiguration.openshift.io/state"},
+		{"RetryAnnotation", func() error {
+			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/retryFailedConfig":"1"}}}`)
+		}, "may change only the annotations machineconfiguration.openshift.io/state"},
 		{"ProviderID", func() error { return patchNode(ctx, k, nodeA, `{"spec":{"providerID":"x://y"}}`) },
 			"may change only spec.unschedulable and its own annotations"},
 		{"Finalizers", func() error { return patchNode(ctx, k, nodeA, `{"metadata":{"finalizers":["example.com/keep"]}}`) },
@@ -191,6 +194,13 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	}
 	if err := c.SetNodeState(ctx, "", "Done", ""); err != nil {
 		t.Errorf("writing the state annotations of node %s: %v", nodeA, err)
+	}
+	// The health gate's failed config is the daemon's; the retry annotation is the administrator's.
+	if err := c.SetFailedConfig(ctx, "rendered-worker-2"); err != nil {
+		t.Errorf("writing the failedConfig annotation of node %s: %v", nodeA, err)
+	}
+	if err := c.ClearFailedConfig(ctx); err != nil {
+		t.Errorf("removing the failedConfig annotation of node %s: %v", nodeA, err)
 	}
 	k := kubernetes.NewForConfigOrDie(b.bound)
 	if err := event(ctx, k, "Node", nodeA); err != nil {

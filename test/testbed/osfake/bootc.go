@@ -41,6 +41,8 @@ func (f *fake) bootc(args []string) error {
 		return f.bootcStatus(args[1:])
 	case "switch":
 		return f.bootcSwitch(args[1:])
+	case "rollback":
+		return f.bootcRollback(args[1:])
 	}
 	return exitError{2, fmt.Sprintf("error: unrecognized subcommand '%s'\n\nUsage: bootc <COMMAND>", args[0])}
 }

@@ -35,6 +35,8 @@ func (f *fake) rpmOstree(args []string) error {
 		return f.kargs(args[1:])
 	case "cleanup":
 		return f.cleanup(args[1:])
+	case "rollback":
+		return f.rpmRollback(args[1:])
 	}
 	return fmt.Errorf("Unknown command '%s'", args[0])
 }

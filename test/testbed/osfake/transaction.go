@@ -31,7 +31,7 @@ func transactionTitle(args []string) string {
 		return ""
 	}
 	switch args[0] {
-	case "rebase", "cleanup":
+	case "rebase", "cleanup", "rollback":
 		return strings.Join(args, " ")
 	case "kargs":
 		for _, a := range args[1:] {

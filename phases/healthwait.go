@@ -1,0 +1,87 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// failedElsewhereEvery is how often a node waiting on a config that failed
+// the health gate elsewhere looks again (one LIST of the Nodes).
+const failedElsewhereEvery = 30 * time.Second
+
+// HealthWait keeps a config that failed the health gate on another
+// node (its failedConfig annotation names it) from spreading: before
+// anything is cordoned or written, the update waits, saying on which node
+// the config failed, until no node records it as failed any more (that
+// node retried it successfully, or an administrator removed the
+// annotation) or this node's desired config changes. Nothing is held while
+// it waits.
+func HealthWait() Phase {
+	return Phase{
+		Name: "failed-elsewhere", Group: status.UpdatePrepared, Quick: true,
+		Needed: func(d Data) (bool, string) {
+			if g := d.Health(); g == nil || g.Probe == nil {
+				return false, "No health gate is configured"
+			}
+			return true, ""
+		},
+		Wait:         waitNotFailedElsewhere,
+		OnSuperseded: func(context.Context, Data) error { return nil },
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			// The group's message as when this phase is skipped.
+			return Outcome{Reason: status.UpdatePrepared, Message: groupOf(status.UpdatePrepared).done(d.Update().DesiredName)}, nil
+		},
+	}
+}
+
+func waitNotFailedElsewhere(ctx context.Context, d Data) error {
+	g := d.Health()
+	name := d.Update().DesiredName
+	last := ""
+	for {
+		node, err := g.Probe.FailedOn(ctx, name)
+		if err != nil {
+			return fmt.Errorf("looking for nodes on which %s failed the health gate: %w", name, err)
+		}
+		if node == "" {
+			return nil
+		}
+		if node != last {
+			last = node
+			_ = d.Report(ctx, fmt.Sprintf("Config %s failed the health gate on node %s; not applying it here until it "+
+				"passes there or the node's failedConfig annotation is removed", name, node))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(failedElsewhereEvery):
+		}
+	}
+}
+
+// failedWhileWaiting runs once holdSlot got a slot, before the cordon: the
+// slot may have been released by a node whose health gate failed this very
+// config (it records the failure before it releases the slot). The slot is
+// then given back and the update waits as HealthWait does; it reports
+// true when the slot is to be waited for again.
+func failedWhileWaiting(ctx context.Context, d Data) (bool, error) {
+	g := d.Health()
+	rec := d.Progress()
+	if g == nil || g.Probe == nil || rec.CordonedByUs || rec.Done("cordon") {
+		return false, nil
+	}
+	node, err := g.Probe.FailedOn(ctx, d.Update().DesiredName)
+	if err != nil || node == "" {
+		if err != nil {
+			return false, fmt.Errorf("looking for nodes on which %s failed the health gate: %w", d.Update().DesiredName, err)
+		}
+		return false, nil
+	}
+	if err := releaseSlot(ctx, d); err != nil {
+		return false, err
+	}
+	return true, waitNotFailedElsewhere(ctx, d)
+}

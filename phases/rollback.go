@@ -1,0 +1,285 @@
+package phases
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// The health gate's rollback undoes a committed update by applying the
+// config it came from with the update's own write code: the reverse diff
+// (desired to previous) goes through a new transaction, journaled like any
+// write, so a crash in the middle resumes it (the journal keeps the state
+// from before its first attempt). The OS image and kernel arguments go back
+// through the updater's own rollback, then comes the post action the
+// rollback needs: a reboot when the update rebooted (or the OS was rolled
+// back), else the reverse diff's reloads and restarts. The node must then
+// be healthy on the previous config; only then is it uncordoned, its slot
+// given back and the failed config recorded. Each step is recorded in the
+// progress record (progress.Health) once done and never run twice; the
+// reboot above all: a node that does not come back healthy from it is
+// reported, never rebooted again.
+
+// Rollback step names in progress.Health.
+const (
+	rollbackWrite = "write"
+	rollbackOS    = "os"
+	rollbackPost  = "post"
+	rollbackCheck = "check"
+)
+
+// RollbackTxnID is the journal of the health gate's rollback of the update
+// to desired (a name of at most 255 bytes, as the journal's folder).
+func RollbackTxnID(desired string) string {
+	id := "rollback-" + desired
+	if len(id) > 255 {
+		sum := sha256.Sum256([]byte(desired))
+		id = "rollback-" + hex.EncodeToString(sum[:16])
+	}
+	return id
+}
+
+// reversed is the update seen backwards, for the write code: from the
+// desired config to the previous one, without its OS part (the updater's
+// rollback does that).
+type reversed struct {
+	Data
+	u *Update
+}
+
+func (r reversed) Update() *Update { return r.u }
+func (r reversed) OS() OSUpdater   { return nil }
+
+// reverse builds the reversed update of d's.
+func reverse(d Data) reversed {
+	u := d.Update()
+	// The diff is complete also when unreconcilable sections differ: the
+	// update did not change them, so the rollback leaves them too.
+	diff, _ := plan.Compare(u.Desired, u.Current)
+	diff.OSImageChanged, diff.KernelArgsRemoved, diff.KernelArgsAdded = false, nil, nil
+	r := &Update{Node: u.Node, CurrentName: u.DesiredName, DesiredName: u.CurrentName,
+		Current: u.Desired, Desired: u.Current, Diff: diff}
+	r.Action = d.Policy().PostAction(diff)
+	return reversed{Data: d, u: r}
+}
+
+// rollBack runs the rollback's steps not yet done, then holds the node.
+func rollBack(ctx context.Context, d Data) (Outcome, error) {
+	u := d.Update()
+	h := d.Progress().Health
+	_ = d.Report(ctx, fmt.Sprintf("Rolling back to %s: %s failed the health gate: %s", previousName(u), u.DesiredName, h.Failed))
+	rev := reverse(d)
+	steps := []struct {
+		name string
+		do   func(context.Context, Data, reversed) (string, error)
+	}{
+		{rollbackWrite, rollBackWrite},
+		{rollbackOS, rollBackOS},
+		{rollbackPost, rollBackPost},
+		{rollbackCheck, rollBackCheck},
+	}
+	for _, s := range steps {
+		if h.Done(s.name) {
+			continue
+		}
+		msg, err := s.do(ctx, d, rev)
+		if errors.Is(err, ErrRebooting) {
+			return Outcome{}, err
+		}
+		if err != nil {
+			d.Health().observe("rollback-failed")
+			return Outcome{}, fmt.Errorf("rolling back node %s from %s to %s after the health gate failed (%s): %w",
+				u.Node, u.DesiredName, previousName(u), h.Failed, err)
+		}
+		h.Finish(progress.Step{Name: s.name, Message: msg})
+		if err := d.SaveProgress(); err != nil {
+			return Outcome{}, err
+		}
+	}
+	return hold(ctx, d)
+}
+
+// rollBackWrite writes the previous config's files, units, enablement and
+// SSH keys back through a new transaction. The step is recorded done (by
+// rollBack) before the journal is dropped; a journal left by a crash
+// before that is kept for the rollback (CleanLeftovers), and its commit is
+// repeated here.
+func rollBackWrite(ctx context.Context, d Data, rev reversed) (string, error) {
+	id := RollbackTxnID(d.Update().DesiredName)
+	txn, err := d.Host().BeginTxn(id)
+	if err != nil {
+		return "", fmt.Errorf("starting the rollback's write: %w", err)
+	}
+	msg, err := write(ctx, rev, txn)
+	if err != nil {
+		if rbErr := txn.Rollback(); rbErr != nil {
+			return "", fmt.Errorf("%w; undoing the rollback's partial write also failed: %v", err, rbErr)
+		}
+		_ = d.Units().DaemonReload(ctx)
+		return "", err
+	}
+	// The OS goes back through the updater's rollback (its own step).
+	msg = strings.TrimSuffix("Restored"+strings.TrimPrefix(msg, "Applied"), ", OS unchanged")
+	h := d.Progress().Health
+	h.Finish(progress.Step{Name: rollbackWrite, Message: msg})
+	if err := d.SaveProgress(); err != nil {
+		return "", err
+	}
+	if err := txn.Commit(); err != nil {
+		return "", fmt.Errorf("committing the rollback's write: %w", err)
+	}
+	return msg, nil
+}
+
+// rollBackOS rolls the OS image and kernel arguments back through the
+// updater's own rollback, when the update changed them.
+func rollBackOS(ctx context.Context, d Data, _ reversed) (string, error) {
+	u := d.Update()
+	if d.OS() == nil || !u.Diff.OSChanged() {
+		return "OS unchanged", nil
+	}
+	msg, err := d.OS().Rollback(ctx, OSTarget{Image: u.Current.OSImageURL, KernelArgs: u.Current.KernelArguments})
+	if err != nil {
+		return "", fmt.Errorf("rolling back the OS with %s: %w", d.OS().Name(), err)
+	}
+	return msg, nil
+}
+
+// rollbackReboots reports whether the rollback reboots the node: when the
+// update did, when the OS was rolled back, or when the reverse diff needs it.
+func rollbackReboots(d Data, rev reversed) bool {
+	u := d.Update()
+	return u.Action.Kind == plan.ActionReboot || rev.u.Action.Kind == plan.ActionReboot ||
+		(d.OS() != nil && u.Diff.OSChanged())
+}
+
+// rollBackPost runs the post action the rollback needs. The reboot is asked
+// for once: its boot ID is saved first, and once the boot ID changed the
+// step is done whatever the node then looks like.
+func rollBackPost(ctx context.Context, d Data, rev reversed) (string, error) {
+	if !rollbackReboots(d, rev) {
+		if rev.u.Action.Kind == plan.ActionReloadCRIO {
+			if _, err := ReloadCRIO().Run(ctx, rev); err != nil {
+				return "", err
+			}
+		}
+		out, err := PostAction().Run(ctx, rev)
+		if err != nil {
+			return "", err
+		}
+		return out.Message, nil
+	}
+	h := d.Progress().Health
+	boot, err := d.Units().BootID(ctx)
+	if err != nil {
+		return "", fmt.Errorf("reading the boot ID: %w", err)
+	}
+	if h.RebootFromBootID != "" && h.RebootFromBootID != boot {
+		return fmt.Sprintf("Rebooted into %s; boot ID changed from %s to %s", previousName(d.Update()), h.RebootFromBootID, boot), nil
+	}
+	h.RebootFromBootID, h.RebootRequestedAt = boot, d.Clock().UTC().Truncate(time.Millisecond)
+	if err := d.SaveProgress(); err != nil {
+		return "", err
+	}
+	_ = d.Report(ctx, "Rebooting to roll back to "+previousName(d.Update()))
+	if err := d.Units().Reboot(ctx); err != nil {
+		return "", fmt.Errorf("asking logind to reboot: %w", err)
+	}
+	return "", ErrRebooting
+}
+
+// rollBackCheck checks the node on the previous config: after a reboot,
+// that it booted the previous OS and the Node is Ready again; the listed
+// units (those the previous config has) and the check command as the gate
+// does. A node unhealthy here keeps its cordon and slot and is reported;
+// it is not rebooted again.
+func rollBackCheck(ctx context.Context, d Data, rev reversed) (string, error) {
+	u := d.Update()
+	rebooted := rollbackReboots(d, rev)
+	if rebooted && d.OS() != nil && u.Diff.OSChanged() {
+		if err := CheckOS(ctx, d.OS(), u.Current); err != nil {
+			return "", fmt.Errorf("the node did not boot the previous OS deployment after the rollback: %w; "+
+				"not rebooting again: waiting for an administrator or a new desired config", err)
+		}
+	}
+	res, err := watchHealth(ctx, d, gateCheck{config: previousName(u), ready: rebooted, since: d.Progress().Health.RebootRequestedAt,
+		optional: true, deadline: d.Clock().Add(d.Health().Timeout)})
+	if err != nil {
+		return "", err
+	}
+	if !res.healthy {
+		return "", fmt.Errorf("the node is not healthy on %s either: waiting for %s; keeping the cordon and the disruption "+
+			"slot, not rebooting again: waiting for an administrator or a new desired config", previousName(u), res.message)
+	}
+	return res.message, nil
+}
+
+// hold ends the rollback: the failed config recorded on the node, state
+// Degraded, the cordon lifted and the slot given back (the node is healthy
+// on its previous config), and the status saying what happened. Every
+// step is idempotent until Held is saved.
+func hold(ctx context.Context, d Data) (Outcome, error) {
+	u := d.Update()
+	rec := d.Progress()
+	h := rec.Health
+	g := d.Health()
+	what := make([]string, 0, len(h.Steps))
+	for _, s := range h.Steps {
+		if s.Message != "" {
+			what = append(what, s.Message)
+		}
+	}
+	msg := fmt.Sprintf("Config %s failed the health gate: %s. Rolled back to %s: %s. Holding %s until the desired config "+
+		"changes or an administrator asks for a retry", u.DesiredName, h.Failed, previousName(u), strings.Join(what, "; "),
+		previousName(u))
+	if err := g.Probe.SetFailedConfig(ctx, u.DesiredName); err != nil {
+		return Outcome{}, fmt.Errorf("recording the failed config on node %s: %w", u.Node, err)
+	}
+	if err := d.Cluster().SetNodeState(ctx, "", StateDegraded, truncateReason("Error: "+msg)); err != nil {
+		return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
+	}
+	if rec.CordonedByUs {
+		if err := d.Cluster().Uncordon(ctx); err != nil {
+			return Outcome{}, err
+		}
+		rec.CordonedByUs = false
+		if err := d.SaveProgress(); err != nil {
+			return Outcome{}, err
+		}
+		d.SetCondition(status.Uncordoned, metav1.ConditionTrue, status.Reason(status.Uncordoned),
+			"Uncordoned node "+u.Node+" after the rollback to "+previousName(u))
+	}
+	if err := releaseSlot(ctx, d); err != nil {
+		return Outcome{}, err
+	}
+	h.Held = true
+	if err := d.SaveProgress(); err != nil {
+		return Outcome{}, err
+	}
+	d.SetCondition(status.HealthChecked, metav1.ConditionFalse, status.ReasonRolledBack, msg)
+	d.SetCondition(status.UpdateComplete, metav1.ConditionFalse, status.ReasonRolledBack, msg)
+	d.SetCondition(status.NodeDegraded, metav1.ConditionTrue, status.ReasonHealthCheckFailed, "Error: "+msg)
+	d.SetCondition(status.Updated, metav1.ConditionFalse, status.ReasonRolledBack,
+		fmt.Sprintf("Node runs %s: %s failed the health gate and was rolled back", previousName(u), u.DesiredName))
+	d.SetCurrentVersion(u.CurrentName)
+	d.Warn(status.ReasonRolledBack, msg)
+	g.observe("rolled-back")
+	return Outcome{}, ErrHeld
+}
+
+func truncateReason(s string) string {
+	if len(s) <= 1024 {
+		return s
+	}
+	return s[:1021] + "..."
+}
