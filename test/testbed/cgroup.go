@@ -92,6 +92,10 @@ type CgroupMemory struct {
 	// ActiveFile and InactiveFile are File on the kernel's active and
 	// inactive LRU lists (active_file, inactive_file).
 	ActiveFile, InactiveFile uint64
+	// RefaultFile is the page cache read back in soon after it was
+	// reclaimed (workingset_refault_file, in pages times the page size): the
+	// kernel puts such pages straight on the active list.
+	RefaultFile uint64
 }
 
 // WorkingSet is what cAdvisor reports as container_memory_working_set_bytes
@@ -144,6 +148,7 @@ func (c *Cgroup) Memory() (CgroupMemory, error) {
 		}
 		*dst = v
 	}
+	m.RefaultFile = values[prefix+"workingset_refault_file"] * uint64(os.Getpagesize())
 	return m, nil
 }
 
