@@ -23,45 +23,41 @@ type Cgroup struct {
 	v1  bool
 }
 
-// NewCgroup creates the memory cgroup name beside the test process, as a
-// child of the test process's own memory cgroup: under the cgroup v1
-// memory hierarchy when the memory controller is bound there (a hybrid
-// host), else under the unified (v2) one, whose memory controller must
-// then be enabled for the children of the test process's cgroup.
+// NewCgroup creates the memory cgroup name for a daemon. When the memory
+// controller is on cgroup v1 (a hybrid host) it is a child of the test
+// process's own memory cgroup (v1 lets a cgroup hold both processes and
+// children). On cgroup v2, where a cgroup with processes cannot give its
+// children controllers, it goes beside the nodes' cgroups, under the root's
+// nodeconfd-testbed (package nspawn), with the memory controller enabled
+// on the way down (untested here: this bed's host is hybrid).
 func NewCgroup(name string) (*Cgroup, error) {
 	self, err := os.ReadFile("/proc/self/cgroup")
 	if err != nil {
 		return nil, fmt.Errorf("reading the test process's cgroup: %w", err)
 	}
-	var v1Path, v2Path string
+	c := &Cgroup{}
 	for line := range strings.SplitSeq(strings.TrimSpace(string(self)), "\n") {
-		// 4:memory:/a/b (v1) or 0::/a/b (v2)
-		parts := strings.SplitN(line, ":", 3)
-		if len(parts) != 3 {
-			continue
-		}
-		switch {
-		case parts[1] == "":
-			v2Path = parts[2]
-		case strings.Contains(","+parts[1]+",", ",memory,"):
-			v1Path = parts[2]
+		// 4:memory:/a/b on v1
+		if parts := strings.SplitN(line, ":", 3); len(parts) == 3 && strings.Contains(","+parts[1]+",", ",memory,") {
+			c.Dir, c.v1 = filepath.Join("/sys/fs/cgroup/memory", parts[2], name), true
 		}
 	}
-	c := &Cgroup{}
-	switch {
-	case v1Path != "":
-		c.Dir, c.v1 = filepath.Join("/sys/fs/cgroup/memory", v1Path, name), true
-	case v2Path != "":
-		c.Dir = filepath.Join("/sys/fs/cgroup", v2Path, name)
-	default:
-		return nil, fmt.Errorf("finding the test process's memory cgroup in %q", self)
+	if !c.v1 {
+		parent := "/sys/fs/cgroup/nodeconfd-testbed"
+		if err := os.MkdirAll(parent, 0o755); err != nil {
+			return nil, fmt.Errorf("creating cgroup %s: %w", parent, err)
+		}
+		// Errors show as the missing memory files below.
+		_ = os.WriteFile("/sys/fs/cgroup/cgroup.subtree_control", []byte("+memory"), 0)
+		_ = os.WriteFile(filepath.Join(parent, "cgroup.subtree_control"), []byte("+memory"), 0)
+		c.Dir = filepath.Join(parent, name)
 	}
 	if err := os.Mkdir(c.Dir, 0o755); err != nil {
 		return nil, fmt.Errorf("creating cgroup %s: %w", c.Dir, err)
 	}
 	if _, err := c.Memory(); err != nil {
 		_ = c.Remove()
-		return nil, fmt.Errorf("cgroup %s has no memory accounting (on cgroup v2, enable +memory in its parent's cgroup.subtree_control): %w", c.Dir, err)
+		return nil, fmt.Errorf("cgroup %s has no memory accounting: %w", c.Dir, err)
 	}
 	return c, nil
 }
