@@ -19,6 +19,9 @@ const (
 	// returns unused heap by itself over minutes.
 	longIdle     = 2 * time.Minute
 	releasedLine = "released memory"
+	// squeezeRoom is what the squeezed reading leaves the daemon above its
+	// working set.
+	squeezeRoom = 4 << 20
 )
 
 // BenchmarkIdleWorkingSet measures what the kubelet and `kubectl top`
@@ -29,8 +32,10 @@ const (
 // binary, as in its pod. Its memory is read idleGap after it settles at
 // start and after each iteration's rebootless update (a file under
 // /etc/containers/registries.d/, as BenchmarkUpdate1), and once more after
-// longIdle, and then once more after one scrape of its /metrics; the table
-// of every reading is logged (with one more right after the first settle).
+// longIdle, once more after one scrape of its /metrics, and last under a
+// memory limit at its working set plus squeezeRoom (memory pressure); the
+// table of every reading is logged (with one more right after the first
+// settle).
 //
 // The working set leaves out the inactive page cache: without the release,
 // the executable's pages the daemon maps stay on the inactive list (the
@@ -105,6 +110,16 @@ func idleWorkingSet(b *testing.B, release bool) {
 	requests(b, n)
 	time.Sleep(quiet)
 	readings = append(readings, readMemory(b, cg, pid, "+1 scrape"))
+	// What memory pressure leaves: a limit at the working set plus a
+	// little, for a second.
+	if err := cg.Squeeze(readings[len(readings)-1].cg.WorkingSet() + squeezeRoom); err != nil {
+		b.Fatal(err)
+	}
+	time.Sleep(quiet)
+	readings = append(readings, readMemory(b, cg, pid, "squeezed"))
+	if err := cg.Unsqueeze(); err != nil {
+		b.Fatal(err)
+	}
 	logReadings(b, n, readings)
 	b.ReportMetric(mib(readings[1].cg.WorkingSet()), "MiB-ws-start")
 	b.ReportMetric(mib(updated.cg.WorkingSet()), "MiB-ws-update")

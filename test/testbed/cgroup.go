@@ -3,6 +3,7 @@ package testbed
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -187,4 +188,32 @@ func (n *Node) daemonCommand() *exec.Cmd {
 	script := `echo $$ > "$1" && shift && exec "$@"`
 	args := append([]string{"-c", script, "sh", filepath.Join(n.cgroup.Dir, "cgroup.procs"), n.bin}, n.args...)
 	return exec.Command("/bin/sh", args...)
+}
+
+// Squeeze sets the cgroup's memory limit to limit bytes (v2: memory.high),
+// as memory pressure would, so that the kernel reclaims down to it, the
+// inactive page cache first; Unsqueeze lifts it. On v1 a limit it cannot
+// reclaim down to is refused (EBUSY): the kernel went as far as it could.
+func (c *Cgroup) Squeeze(limit uint64) error {
+	return c.setLimit(strconv.FormatUint(limit, 10))
+}
+
+// Unsqueeze lifts the limit Squeeze set.
+func (c *Cgroup) Unsqueeze() error {
+	if c.v1 {
+		return c.setLimit("-1")
+	}
+	return c.setLimit("max")
+}
+
+func (c *Cgroup) setLimit(v string) error {
+	file := "memory.high"
+	if c.v1 {
+		file = "memory.limit_in_bytes"
+	}
+	err := os.WriteFile(filepath.Join(c.Dir, file), []byte(v), 0)
+	if err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("setting %s of cgroup %s to %s: %w", file, c.Dir, v, err)
+	}
+	return nil
 }
