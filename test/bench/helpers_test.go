@@ -38,6 +38,12 @@ func registriesConfig(name, line string) *mcfgv1.MachineConfig {
 // NODECONFD_BENCH_TRACE is set.
 func benchNode(b *testing.B, name string) (*testbed.Node, string, *tracer) {
 	b.Helper()
+	return benchNodeWith(b, name, testbed.NodeOptions{})
+}
+
+// benchNodeWith is benchNode with opts for the node (NoDaemon is set).
+func benchNodeWith(b *testing.B, name string, opts testbed.NodeOptions) (*testbed.Node, string, *tracer) {
+	b.Helper()
 	if bed == nil {
 		b.Skip("no test bed")
 	}
@@ -49,7 +55,8 @@ func benchNode(b *testing.B, name string) (*testbed.Node, string, *tracer) {
 		b.Fatal(err)
 	}
 	args, trace := traceArgs(b, name)
-	n := bed.AddTestNode(ctx, b, name, base, testbed.NodeOptions{ExtraArgs: args, NoDaemon: true})
+	opts.ExtraArgs, opts.NoDaemon = append(opts.ExtraArgs, args...), true
+	n := bed.AddTestNode(ctx, b, name, base, opts)
 	w := watchMCN(ctx, b, name)
 	if err := n.StartDaemon(); err != nil {
 		b.Fatal(err)

@@ -1,6 +1,7 @@
 // Package bench measures the daemon on the test bed: how fast it applies a
 // rebootless update, how many API requests an update, a start-up and an idle
-// minute cost, its idle memory, and how fast it drains 100 pods next to
+// minute cost, its idle memory (VmRSS, and its container's working set as
+// the kubelet counts it), and how fast it drains 100 pods next to
 // `kubectl drain`. Run it as root:
 //
 //	go test -run '^$' -bench . -benchtime 5x ./test/bench/

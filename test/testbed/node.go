@@ -48,6 +48,10 @@ type Node struct {
 	stopped bool
 	starts  int
 	crash   crashState
+	// cgroup and bin, when set, are where and from what copy of the
+	// binary the daemon runs (NodeOptions.Cgroup).
+	cgroup *Cgroup
+	bin    string
 }
 
 // NodeOptions adjusts a test node.
@@ -59,6 +63,11 @@ type NodeOptions struct {
 	// OS, if set, installs the fake rpm-ostree and/or bootc (package
 	// osfake) with a booted deployment; nodes have no OS updater otherwise.
 	OS *osfake.Options
+	// Cgroup, if set, runs the daemon in that cgroup from its first
+	// instruction, from a copy of the binary of its own that is not in the
+	// page cache yet, as a container runs from its image: the cgroup is
+	// then charged with all the memory the daemon costs.
+	Cgroup *Cgroup
 }
 
 // AddNode starts a node named name with its kubelet and daemon. The daemon
@@ -80,7 +89,13 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{Name: name, bed: b, logPath: filepath.Join(dir, "daemon.log"), MetricsAddr: addr}
+	n := &Node{Name: name, bed: b, logPath: filepath.Join(dir, "daemon.log"), MetricsAddr: addr, cgroup: opts.Cgroup}
+	if n.cgroup != nil {
+		n.bin = filepath.Join(dir, "nodeconfd")
+		if err := containerBinary(b.Daemon, n.bin); err != nil {
+			return nil, err
+		}
+	}
 	var kubeconfig string
 	n.Kubelet, err = kubelet.Start(ctx, b.Kube, name, kubelet.Options{GracePeriodScale: 0.01})
 	if err != nil {
@@ -146,7 +161,7 @@ func (n *Node) StartDaemon() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(n.bed.Daemon, n.args...)
+	cmd := n.daemonCommand()
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	cmd.Env = n.crash.env()
