@@ -68,6 +68,8 @@ type Choice struct {
 	Holders []string
 	// Until is when the first held slot expires if not renewed, when waiting.
 	Until time.Time
+	// Ahead is how many waiters of the queue come first, when waiting.
+	Ahead int
 }
 
 // choose decides what holder does next: adopt its own slot, else try a free
@@ -111,9 +113,17 @@ func hash(s string) uint32 {
 }
 
 // waitingMessage is the Cordoned condition's message while the node waits.
-func waitingMessage(holders []string, slots int) string {
-	return fmt.Sprintf("Waiting for a disruption slot (%d of %d in use): held by %s",
+// ahead counts the waiters of the queue before it (0: next in line).
+func waitingMessage(holders []string, slots, ahead int) string {
+	msg := fmt.Sprintf("Waiting for a disruption slot (%d of %d in use): held by %s",
 		len(holders), slots, strings.Join(holders, ", "))
+	switch {
+	case ahead == 1:
+		msg += "; 1 node ahead in the queue"
+	case ahead > 1:
+		msg += fmt.Sprintf("; %d nodes ahead in the queue", ahead)
+	}
+	return msg
 }
 
 // observations remembers when this daemon first saw each version of each

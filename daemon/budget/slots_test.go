@@ -145,7 +145,7 @@ func TestWaitingMessage(t *testing.T) {
 		{[]string{"worker-1", "worker-3"}, 2, "Waiting for a disruption slot (2 of 2 in use): held by worker-1, worker-3"},
 	}
 	for _, tt := range tests {
-		if got := waitingMessage(tt.holders, tt.slots); got != tt.want {
+		if got := waitingMessage(tt.holders, tt.slots, 0); got != tt.want {
 			t.Errorf("waitingMessage(%v, %d) = %q, want %q", tt.holders, tt.slots, got, tt.want)
 		}
 	}

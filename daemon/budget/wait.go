@@ -13,48 +13,58 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// waitLocked loops until the node holds a slot: it lists the slots, does
-// what choose says, and when every slot is held by others it waits for a
-// change to the Leases or for the first one to expire.
+// waitLocked loops until the node holds a slot. It reads the budget's
+// Leases once and then follows them with one watch; each time they change
+// it does what decide says: take the slot that is its turn, or wait in the
+// queue (see queue.go) for the next change or the first expiry.
 func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(string)) error {
-	obs := observations{}
-	lastMsg, lastAt := "", time.Time{}
+	cache, err := b.openLeases(ctx)
+	if err != nil {
+		return err
+	}
+	defer cache.stop()
+	q := &queueEntry{b: b}
+	defer q.leave(ctx, log)
+	obs, t := observations{}, newTurns(b.cfg.Holder)
+	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
 	races := 0
 	for {
-		found, rv, err := b.list(ctx)
-		if err != nil {
-			return err
-		}
 		now := time.Now()
-		c := choose(b.cfg.Holder, obs.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now)
+		slots := obs.slots(b.cfg.Name, b.cfg.Slots, cache.items, b.cfg.Duration, now)
+		q.saw(cache.items)
+		free := 0
+		for _, s := range slots {
+			if s.free(now) {
+				free++
+			}
+		}
+		queue, turnEnds := t.live(waitersOf(cache.items), free, now)
+		c := decide(b.cfg.Holder, slots, queue, now)
 		b.noteSynced(c)
 		if c.Action == Wait {
-			msg := waitingMessage(c.Holders, b.cfg.Slots) + soakNote(found, now)
-			until := c.Until
-			if msg != lastMsg {
-				if next := lastAt.Add(reportEvery); now.Before(next) {
-					until = earliest(until, next)
-				} else {
-					log.Info("Waiting for a disruption slot", zap.Strings("holders", c.Holders),
-						zap.Time("firstExpiry", c.Until))
-					if report != nil {
-						report(msg)
-					}
-					lastMsg, lastAt = msg, now
-				}
+			if err := q.join(ctx); err != nil {
+				return err
 			}
-			if err := b.waitChange(ctx, rv, until); err != nil {
+			rep.waiting(c, now, soakNote(cache.items, now))
+			if err := cache.next(ctx, earliest(earliest(c.Until, turnEnds), rep.due())); err != nil {
 				return err
 			}
 			continue
 		}
-		l, err := b.take(ctx, c, found)
+		l, err := b.take(ctx, c, cache.items)
 		if lost(err) {
-			// Another daemon won this slot (or the holder renewed): look
-			// again, after a short pause that grows with the races lost.
+			// Another daemon changed this slot first (a waiter ahead that
+			// this daemon skipped, or a newcomer): queue up, or make sure
+			// the others see this waiter alive again, and look again.
 			races++
 			log.Debug("Lost a race for a disruption slot", zap.String("lease", SlotName(b.cfg.Name, c.Slot)), zap.Error(err))
+			if err := q.rejoin(ctx); err != nil {
+				return err
+			}
 			if err := sleep(ctx, raceBackoff(races)); err != nil {
+				return err
+			}
+			if err := cache.next(ctx, time.Now().Add(10*time.Millisecond)); err != nil {
 				return err
 			}
 			continue
@@ -73,7 +83,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		if err != nil {
 			return err
 		}
-		b.hold(ctx, c, found, l, now)
+		b.hold(ctx, c, cache.items, l, now)
 		return nil
 	}
 }
@@ -138,7 +148,11 @@ func sleep(ctx context.Context, d time.Duration) error {
 	}
 }
 
+// earliest is the earlier of a and b, a zero time counting as none.
 func earliest(a, b time.Time) time.Time {
+	if b.IsZero() {
+		return a
+	}
 	if a.IsZero() || b.Before(a) {
 		return b
 	}
@@ -158,37 +172,6 @@ func (b *Budget) list(ctx context.Context) (map[string]*coordinationv1.Lease, st
 		found[list.Items[i].Name] = &list.Items[i]
 	}
 	return found, list.ResourceVersion, nil
-}
-
-// waitChange waits for any change to the budget's Leases after version rv,
-// or until until, whichever comes first.
-func (b *Budget) waitChange(ctx context.Context, rv string, until time.Time) error {
-	w, err := b.cfg.Client.Leases(b.cfg.Namespace).Watch(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{Label: b.cfg.Name}.String(), ResourceVersion: rv,
-	})
-	if err != nil {
-		return fmt.Errorf("watching the Leases of disruption budget %s: %w", b.cfg.Name, err)
-	}
-	defer w.Stop()
-	// A little past the expiry, so that the next look sees it expired.
-	timer := time.NewTimer(time.Until(until) + 10*time.Millisecond)
-	defer timer.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-timer.C:
-	case _, ok := <-w.ResultChan():
-		if !ok {
-			// The watch ended without an event: do not spin on a server
-			// that closes watches at once.
-			select {
-			case <-ctx.Done():
-				return ctx.Err()
-			case <-time.After(time.Second):
-			}
-		}
-	}
-	return nil
 }
 
 // create takes a slot whose Lease does not exist.

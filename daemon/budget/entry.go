@@ -1,0 +1,164 @@
+package budget
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// queueEntry is this daemon's entry in the budget's queue of waiters.
+type queueEntry struct {
+	b *Budget
+	// in is set once the entry exists (created, or found from before a
+	// restart); touched once it has been touched since.
+	in, touched bool
+	// foreign is set when the entry's name is another node's (a hash
+	// collision): the daemon then waits without an entry.
+	foreign bool
+}
+
+// entryTimeout bounds the removal of the entry when the wait ends.
+const entryTimeout = 10 * time.Second
+
+func (q *queueEntry) name() string { return QueueName(q.b.cfg.Name, q.b.cfg.Holder) }
+
+// saw notes the node's own entry among the Leases (a daemon restarted
+// while waiting finds its place in the queue again).
+func (q *queueEntry) saw(items map[string]*coordinationv1.Lease) {
+	if l, ok := items[q.name()]; ok && holderOf(l) == q.b.cfg.Holder && l.Labels[RoleLabel] == RoleWaiter {
+		q.in = true
+	}
+}
+
+// join creates the entry unless it exists. An entry found from before a
+// restart is touched, so that waiters that skipped it see it alive.
+func (q *queueEntry) join(ctx context.Context) error {
+	if q.foreign {
+		return nil
+	}
+	if q.in {
+		if !q.touched {
+			return q.touch(ctx)
+		}
+		return nil
+	}
+	now := metav1.NewMicroTime(time.Now())
+	holder := q.b.cfg.Holder
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: q.name(), Namespace: q.b.cfg.Namespace,
+			Labels: map[string]string{Label: q.b.cfg.Name, RoleLabel: RoleWaiter}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: q.b.seconds(),
+			AcquireTime: &now, RenewTime: &now},
+	}
+	leases := q.b.cfg.Client.Leases(q.b.cfg.Namespace)
+	_, err := leases.Create(ctx, l, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		cur, gerr := leases.Get(ctx, l.Name, metav1.GetOptions{})
+		if gerr != nil {
+			return fmt.Errorf("reading Lease %s/%s: %w", q.b.cfg.Namespace, l.Name, gerr)
+		}
+		if holderOf(cur) != holder {
+			q.foreign = true
+			q.b.cfg.Log.Warn("Queue entry name taken by another node; waiting without one",
+				zap.String("lease", l.Name), zap.String("holder", holderOf(cur)))
+			return nil
+		}
+		q.in = true
+		return q.touch(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("creating Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, l.Name, err)
+	}
+	q.in, q.touched = true, true
+	return nil
+}
+
+// rejoin follows a lost race: the node queues up, or, queued already,
+// touches its entry in case the others skipped it.
+func (q *queueEntry) rejoin(ctx context.Context) error {
+	if !q.in {
+		return q.join(ctx)
+	}
+	return q.touch(ctx)
+}
+
+// touch writes a new renewTime to the entry: a new version, which the
+// waiters that skipped it take as alive.
+func (q *queueEntry) touch(ctx context.Context) error {
+	now := metav1.NewMicroTime(time.Now())
+	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"renewTime": now}})
+	_, err := q.b.cfg.Client.Leases(q.b.cfg.Namespace).Patch(ctx, q.name(), types.MergePatchType, patch, metav1.PatchOptions{})
+	if apierrors.IsNotFound(err) {
+		q.in = false
+		return q.join(ctx)
+	}
+	if err != nil {
+		return fmt.Errorf("touching Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, q.name(), err)
+	}
+	q.touched = true
+	return nil
+}
+
+// leave deletes the entry, also when the wait was cancelled.
+func (q *queueEntry) leave(ctx context.Context, log *zap.Logger) {
+	if !q.in {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), entryTimeout)
+	defer cancel()
+	err := q.b.cfg.Client.Leases(q.b.cfg.Namespace).Delete(ctx, q.name(), metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		log.Warn("Cannot remove the node's entry from the disruption queue", zap.String("lease", q.name()), zap.Error(err))
+		return
+	}
+	q.in = false
+}
+
+// reporter tells the caller that the node waits, and for whom. A message
+// per waiter per handoff would cost the API server a status write from
+// every waiter at every handoff, so it reports when the wait starts, and
+// again (at most every reportEvery) only while the node is next in line.
+type reporter struct {
+	report  func(string)
+	log     *zap.Logger
+	slots   int
+	last    string
+	at      time.Time
+	pending bool
+	sent    int
+}
+
+// note is added to the message (the slots held for a soak, soakNote).
+func (r *reporter) waiting(c Choice, now time.Time, note string) {
+	msg := waitingMessage(c.Holders, r.slots, c.Ahead) + note
+	r.pending = false
+	if msg == r.last || (r.sent > 0 && c.Ahead > 0) {
+		return
+	}
+	if r.sent > 0 && now.Before(r.at.Add(reportEvery)) {
+		r.pending = true
+		return
+	}
+	r.log.Info("Waiting for a disruption slot", zap.Strings("holders", c.Holders), zap.Int("ahead", c.Ahead),
+		zap.Time("firstExpiry", c.Until))
+	if r.report != nil {
+		r.report(msg)
+	}
+	r.last, r.at = msg, now
+	r.sent++
+}
+
+// due is when a held-back report is due; zero when none is.
+func (r *reporter) due() time.Time {
+	if !r.pending {
+		return time.Time{}
+	}
+	return r.at.Add(reportEvery)
+}

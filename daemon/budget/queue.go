@@ -1,0 +1,204 @@
+package budget
+
+import (
+	"fmt"
+	"hash/fnv"
+	"sort"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+)
+
+// The queue of waiters. A daemon that finds every slot held (or loses a race
+// for a free one) enqueues itself: it creates a Lease of its own, its
+// queue entry, labelled as the budget's and RoleLabel=waiter, holder itself
+// (so the admission policy's rule for Leases holds), and deletes it once it
+// holds a slot or stops waiting. Every waiter watches the budget's Leases
+// (one watch, no polling) and orders the entries the same way, oldest
+// first; when k slots are free, only the first k live entries try, the
+// i-th for the i-th free slot. So a slot's handoff costs the one request of
+// the waiter whose turn it is, whatever the number of waiters, and waiters
+// do not race each other.
+//
+// A waiter that died keeps its entry (no daemon may delete another's
+// Lease). It is skipped once its turn has lasted a whole turnGrace without
+// it taking the slot, and stays skipped, in the view of each daemon, until
+// its entry changes (a restarted daemon touches its entry). A dead entry
+// therefore delays a handoff by turnGrace once; an administrator removes it
+// by deleting the Lease.
+
+// RoleLabel marks a Lease of the budget that is a queue entry, not a slot.
+const RoleLabel = "nodeconfd.io/disruption-role"
+
+// RoleWaiter is RoleLabel's value on queue entries.
+const RoleWaiter = "waiter"
+
+// turnGrace is how long a waiter's turn lasts before the others skip it.
+const turnGrace = 15 * time.Second
+
+// QueueName is the name of holder's queue entry in budget name: fixed
+// length whatever the node's name.
+func QueueName(name, holder string) string {
+	h := fnv.New64a()
+	_, _ = h.Write([]byte(holder))
+	return fmt.Sprintf("%s-q-%016x", name, h.Sum64())
+}
+
+// waiter is one queue entry as a daemon sees it.
+type waiter struct {
+	Holder  string
+	Version string
+	// Since orders the queue: when the entry was created.
+	Since time.Time
+}
+
+// waitersOf returns the queue entries among the Leases, in queue order:
+// oldest first, ties broken by holder name.
+func waitersOf(leases map[string]*coordinationv1.Lease) []waiter {
+	var q []waiter
+	for _, l := range leases {
+		if l.Labels[RoleLabel] != RoleWaiter || holderOf(l) == "" {
+			continue
+		}
+		q = append(q, waiter{Holder: holderOf(l), Version: l.ResourceVersion, Since: l.CreationTimestamp.Time})
+	}
+	sort.Slice(q, func(i, j int) bool {
+		if !q[i].Since.Equal(q[j].Since) {
+			return q[i].Since.Before(q[j].Since)
+		}
+		return q[i].Holder < q[j].Holder
+	})
+	return q
+}
+
+// turns remembers, on this daemon's clock, since when each other waiter's
+// turn has lasted, and which waiters it skips as dead.
+type turns struct {
+	self string
+	// since is when each waiter's turn began (by holder), with the entry's
+	// version then.
+	since map[string]observation
+	// skipped holds the waiters skipped, with the version skipped.
+	skipped map[string]string
+}
+
+func newTurns(self string) *turns {
+	return &turns{self: self, since: map[string]observation{}, skipped: map[string]string{}}
+}
+
+// live returns the queue without the waiters skipped, given free slots
+// free now, and when the next turn lapses (zero when none runs). A waiter
+// whose turn has lasted turnGrace is skipped, and the turn passes on at
+// once. This daemon never skips itself.
+func (t *turns) live(queue []waiter, free int, now time.Time) ([]waiter, time.Time) {
+	for {
+		var out []waiter
+		for _, w := range queue {
+			if v, ok := t.skipped[w.Holder]; ok && v == w.Version && w.Holder != t.self {
+				continue
+			}
+			delete(t.skipped, w.Holder)
+			out = append(out, w)
+		}
+		next, lapsed := t.clock(out, free, now)
+		if !lapsed {
+			return out, next
+		}
+	}
+}
+
+// clock starts and ends the turns of the first free waiters of queue; it
+// reports whether one lapsed (and was skipped), else when the next lapses.
+func (t *turns) clock(queue []waiter, free int, now time.Time) (time.Time, bool) {
+	turn := map[string]bool{}
+	var next time.Time
+	for i, w := range queue {
+		if i >= free {
+			break
+		}
+		turn[w.Holder] = true
+		if w.Holder == t.self {
+			continue
+		}
+		o, ok := t.since[w.Holder]
+		if !ok || o.version != w.Version {
+			o = observation{version: w.Version, seen: now}
+			t.since[w.Holder] = o
+		}
+		end := o.seen.Add(turnGrace)
+		if !now.Before(end) {
+			t.skipped[w.Holder] = w.Version
+			delete(t.since, w.Holder)
+			return time.Time{}, true
+		}
+		next = earliest(next, end)
+	}
+	for h := range t.since {
+		if !turn[h] {
+			delete(t.since, h) // its turn ended: it took a slot, or others came first
+		}
+	}
+	return next, false
+}
+
+// decide is choose with the queue: adopt the node's own slot; else, when
+// free slots are left after one for each live waiter ahead of it, take
+// one; else wait. A node in the queue at position p takes the p-th free
+// slot; one not in it takes one of the free slots the queue leaves,
+// spread by its name. Ahead says how many live waiters come first.
+func decide(holder string, slots []slot, queue []waiter, now time.Time) Choice {
+	for _, s := range slots {
+		if s.Exists && s.Holder == holder {
+			return Choice{Action: Adopt, Slot: s.Index}
+		}
+	}
+	var free []slot
+	for _, s := range slots {
+		if s.free(now) {
+			free = append(free, s)
+		}
+	}
+	pos := len(queue)
+	for i, w := range queue {
+		if w.Holder == holder {
+			pos = i
+			break
+		}
+	}
+	pick := -1
+	switch {
+	case pos < len(queue) && pos < len(free):
+		pick = pos
+	case pos == len(queue) && len(free) > len(queue):
+		left := len(free) - len(queue)
+		pick = len(queue) + int(hash(holder)%uint32(left))
+	}
+	if pick >= 0 {
+		s := free[pick]
+		if !s.Exists {
+			return Choice{Action: Create, Slot: s.Index}
+		}
+		return Choice{Action: TakeOver, Slot: s.Index}
+	}
+	c := waitChoice(slots)
+	c.Ahead = pos
+	return c
+}
+
+// waitChoice is the Wait choice: the holders, sorted, and the first expiry.
+func waitChoice(slots []slot) Choice {
+	c := Choice{Action: Wait}
+	for _, s := range slots {
+		if s.Holder != "" {
+			c.Holders = append(c.Holders, s.Holder)
+		}
+		if !s.Exists || s.Holder == "" {
+			continue
+		}
+		if end := s.Seen.Add(s.Duration); c.Until.IsZero() || end.Before(c.Until) {
+			c.Until = end
+		}
+	}
+	sort.Strings(c.Holders)
+	return c
+}
