@@ -126,4 +126,3 @@ func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
 	}
 	return c.rt.RoundTrip(r)
 }
-
