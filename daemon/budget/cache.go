@@ -47,7 +47,7 @@ func (b *Budget) openLeases(ctx context.Context) (*leases, error) {
 func (c *leases) selector() string { return labels.Set{Label: c.b.cfg.Name}.String() }
 
 func (c *leases) relist(ctx context.Context) error {
-	found, rv, err := c.b.list(ctx)
+	found, rv, err := c.b.listSelected(ctx, c.selector())
 	if err != nil {
 		return err
 	}

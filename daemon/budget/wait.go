@@ -159,11 +159,15 @@ func earliest(a, b time.Time) time.Time {
 	return a
 }
 
-// list reads the budget's Leases by name, with the list's resourceVersion.
+// list reads the budget's slots (not its queue, which may be long) by
+// name, with the list's resourceVersion.
 func (b *Budget) list(ctx context.Context) (map[string]*coordinationv1.Lease, string, error) {
-	list, err := b.cfg.Client.Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: labels.Set{Label: b.cfg.Name}.String(),
-	})
+	return b.listSelected(ctx, labels.Set{Label: b.cfg.Name}.String()+",!"+RoleLabel)
+}
+
+// listSelected reads the budget's Leases that selector selects.
+func (b *Budget) listSelected(ctx context.Context, selector string) (map[string]*coordinationv1.Lease, string, error) {
+	list, err := b.cfg.Client.Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
 	if err != nil {
 		return nil, "", fmt.Errorf("listing the Leases of disruption budget %s in namespace %s: %w", b.cfg.Name, b.cfg.Namespace, err)
 	}

@@ -1,0 +1,106 @@
+package fleet
+
+import (
+	"maps"
+	"net/http"
+	"strings"
+	"sync"
+)
+
+// counter counts the requests the daemons send, on their side of the wire,
+// by verb and resource: the API server's own counts include the
+// benchmark's requests (annotating nodes, watching the MachineConfigNodes).
+type counter struct {
+	mu     sync.Mutex
+	counts map[reqKey]int64
+}
+
+// reqKey is a request's kind as apiserver_request_total labels it.
+type reqKey struct{ Verb, Resource string }
+
+func newCounter() *counter { return &counter{counts: map[reqKey]int64{}} }
+
+func (c *counter) wrap(rt http.RoundTripper) http.RoundTripper {
+	return countingRT{rt: rt, c: c}
+}
+
+// snapshot copies the counts.
+func (c *counter) snapshot() map[reqKey]int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return maps.Clone(c.counts)
+}
+
+type countingRT struct {
+	rt http.RoundTripper
+	c  *counter
+}
+
+func (r countingRT) RoundTrip(req *http.Request) (*http.Response, error) {
+	k := classify(req)
+	r.c.mu.Lock()
+	r.c.counts[k]++
+	r.c.mu.Unlock()
+	return r.rt.RoundTrip(req)
+}
+
+// classify names a request as the API server's metrics do: verb GET, LIST,
+// WATCH, POST, PUT, PATCH, DELETE; resource with its subresource
+// ("machineconfignodes/status").
+func classify(req *http.Request) reqKey {
+	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	// /api/v1/... or /apis/group/version/...
+	if len(parts) > 0 && parts[0] == "apis" && len(parts) > 2 {
+		parts = parts[3:]
+	} else if len(parts) > 1 {
+		parts = parts[2:]
+	}
+	if len(parts) >= 2 && parts[0] == "namespaces" {
+		parts = parts[2:]
+	}
+	resource, named := "", false
+	if len(parts) > 0 {
+		resource = parts[0]
+	}
+	if len(parts) > 1 {
+		named = true
+	}
+	if len(parts) > 2 {
+		resource += "/" + parts[2]
+	}
+	verb := req.Method
+	switch {
+	case req.Method == http.MethodGet && req.URL.Query().Get("watch") == "true":
+		verb = "WATCH"
+	case req.Method == http.MethodGet && !named:
+		verb = "LIST"
+	case req.Method == http.MethodPost:
+		verb = "CREATE"
+	case req.Method == http.MethodPut:
+		verb = "UPDATE"
+	}
+	return reqKey{Verb: verb, Resource: resource}
+}
+
+// diffCounts is after minus before.
+func diffCounts(before, after map[reqKey]int64) map[reqKey]int64 {
+	d := map[reqKey]int64{}
+	for k, v := range after {
+		if n := v - before[k]; n != 0 {
+			d[k] = n
+		}
+	}
+	return d
+}
+
+// total sums the counts, without watches when !watches.
+func total(counts map[reqKey]int64, watches bool) int64 {
+	var n int64
+	for k, v := range counts {
+		if k.Verb == "WATCH" && !watches {
+			continue
+		}
+		n += v
+	}
+	return n
+}

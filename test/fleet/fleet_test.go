@@ -1,0 +1,98 @@
+package fleet
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed"
+)
+
+// The fleet's size and timings: `make bench-fleet N=1000 S=10` sets them.
+var (
+	nodesFlag   = flag.Int("fleet.nodes", 20, "simulated nodes (N)")
+	slotsFlag   = flag.Int("fleet.slots", 2, "disruption slots (S)")
+	idleFlag    = flag.Duration("fleet.idle", 60*time.Second, "how long the idle fleet is measured")
+	rebootFlag  = flag.Duration("fleet.reboot", 3*time.Second, "how long a simulated reboot keeps a daemon down")
+	restartFlag = flag.Duration("fleet.restart-settle", 30*time.Second, "how long after an API server restart requests are counted (0: no restart)")
+	timeoutFlag = flag.Duration("fleet.timeout", 50*time.Minute, "bound of the whole run")
+)
+
+// bed is the benchmark's test bed; nil when no benchmark runs.
+var bed *testbed.Bed
+
+func TestMain(m *testing.M) {
+	testbed.Main(m, "nodeconfd-fleet-", func() bool {
+		flag.Parse()
+		f := flag.Lookup("test.bench")
+		return f != nil && f.Value.String() != ""
+	}, func(b *testbed.Bed) { bed = b })
+}
+
+// BenchmarkFleet runs the fleet once per iteration (run it with
+// -benchtime 1x): start-up storm, idle, one node's update, a rolling
+// update of every node through S slots, and an API server restart. It
+// prints a table per measurement and reports the headline figures.
+func BenchmarkFleet(b *testing.B) {
+	if bed == nil {
+		b.Skip("no test bed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), *timeoutFlag)
+	defer cancel()
+	for i := 0; i < b.N; i++ {
+		fig := runFleet(ctx, b, fmt.Sprintf("r%d", i))
+		b.ReportMetric(fig.IdleRequestsPerSecond, "idle-req/s")
+		b.ReportMetric(fig.Watches/float64(*nodesFlag), "watches/node")
+		b.ReportMetric(fig.StartupSeconds, "startup-s")
+		b.ReportMetric(fig.SingleUpdateSeconds, "single-update-s")
+		b.ReportMetric(fig.RollSeconds, "roll-s")
+		b.ReportMetric(fig.RollSeconds/fig.RollBound, "roll/bound")
+		b.ReportMetric(fig.RequestsPerNode, "req/node")
+		b.ReportMetric(fig.LeaseRequestsPerHandoff, "lease-req/handoff")
+		b.ReportMetric(fig.StatusWritesPerNode, "status-writes/node")
+		b.ReportMetric(fig.P99, "p99-s")
+	}
+}
+
+func runFleet(ctx context.Context, b *testing.B, run string) Figures {
+	logPath := filepath.Join(bed.Dir, "fleet-daemons-"+run+".log")
+	daemonLog, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer daemonLog.Close()
+	opts := Options{Nodes: *nodesFlag, Slots: *slotsFlag, RebootTime: *rebootFlag, LeaseDuration: 5 * time.Minute,
+		Log: os.Stdout, DaemonLog: daemonLog}
+	base := "rendered-worker-fleet-" + run + "-base"
+	start := time.Now()
+	f, err := New(ctx, bed, opts, base)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer f.Stop()
+	go f.metrics.samplePeak(ctx)
+	fmt.Printf("\n## Fleet of %d nodes, %d slots (set up in %s; daemons' warnings in %s)\n", opts.Nodes, opts.Slots,
+		time.Since(start).Round(time.Second), logPath)
+	var fig Figures
+	steps := []func() (*Table, error){
+		func() (*Table, error) { return f.Startup(ctx, base, &fig) },
+		func() (*Table, error) { time.Sleep(5 * time.Second); return f.Idle(ctx, *idleFlag, &fig) },
+		func() (*Table, error) { return f.Single(ctx, "rendered-worker-fleet-"+run+"-one", &fig) },
+		func() (*Table, error) { return f.Rolling(ctx, "rendered-worker-fleet-"+run+"-all", &fig) },
+	}
+	if *restartFlag > 0 {
+		steps = append(steps, func() (*Table, error) { time.Sleep(5 * time.Second); return f.Restart(ctx, *restartFlag, &fig) })
+	}
+	for _, step := range steps {
+		t, err := step()
+		if err != nil {
+			b.Fatal(err)
+		}
+		t.Print(os.Stdout)
+	}
+	return fig
+}

@@ -1,0 +1,200 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// Figures are the headline numbers of the measurements, for the
+// benchmark's metrics.
+type Figures struct {
+	StartupSeconds, IdleRequestsPerSecond, Watches float64
+	SingleUpdateSeconds, RollSeconds, RollBound    float64
+	RequestsPerNode, LeaseRequestsPerHandoff, P99  float64
+	StatusWritesPerNode, RestartRequestsPerNode    float64
+}
+
+// measured runs fn between two snapshots of the API server and of the
+// daemons' own counts.
+func (f *Fleet) measured(ctx context.Context, fn func() error) (window, map[reqKey]int64, error) {
+	f.metrics.resetPeak()
+	before, err := f.metrics.snapshot(ctx)
+	if err != nil {
+		return window{}, nil, err
+	}
+	c0 := f.counter.snapshot()
+	if err := fn(); err != nil {
+		return window{}, nil, err
+	}
+	after, err := f.metrics.snapshot(ctx)
+	if err != nil {
+		return window{}, nil, err
+	}
+	return between(before, after), diffCounts(c0, f.counter.snapshot()), nil
+}
+
+// Startup starts every daemon at once (a DaemonSet rollout, or nodes
+// booting together) and waits until each has registered its
+// MachineConfigNode Updated at config base.
+func (f *Fleet) Startup(ctx context.Context, base string, fig *Figures) (*Table, error) {
+	var took time.Duration
+	w, daemons, err := f.measured(ctx, func() error {
+		wait := f.track.expect(f.Names(), base)
+		start := time.Now()
+		f.Start(ctx)
+		_, err := wait(ctx)
+		took = time.Since(start)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	n := float64(len(f.nodes))
+	f.baseWatches = w.watchesStart
+	fig.StartupSeconds = took.Seconds()
+	t := &Table{Title: fmt.Sprintf("Start-up storm: %d daemons started at once", len(f.nodes))}
+	t.Add("time until every node is registered and Updated", "%s", took.Round(100*time.Millisecond))
+	t.Add("daemon requests (client side)", "%d, %.1f per node: %s", total(daemons, true), float64(total(daemons, true))/n,
+		byVerb(floats(daemons)))
+	t.Add("API server requests (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
+	t.Add("API server peak RSS", "%d MiB", f.metrics.resetPeak()>>20)
+	apiServerRows(t, w)
+	return t, nil
+}
+
+// Idle measures the settled fleet for d.
+func (f *Fleet) Idle(ctx context.Context, d time.Duration, fig *Figures) (*Table, error) {
+	w, daemons, err := f.measured(ctx, func() error {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(d):
+			return nil
+		}
+	})
+	if err != nil {
+		return nil, err
+	}
+	secs := w.took.Seconds()
+	nonWatch := float64(total(daemons, false))
+	fig.IdleRequestsPerSecond, fig.Watches = nonWatch/secs, w.watchesEnd-f.baseWatches
+	t := &Table{Title: fmt.Sprintf("Idle fleet of %d for %s", len(f.nodes), w.took.Round(time.Second))}
+	t.Add("daemon requests beyond watches (client side)", "%.0f: %.3f per second", nonWatch, nonWatch/secs)
+	t.Add("daemon watch requests (re-watches)", "%d: %.3f per second", countVerb(daemons, "WATCH"),
+		float64(countVerb(daemons, "WATCH"))/secs)
+	t.Add("API server requests beyond watches (all clients)", "%.0f: %.3f per second: %s", w.nonWatch(), w.nonWatch()/secs,
+		byVerb(w.requests))
+	t.Add("daemon watches held", "%.0f (%.0f open, %.0f before the daemons started): %.2f per node", fig.Watches,
+		w.watchesEnd, f.baseWatches, fig.Watches/float64(len(f.nodes)))
+	apiServerRows(t, w)
+	return t, nil
+}
+
+func countVerb(c map[reqKey]int64, verb string) int64 {
+	var n int64
+	for k, v := range c {
+		if k.Verb == verb {
+			n += v
+		}
+	}
+	return n
+}
+
+// Single updates one node alone, the rest of the fleet idle: the time of
+// one node's update, the unit of the rolling update's bound.
+func (f *Fleet) Single(ctx context.Context, config string, fig *Figures) (*Table, error) {
+	var took time.Duration
+	w, daemons, err := f.measured(ctx, func() error {
+		d, err := f.Roll(ctx, []string{f.nodes[0].name}, config)
+		took = d[f.nodes[0].name]
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	fig.SingleUpdateSeconds = took.Seconds()
+	t := &Table{Title: "One node's update (reboot of " + f.opts.RebootTime.String() + "), the fleet idle"}
+	t.Add("update time (annotation to Updated)", "%s", took.Round(10*time.Millisecond))
+	t.Add("daemon requests", "%d: %s", total(daemons, true), byVerb(floats(daemons)))
+	t.Add("MCN status writes", "%.0f", w.of("PATCH", "machineconfignodes/status"))
+	return t, nil
+}
+
+// Rolling updates every node to config at once through the budget.
+func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Table, error) {
+	var took time.Duration
+	var times map[string]time.Duration
+	w, daemons, err := f.measured(ctx, func() error {
+		start := time.Now()
+		var err error
+		times, err = f.Roll(ctx, f.Names(), config)
+		took = time.Since(start)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	n, s := float64(len(f.nodes)), float64(f.opts.Slots)
+	bound := time.Duration(1.5 * n / s * fig.SingleUpdateSeconds * float64(time.Second))
+	leases := 0.0
+	for k, v := range floats(daemons) {
+		if k.Resource == "leases" && k.Verb != "WATCH" {
+			leases += v
+		}
+	}
+	fig.RollSeconds, fig.RollBound = took.Seconds(), bound.Seconds()
+	fig.RequestsPerNode = float64(total(daemons, true)) / n
+	fig.LeaseRequestsPerHandoff = leases / n
+	fig.StatusWritesPerNode = w.of("PATCH", "machineconfignodes/status") / n
+	fig.P99 = w.p99
+	var ds []time.Duration
+	for _, d := range times {
+		ds = append(ds, d)
+	}
+	t := &Table{Title: fmt.Sprintf("Rolling update of %d nodes, %d slots", len(f.nodes), f.opts.Slots)}
+	t.Add("total time", "%s (bound 1.5 × N/S × one node's %s = %s): %.2f of the bound", took.Round(time.Second),
+		time.Duration(fig.SingleUpdateSeconds*float64(time.Second)).Round(10*time.Millisecond), bound.Round(time.Second),
+		took.Seconds()/bound.Seconds())
+	t.Add("node finished after (median, p90, last)", "%s, %s, %s", percentile(ds, 0.5).Round(time.Second),
+		percentile(ds, 0.9).Round(time.Second), percentile(ds, 1).Round(time.Second))
+	t.Add("daemon requests", "%d, %.1f per node: %s", total(daemons, true), fig.RequestsPerNode, byVerb(floats(daemons)))
+	t.Add("Lease requests per slot handoff (N handoffs)", "%.2f", fig.LeaseRequestsPerHandoff)
+	t.Add("MCN status writes per node per update", "%.2f", fig.StatusWritesPerNode)
+	t.Add("API server requests (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
+	t.Add("API server peak RSS", "%d MiB", f.metrics.resetPeak()>>20)
+	apiServerRows(t, w)
+	return t, nil
+}
+
+// Restart restarts kube-apiserver under the settled fleet and counts what
+// the daemons send in the settle time after it: resumed watches, relists.
+func (f *Fleet) Restart(ctx context.Context, settle time.Duration, fig *Figures) (*Table, error) {
+	c0 := f.counter.snapshot()
+	start := time.Now()
+	if err := f.bed.CP.RestartAPIServer(ctx); err != nil {
+		return nil, err
+	}
+	back := time.Since(start)
+	select {
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-time.After(settle):
+	}
+	after, err := f.metrics.snapshot(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// The new process's counters start at zero.
+	w := between(snapshot{at: start.Add(back), latency: map[float64]float64{}}, after)
+	daemons := diffCounts(c0, f.counter.snapshot())
+	n := float64(len(f.nodes))
+	fig.RestartRequestsPerNode = float64(total(daemons, true)) / n
+	t := &Table{Title: fmt.Sprintf("kube-apiserver restart under %d idle daemons", len(f.nodes))}
+	t.Add("API server back after", "%s", back.Round(100*time.Millisecond))
+	t.Add("daemon requests in the next "+settle.String(), "%d, %.2f per node: %s", total(daemons, true),
+		fig.RestartRequestsPerNode, byVerb(floats(daemons)))
+	t.Add("API server requests since its start (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
+	apiServerRows(t, w)
+	return t, nil
+}

@@ -1,0 +1,165 @@
+package fleet
+
+import (
+	"context"
+	"io"
+	"net"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	k8stypes "k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/rest"
+
+	"github.com/nodeconfd/nodeconfd/daemon"
+	"github.com/nodeconfd/nodeconfd/daemon/budget"
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/test/testbed"
+)
+
+// node is one simulated node: its host survives its daemon's restarts.
+type node struct {
+	f    *Fleet
+	name string
+	cfg  *rest.Config
+	host *host
+	sd   *systemd.Fake
+
+	reboot chan struct{}
+	mu     sync.Mutex
+	cancel context.CancelFunc
+	done   chan struct{}
+	starts int
+}
+
+func newNode(f *Fleet, name string, cfg *rest.Config) *node {
+	return &node{f: f, name: name, cfg: cfg, host: newHost(), sd: &systemd.Fake{}, reboot: make(chan struct{}, 1)}
+}
+
+// run runs the node's daemon until stop: a reboot stops it, and a new one
+// starts RebootTime later, as on a real node.
+func (n *node) run(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
+	done := make(chan struct{})
+	n.mu.Lock()
+	n.cancel, n.done = cancel, done
+	n.mu.Unlock()
+	defer close(done)
+	for ctx.Err() == nil {
+		n.mu.Lock()
+		n.starts++
+		n.mu.Unlock()
+		dctx, stopDaemon := context.WithCancel(ctx)
+		finished := make(chan struct{})
+		go func() {
+			defer close(finished)
+			n.daemon(dctx)
+		}()
+		select {
+		case <-ctx.Done():
+		case <-n.reboot:
+		}
+		stopDaemon()
+		<-finished
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(n.f.opts.RebootTime):
+		}
+	}
+}
+
+func (n *node) stop() {
+	n.mu.Lock()
+	cancel, done := n.cancel, n.done
+	n.mu.Unlock()
+	if cancel != nil {
+		cancel()
+		<-done
+	}
+}
+
+func (n *node) rebooted() {
+	select {
+	case n.reboot <- struct{}{}:
+	default:
+	}
+}
+
+// daemon builds the daemon as cmd/nodeconfd does and runs it until ctx
+// ends.
+func (n *node) daemon(ctx context.Context) {
+	log := n.f.log.With(zap.String("node", n.name))
+	cfg := rest.CopyConfig(n.cfg)
+	cfg.UserAgent = "nodeconfd/" + n.name
+	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
+	// A dialer of its own makes client-go build this daemon a transport of
+	// its own (transports are shared by configs that do not set one): one
+	// connection per daemon, as on real nodes.
+	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	cfg.WrapTransport = n.f.counter.wrap
+	kapi, err := kube.NewAPI(cfg)
+	if err != nil {
+		log.Error("Building the API client", zap.Error(err))
+		return
+	}
+	api := &kube.Client{API: kapi, NodeName: n.name}
+	slots, err := budget.New(budget.Config{Client: kapi, Namespace: testbed.Namespace, Name: BudgetName,
+		Slots: n.f.opts.Slots, Holder: n.name, Duration: n.f.opts.LeaseDuration, Log: log.Named("budget")})
+	if err != nil {
+		log.Error("Building the budget", zap.Error(err))
+		return
+	}
+	defer slots.Close()
+	drainer := &drain.Drainer{Client: kapi, NodeName: n.name, Timeout: time.Hour, Log: log.Named("drain")}
+	var events *kube.Events
+	d := &daemon.Daemon{
+		API:     api,
+		Objects: kube.NewWatch(api),
+		Env: phases.Env{
+			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
+			Cluster:    cluster{Client: api, Drainer: drainer},
+			Host:       n.host,
+			Units:      units{Fake: n.sd, rebooted: n.rebooted},
+			Policy:     plan.DefaultPolicy(),
+			Disruption: slots,
+			Limits:     plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize},
+		},
+		Events: func(uid string) phases.Recorder {
+			events = kube.NewEvents(kapi, log.Named("events"), n.name, k8stypes.UID(uid))
+			return events
+		},
+		Log:     log,
+		Backoff: daemon.Backoff{Initial: 5 * time.Second, Max: 5 * time.Minute},
+	}
+	if err := d.Run(ctx); err != nil {
+		log.Error("Daemon stopped", zap.Error(err))
+	}
+	if events != nil {
+		events.Shutdown()
+	}
+}
+
+// cluster joins the API adapter and the drainer, as cmd/nodeconfd does.
+type cluster struct {
+	*kube.Client
+	*drain.Drainer
+}
+
+// daemonLogger logs the daemons' warnings and errors to w (nothing when
+// nil): a thousand daemons' info lines would cost more than they measure.
+func daemonLogger(w io.Writer) *zap.Logger {
+	if w == nil {
+		return zap.NewNop()
+	}
+	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), zapcore.WarnLevel))
+}

@@ -1,0 +1,128 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/client-go/tools/cache"
+
+	"github.com/nodeconfd/nodeconfd/phases/status"
+	"github.com/nodeconfd/nodeconfd/test/testbed"
+)
+
+// tracker follows every MachineConfigNode (one watch, as admin) and tells
+// when nodes report Updated at a config.
+type tracker struct {
+	mu sync.Mutex
+	// at is the config each node last reported Updated at, and when.
+	at      map[string]updated
+	waiters []*expectation
+}
+
+type updated struct {
+	config string
+	when   time.Time
+}
+
+type expectation struct {
+	config string
+	left   map[string]bool
+	done   map[string]time.Time
+	ch     chan struct{}
+}
+
+func startTracker(ctx context.Context, bed *testbed.Bed) (*tracker, error) {
+	t := &tracker{at: map[string]updated{}}
+	lw := cache.NewListWatchFromClient(bed.MCfg.MachineconfigurationV1().RESTClient(), "machineconfignodes", "",
+		fields.Everything())
+	inf := cache.NewSharedIndexInformer(lw, &mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(o any) { t.saw(o) },
+		UpdateFunc: func(_, o any) { t.saw(o) },
+	}); err != nil {
+		return nil, err
+	}
+	go inf.RunWithContext(context.WithoutCancel(ctx))
+	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
+		return nil, fmt.Errorf("listing the MachineConfigNodes")
+	}
+	return t, nil
+}
+
+func (t *tracker) saw(o any) {
+	mcn, ok := o.(*mcfgv1.MachineConfigNode)
+	if !ok || mcn.Status.ConfigVersion == nil {
+		return
+	}
+	c := status.Find(mcn.Status.Conditions, status.Updated)
+	if c == nil || c.Status != metav1.ConditionTrue {
+		return
+	}
+	cur := mcn.Status.ConfigVersion.Current
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.at[mcn.Name].config == cur {
+		return
+	}
+	t.at[mcn.Name] = updated{config: cur, when: now}
+	for _, e := range t.waiters {
+		if e.config == cur && e.left[mcn.Name] {
+			delete(e.left, mcn.Name)
+			e.done[mcn.Name] = now
+			if len(e.left) == 0 {
+				close(e.ch)
+			}
+		}
+	}
+}
+
+// expect starts waiting for nodes to report Updated at config; the
+// function returned waits for the last of them and returns when each did.
+func (t *tracker) expect(nodes []string, config string) func(context.Context) (map[string]time.Time, error) {
+	e := &expectation{config: config, left: map[string]bool{}, done: map[string]time.Time{}, ch: make(chan struct{})}
+	t.mu.Lock()
+	for _, n := range nodes {
+		if u := t.at[n]; u.config == config {
+			e.done[n] = u.when
+		} else {
+			e.left[n] = true
+		}
+	}
+	if len(e.left) == 0 {
+		close(e.ch)
+	}
+	t.waiters = append(t.waiters, e)
+	t.mu.Unlock()
+	return func(ctx context.Context) (map[string]time.Time, error) {
+		select {
+		case <-e.ch:
+		case <-ctx.Done():
+		}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		if len(e.left) > 0 {
+			var left []string
+			for n := range e.left {
+				left = append(left, n)
+			}
+			sort.Strings(left)
+			if len(left) > 5 {
+				left = append(left[:5], "...")
+			}
+			return nil, fmt.Errorf("%d nodes not Updated at %s: %s: %w", len(e.left), config, strings.Join(left, ", "), ctx.Err())
+		}
+		out := map[string]time.Time{}
+		for n, at := range e.done {
+			out[n] = at
+		}
+		return out, nil
+	}
+}
