@@ -67,7 +67,7 @@ N ?= 100
 S ?= 10
 IDLE ?= 60s
 FLEET_TIMEOUT ?= 60m
-FLEET_BENCH = ulimit -n 65536 && $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x
+FLEET_BENCH = $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x
 bench-fleet: deps controlplane build
 	$(FLEET_BENCH) -timeout $(FLEET_TIMEOUT) ./test/fleet/ -args -fleet.nodes=$(N) -fleet.slots=$(S) \
 		-fleet.idle=$(IDLE) -fleet.timeout=$(FLEET_TIMEOUT)
