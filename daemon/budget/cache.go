@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -121,6 +122,7 @@ func (c *leases) next(ctx context.Context, until time.Time) error {
 // apply applies one watch event; !ok means the watch ended.
 func (c *leases) apply(ctx context.Context, ev watch.Event, ok bool) error {
 	if !ok {
+		c.b.cfg.Log.Debug("Watch of the disruption budget's Leases ended; resuming", zap.String("resourceVersion", c.rv))
 		c.w.Stop()
 		c.w = nil
 		c.closedAt = time.Now()
@@ -142,8 +144,12 @@ func (c *leases) apply(ctx context.Context, ev watch.Event, ok bool) error {
 	case watch.Error:
 		c.w.Stop()
 		c.w = nil
-		if st, isStatus := ev.Object.(*metav1.Status); isStatus && (st.Code == http.StatusGone ||
-			st.Reason == metav1.StatusReasonExpired || st.Reason == metav1.StatusReasonGone) {
+		st, isStatus := ev.Object.(*metav1.Status)
+		if isStatus {
+			c.b.cfg.Log.Debug("Watch of the disruption budget's Leases ended with an error", zap.String("reason", string(st.Reason)),
+				zap.Int32("code", st.Code), zap.String("message", st.Message))
+		}
+		if isStatus && (st.Code == http.StatusGone || st.Reason == metav1.StatusReasonExpired || st.Reason == metav1.StatusReasonGone) {
 			return c.relist(ctx)
 		}
 		c.closedAt = time.Now()

@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
@@ -44,8 +45,10 @@ type Options struct {
 	LeaseDuration time.Duration
 	// Log receives progress lines.
 	Log io.Writer
-	// DaemonLog receives the daemons' warnings and errors.
-	DaemonLog io.Writer
+	// DaemonLog receives the daemons' logs at DaemonLogLevel (the zero
+	// value: info; a fleet's runs warnings).
+	DaemonLog      io.Writer
+	DaemonLogLevel zapcore.Level
 }
 
 // BudgetName is the fleet's disruption budget.
@@ -76,7 +79,7 @@ const setupParallel = 16
 // their daemon pods and tokens; no daemon runs yet.
 func New(ctx context.Context, bed *testbed.Bed, opts Options, base string) (*Fleet, error) {
 	f := &Fleet{bed: bed, opts: opts, counter: newCounter()}
-	f.log = daemonLogger(opts.DaemonLog)
+	f.log = daemonLogger(opts.DaemonLog, opts.DaemonLogLevel)
 	var err error
 	if f.metrics, err = newScraper(bed.CP); err != nil {
 		return nil, err

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zapcore"
+
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -20,6 +22,7 @@ var (
 	rebootFlag  = flag.Duration("fleet.reboot", 3*time.Second, "how long a simulated reboot keeps a daemon down")
 	restartFlag = flag.Duration("fleet.restart-settle", 30*time.Second, "how long after an API server restart requests are counted (0: no restart)")
 	timeoutFlag = flag.Duration("fleet.timeout", 50*time.Minute, "bound of the whole run")
+	debugFlag   = flag.Bool("fleet.debug", false, "log the daemons at debug level (else warnings)")
 )
 
 // bed is the benchmark's test bed; nil when no benchmark runs.
@@ -59,14 +62,17 @@ func BenchmarkFleet(b *testing.B) {
 }
 
 func runFleet(ctx context.Context, b *testing.B, run string) Figures {
-	logPath := filepath.Join(bed.Dir, "fleet-daemons-"+run+".log")
+	logPath := filepath.Join(os.TempDir(), fmt.Sprintf("nodeconfd-fleet-%d-daemons-%s.log", *nodesFlag, run))
 	daemonLog, err := os.Create(logPath)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer daemonLog.Close()
 	opts := Options{Nodes: *nodesFlag, Slots: *slotsFlag, RebootTime: *rebootFlag, LeaseDuration: 5 * time.Minute,
-		Log: os.Stdout, DaemonLog: daemonLog}
+		Log: os.Stdout, DaemonLog: daemonLog, DaemonLogLevel: zapcore.WarnLevel}
+	if *debugFlag {
+		opts.DaemonLogLevel = zapcore.DebugLevel
+	}
 	base := "rendered-worker-fleet-" + run + "-base"
 	start := time.Now()
 	f, err := New(ctx, bed, opts, base)

@@ -186,7 +186,7 @@ func (f *Fleet) Restart(ctx context.Context, settle time.Duration, fig *Figures)
 		return nil, err
 	}
 	// The new process's counters start at zero.
-	w := between(snapshot{at: start.Add(back), latency: map[float64]float64{}}, after)
+	w := between(snapshot{at: start.Add(back), latency: map[float64]float64{}, latencyBy: map[reqKey]map[float64]float64{}}, after)
 	daemons := diffCounts(c0, f.counter.snapshot())
 	n := float64(len(f.nodes))
 	fig.RestartRequestsPerNode = float64(total(daemons, true)) / n

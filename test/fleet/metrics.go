@@ -52,12 +52,15 @@ type snapshot struct {
 	// apiserver_request_duration_seconds for every verb but WATCH and
 	// CONNECT.
 	latency map[float64]float64
-	cpu     time.Duration
-	rss     int64
+	// latencyBy are the same buckets by verb and resource.
+	latencyBy map[reqKey]map[float64]float64
+	cpu       time.Duration
+	rss       int64
 }
 
 func (s *scraper) snapshot(ctx context.Context) (snapshot, error) {
-	snap := snapshot{at: time.Now(), requests: map[reqKey]float64{}, latency: map[float64]float64{}}
+	snap := snapshot{at: time.Now(), requests: map[reqKey]float64{}, latency: map[float64]float64{},
+		latencyBy: map[reqKey]map[float64]float64{}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
 		return snap, err
@@ -109,9 +112,18 @@ func (snap *snapshot) add(line string) {
 			return
 		}
 		le, err := strconv.ParseFloat(labels["le"], 64)
-		if err == nil {
-			snap.latency[le] += value
+		if err != nil {
+			return
 		}
+		snap.latency[le] += value
+		k := reqKey{Verb: labels["verb"], Resource: labels["resource"]}
+		if sub := labels["subresource"]; sub != "" {
+			k.Resource += "/" + sub
+		}
+		if snap.latencyBy[k] == nil {
+			snap.latencyBy[k] = map[float64]float64{}
+		}
+		snap.latencyBy[k][le] += value
 	}
 }
 
@@ -231,6 +243,9 @@ type window struct {
 	rssEnd                   int64
 	p99                      float64 // seconds; an upper bound (a bucket's le)
 	count                    float64 // requests in the latency histogram
+	// slowest are the kinds of request with the highest p99 (at least 10
+	// requests), slowest first: "PATCH nodes ≤ 2s (120)".
+	slowest []string
 }
 
 func between(a, b snapshot) window {
@@ -241,21 +256,40 @@ func between(a, b snapshot) window {
 			w.requests[k] = d
 		}
 	}
+	w.p99, w.count = p99(a.latency, b.latency)
+	type kind struct {
+		k        reqKey
+		p99, cnt float64
+	}
+	var kinds []kind
+	for k, bb := range b.latencyBy {
+		if p, n := p99(a.latencyBy[k], bb); n >= 10 {
+			kinds = append(kinds, kind{k, p, n})
+		}
+	}
+	sort.Slice(kinds, func(i, j int) bool { return kinds[i].p99 > kinds[j].p99 })
+	for i := 0; i < len(kinds) && i < 4; i++ {
+		w.slowest = append(w.slowest, fmt.Sprintf("%s %s ≤ %s (%.0f)", kinds[i].k.Verb, kinds[i].k.Resource,
+			seconds(kinds[i].p99), kinds[i].cnt))
+	}
+	return w
+}
+
+// p99 is the 99th percentile's bucket (an upper bound) of the requests
+// between two cumulative histograms, and their number.
+func p99(a, b map[float64]float64) (float64, float64) {
 	var les []float64
-	for le := range b.latency {
+	for le := range b {
 		les = append(les, le)
 	}
 	sort.Float64s(les)
-	if len(les) > 0 {
-		w.count = b.latency[math.Inf(1)] - a.latency[math.Inf(1)]
-		for _, le := range les {
-			if b.latency[le]-a.latency[le] >= 0.99*w.count {
-				w.p99 = le
-				break
-			}
+	count := b[math.Inf(1)] - a[math.Inf(1)]
+	for _, le := range les {
+		if count > 0 && b[le]-a[le] >= 0.99*count {
+			return le, count
 		}
 	}
-	return w
+	return 0, count
 }
 
 // nonWatch sums the requests but the watches.

@@ -156,10 +156,10 @@ type cluster struct {
 
 // daemonLogger logs the daemons' warnings and errors to w (nothing when
 // nil): a thousand daemons' info lines would cost more than they measure.
-func daemonLogger(w io.Writer) *zap.Logger {
+func daemonLogger(w io.Writer, level zapcore.Level) *zap.Logger {
 	if w == nil {
 		return zap.NewNop()
 	}
 	enc := zapcore.NewConsoleEncoder(zap.NewDevelopmentEncoderConfig())
-	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), zapcore.WarnLevel))
+	return zap.New(zapcore.NewCore(enc, zapcore.AddSync(w), level))
 }

@@ -3,6 +3,7 @@ package fleet
 import (
 	"fmt"
 	"io"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -69,9 +70,11 @@ func floats(c map[reqKey]int64) map[reqKey]float64 {
 // apiServerRows adds the API server's figures of a window.
 func apiServerRows(t *Table, w window) {
 	t.Add("API server p99 latency (all verbs but WATCH, CONNECT)", "≤ %s (%.0f requests)", seconds(w.p99), w.count)
+	t.Add("slowest kinds of request (p99)", "%s", strings.Join(w.slowest, "; "))
 	t.Add("API server CPU", "%.2f cores (%s CPU in %s)", w.cpu.Seconds()/w.took.Seconds(), w.cpu.Round(10*time.Millisecond),
 		w.took.Round(100*time.Millisecond))
 	t.Add("API server RSS at end", "%d MiB", w.rssEnd>>20)
+	t.Add("machine load average at end (2 cores, shared with other agents)", "%s", loadAverage())
 	t.Add("watch events sent", "%.0f", w.watchEvents)
 	t.Add("watches open at end", "%.0f", w.watchesEnd)
 }
@@ -92,4 +95,18 @@ func percentile(ds []time.Duration, p float64) time.Duration {
 	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
 	i := int(p * float64(len(s)-1))
 	return s[i]
+}
+
+// loadAverage is /proc/loadavg's first three fields: the test machine is
+// shared, and its load bounds what latency figures mean.
+func loadAverage() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return "unknown"
+	}
+	f := strings.Fields(string(data))
+	if len(f) < 3 {
+		return "unknown"
+	}
+	return strings.Join(f[:3], " ")
 }
