@@ -89,6 +89,7 @@ func runFleet(ctx context.Context, b *testing.B, run string) Figures {
 		func() (*Table, error) { time.Sleep(5 * time.Second); return f.Idle(ctx, *idleFlag, &fig) },
 		func() (*Table, error) { return f.Single(ctx, "rendered-worker-fleet-"+run+"-one", &fig) },
 		func() (*Table, error) { return f.Rolling(ctx, "rendered-worker-fleet-"+run+"-all", &fig) },
+		func() (*Table, error) { return f.Redeploy(ctx, 10*time.Second) },
 	}
 	if *restartFlag > 0 {
 		steps = append(steps, func() (*Table, error) { time.Sleep(5 * time.Second); return f.Restart(ctx, *restartFlag, &fig) })

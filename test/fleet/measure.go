@@ -158,6 +158,14 @@ func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Tabl
 		took.Seconds()/bound.Seconds())
 	t.Add("node finished after (median, p90, last)", "%s, %s, %s", percentile(ds, 0.5).Round(time.Second),
 		percentile(ds, 0.9).Round(time.Second), percentile(ds, 1).Round(time.Second))
+	holds := f.track.holds(f.Names())
+	var busy time.Duration
+	for _, d := range holds {
+		busy += d
+	}
+	t.Add("each node disrupted (cordoned to Updated: median, p90)", "%s, %s", percentile(holds, 0.5).Round(10*time.Millisecond),
+		percentile(holds, 0.9).Round(10*time.Millisecond))
+	t.Add("slots busy (sum of the disruptions / (S × total time))", "%.2f", busy.Seconds()/(s*took.Seconds()))
 	t.Add("daemon requests", "%d, %.1f per node: %s", total(daemons, true), fig.RequestsPerNode, byVerb(floats(daemons)))
 	t.Add("Lease requests per slot handoff (N handoffs)", "%.2f", fig.LeaseRequestsPerHandoff)
 	t.Add("MCN status writes per node per update", "%.2f", fig.StatusWritesPerNode)
@@ -197,4 +205,48 @@ func (f *Fleet) Restart(ctx context.Context, settle time.Duration, fig *Figures)
 	t.Add("API server requests since its start (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
 	apiServerRows(t, w)
 	return t, nil
+}
+
+// Redeploy stops every daemon and starts them all again at once (a
+// DaemonSet rollout of a new version, every node booting together) on a
+// fleet that has run: each finds its MachineConfigNode and its node's
+// applied config, so it should need nothing but its watches. It waits until
+// every daemon has opened its two watches, and settle more.
+func (f *Fleet) Redeploy(ctx context.Context, settle time.Duration) (*Table, error) {
+	f.Stop()
+	n := len(f.nodes)
+	var took time.Duration
+	w, daemons, err := f.measured(ctx, func() error {
+		c0 := f.counter.snapshot()
+		start := time.Now()
+		f.Start(ctx)
+		for countVerb(diffCounts(c0, f.counter.snapshot()), "WATCH") < int64(2*n) {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		took = time.Since(start)
+		return sleep(ctx, settle)
+	})
+	if err != nil {
+		return nil, err
+	}
+	t := &Table{Title: fmt.Sprintf("Every daemon restarted at once on a fleet that ran (%d daemons)", n)}
+	t.Add("time until every daemon watches", "%s", took.Round(100*time.Millisecond))
+	t.Add("daemon requests (client side, until "+settle.String()+" after)", "%d, %.2f per node: %s", total(daemons, true),
+		float64(total(daemons, true))/float64(n), byVerb(floats(daemons)))
+	t.Add("API server requests (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
+	apiServerRows(t, w)
+	return t, nil
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-time.After(d):
+		return nil
+	}
 }

@@ -24,6 +24,11 @@ type tracker struct {
 	// at is the config each node last reported Updated at, and when.
 	at      map[string]updated
 	waiters []*expectation
+	// cordoned is when each node was last seen Cordoned=True since its
+	// last Updated; held how long its last update held it disrupted
+	// (cordoned to Updated: about the time it held its slot).
+	cordoned map[string]time.Time
+	held     map[string]time.Duration
 }
 
 type updated struct {
@@ -39,7 +44,7 @@ type expectation struct {
 }
 
 func startTracker(ctx context.Context, bed *testbed.Bed) (*tracker, error) {
-	t := &tracker{at: map[string]updated{}}
+	t := &tracker{at: map[string]updated{}, cordoned: map[string]time.Time{}, held: map[string]time.Duration{}}
 	lw := cache.NewListWatchFromClient(bed.MCfg.MachineconfigurationV1().RESTClient(), "machineconfignodes", "",
 		fields.Everything())
 	inf := cache.NewSharedIndexInformer(lw, &mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
@@ -61,18 +66,26 @@ func (t *tracker) saw(o any) {
 	if !ok || mcn.Status.ConfigVersion == nil {
 		return
 	}
+	now := time.Now()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if c := status.Find(mcn.Status.Conditions, status.Cordoned); c != nil && c.Status == metav1.ConditionTrue &&
+		t.cordoned[mcn.Name].IsZero() {
+		t.cordoned[mcn.Name] = now
+	}
 	c := status.Find(mcn.Status.Conditions, status.Updated)
 	if c == nil || c.Status != metav1.ConditionTrue {
 		return
 	}
 	cur := mcn.Status.ConfigVersion.Current
-	now := time.Now()
-	t.mu.Lock()
-	defer t.mu.Unlock()
 	if t.at[mcn.Name].config == cur {
 		return
 	}
 	t.at[mcn.Name] = updated{config: cur, when: now}
+	if at := t.cordoned[mcn.Name]; !at.IsZero() {
+		t.held[mcn.Name] = now.Sub(at)
+		delete(t.cordoned, mcn.Name)
+	}
 	for _, e := range t.waiters {
 		if e.config == cur && e.left[mcn.Name] {
 			delete(e.left, mcn.Name)
@@ -125,4 +138,17 @@ func (t *tracker) expect(nodes []string, config string) func(context.Context) (m
 		}
 		return out, nil
 	}
+}
+
+// holds returns how long each of nodes last held its node disrupted.
+func (t *tracker) holds(nodes []string) []time.Duration {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []time.Duration
+	for _, n := range nodes {
+		if d, ok := t.held[n]; ok {
+			out = append(out, d)
+		}
+	}
+	return out
 }
