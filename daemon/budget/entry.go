@@ -2,7 +2,6 @@ package budget
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"time"
 
@@ -10,15 +9,16 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/types"
 )
 
 // queueEntry is this daemon's entry in the budget's queue of waiters.
 type queueEntry struct {
 	b *Budget
 	// in is set once the entry exists (created, or found from before a
-	// restart); touched once it has been touched since.
+	// restart); touched once it has been touched since. lease is the entry
+	// as last seen.
 	in, touched bool
+	lease       *coordinationv1.Lease
 	// foreign is set when the entry's name is another node's (a hash
 	// collision): the daemon then waits without an entry.
 	foreign bool
@@ -33,7 +33,7 @@ func (q *queueEntry) name() string { return QueueName(q.b.cfg.Name, q.b.cfg.Hold
 // while waiting finds its place in the queue again).
 func (q *queueEntry) saw(items map[string]*coordinationv1.Lease) {
 	if l, ok := items[q.name()]; ok && holderOf(l) == q.b.cfg.Holder && l.Labels[RoleLabel] == RoleWaiter {
-		q.in = true
+		q.in, q.lease = true, l
 	}
 }
 
@@ -58,7 +58,7 @@ func (q *queueEntry) join(ctx context.Context) error {
 			AcquireTime: &now, RenewTime: &now},
 	}
 	leases := q.b.cfg.Client.Leases(q.b.cfg.Namespace)
-	_, err := leases.Create(ctx, l, metav1.CreateOptions{})
+	created, err := leases.Create(ctx, l, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		cur, gerr := leases.Get(ctx, l.Name, metav1.GetOptions{})
 		if gerr != nil {
@@ -70,13 +70,13 @@ func (q *queueEntry) join(ctx context.Context) error {
 				zap.String("lease", l.Name), zap.String("holder", holderOf(cur)))
 			return nil
 		}
-		q.in = true
+		q.in, q.lease = true, cur
 		return q.touch(ctx)
 	}
 	if err != nil {
 		return fmt.Errorf("creating Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, l.Name, err)
 	}
-	q.in, q.touched = true, true
+	q.in, q.touched, q.lease = true, true, created
 	return nil
 }
 
@@ -89,21 +89,41 @@ func (q *queueEntry) rejoin(ctx context.Context) error {
 	return q.touch(ctx)
 }
 
-// touch writes a new renewTime to the entry: a new version, which the
-// waiters that skipped it take as alive.
+// touch writes a new renewTime to the entry (an update: the daemon's RBAC
+// has no patch of Leases): a new version, which the waiters that skipped
+// it take as alive.
 func (q *queueEntry) touch(ctx context.Context) error {
-	now := metav1.NewMicroTime(time.Now())
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"renewTime": now}})
-	_, err := q.b.cfg.Client.Leases(q.b.cfg.Namespace).Patch(ctx, q.name(), types.MergePatchType, patch, metav1.PatchOptions{})
-	if apierrors.IsNotFound(err) {
-		q.in = false
-		return q.join(ctx)
+	leases := q.b.cfg.Client.Leases(q.b.cfg.Namespace)
+	l := q.lease
+	for attempt := 0; ; attempt++ {
+		if l == nil || attempt > 0 {
+			cur, err := leases.Get(ctx, q.name(), metav1.GetOptions{})
+			if apierrors.IsNotFound(err) {
+				q.in, q.lease = false, nil
+				return q.join(ctx)
+			}
+			if err != nil {
+				return fmt.Errorf("reading Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, q.name(), err)
+			}
+			l = cur
+		}
+		l = l.DeepCopy()
+		now := metav1.NewMicroTime(time.Now())
+		l.Spec.RenewTime = &now
+		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
+		if apierrors.IsConflict(err) && attempt == 0 {
+			continue
+		}
+		if apierrors.IsNotFound(err) {
+			q.in, q.lease = false, nil
+			return q.join(ctx)
+		}
+		if err != nil {
+			return fmt.Errorf("touching Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, q.name(), err)
+		}
+		q.lease, q.touched = updated, true
+		return nil
 	}
-	if err != nil {
-		return fmt.Errorf("touching Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, q.name(), err)
-	}
-	q.touched = true
-	return nil
 }
 
 // leave deletes the entry, also when the wait was cancelled.

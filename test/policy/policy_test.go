@@ -210,6 +210,7 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 		t.Errorf("an Event about MachineConfigNode %s: %v", nodeA, err)
 	}
 	ownLeases(ctx, t, k)
+	ownQueue(ctx, t, b)
 	if err := evict(ctx, k, "web-a"); err != nil {
 		t.Errorf("evicting pod default/web-a of node %s: %v", nodeA, err)
 	}
