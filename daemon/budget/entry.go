@@ -19,6 +19,8 @@ type queueEntry struct {
 	// as last seen.
 	in, touched bool
 	lease       *coordinationv1.Lease
+	// wrote is when the entry was last written.
+	wrote time.Time
 	// foreign is set when the entry's name is another node's (a hash
 	// collision): the daemon then waits without an entry.
 	foreign bool
@@ -32,9 +34,32 @@ func (q *queueEntry) name() string { return QueueName(q.b.cfg.Name, q.b.cfg.Hold
 // saw notes the node's own entry among the Leases (a daemon restarted
 // while waiting finds its place in the queue again).
 func (q *queueEntry) saw(items map[string]*coordinationv1.Lease) {
-	if l, ok := items[q.name()]; ok && holderOf(l) == q.b.cfg.Holder && l.Labels[RoleLabel] == RoleWaiter {
+	if l, ok := items[q.name()]; ok && holderOf(l) == q.b.cfg.Holder && l.Labels[RoleLabel] == RoleWaiter && q.lease == nil {
 		q.in, q.lease = true, l
 	}
+}
+
+// entryVisible bounds the wait for the node's own entry write to show in
+// its watch.
+const entryVisible = 5 * time.Second
+
+// unseen reports until when to wait for the entry as last written to show
+// among the Leases watched (zero: it shows, or waiting is over). Watch
+// events come in the order of the writes, so once it shows, so does every
+// write before it: the entries queued earlier, and the slot taken by the
+// daemon that won the last race. Deciding before would act on a view older
+// than this node's own last write, and race again.
+func (q *queueEntry) unseen(items map[string]*coordinationv1.Lease) time.Time {
+	if !q.in || q.lease == nil {
+		return time.Time{}
+	}
+	if l, ok := items[q.name()]; ok && l.ResourceVersion == q.lease.ResourceVersion {
+		return time.Time{}
+	}
+	if until := q.wrote.Add(entryVisible); time.Now().Before(until) {
+		return until
+	}
+	return time.Time{}
 }
 
 // join creates the entry unless it exists. An entry found from before a
@@ -76,7 +101,7 @@ func (q *queueEntry) join(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, l.Name, err)
 	}
-	q.in, q.touched, q.lease = true, true, created
+	q.in, q.touched, q.lease, q.wrote = true, true, created, time.Now()
 	return nil
 }
 
@@ -121,7 +146,7 @@ func (q *queueEntry) touch(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("touching Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, q.name(), err)
 		}
-		q.lease, q.touched = updated, true
+		q.lease, q.touched, q.wrote = updated, true, time.Now()
 		return nil
 	}
 }

@@ -29,16 +29,26 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
 	races := 0
 	for {
+		q.saw(cache.items)
+		if until := q.unseen(cache.items); !until.IsZero() {
+			if err := cache.next(ctx, until); err != nil {
+				return err
+			}
+			continue
+		}
 		now := time.Now()
 		slots := obs.slots(b.cfg.Name, b.cfg.Slots, cache.items, b.cfg.Duration, now)
-		q.saw(cache.items)
 		free := 0
 		for _, s := range slots {
 			if s.free(now) {
 				free++
 			}
 		}
-		queue, turnEnds := t.live(waitersOf(cache.items), free, now)
+		all := waitersOf(cache.items)
+		queue, turnEnds := t.live(all, free, now)
+		if len(queue) < len(all) {
+			log.Debug("Skipping waiters whose turn lapsed", zap.Int("skipped", len(all)-len(queue)))
+		}
 		c := decide(b.cfg.Holder, slots, queue, now)
 		b.noteSynced(c)
 		if c.Action == Wait {
@@ -53,18 +63,10 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		}
 		l, err := b.take(ctx, c, cache.items)
 		if lost(err) {
-			// Another daemon changed this slot first (a waiter ahead that
-			// this daemon skipped, or a newcomer): queue up, or make sure
-			// the others see this waiter alive again, and look again.
 			races++
-			log.Debug("Lost a race for a disruption slot", zap.String("lease", SlotName(b.cfg.Name, c.Slot)), zap.Error(err))
-			if err := q.rejoin(ctx); err != nil {
-				return err
-			}
-			if err := sleep(ctx, raceBackoff(races)); err != nil {
-				return err
-			}
-			if err := cache.next(ctx, time.Now().Add(10*time.Millisecond)); err != nil {
+			log.Debug("Lost a race for a disruption slot", zap.String("lease", SlotName(b.cfg.Name, c.Slot)),
+				zap.Stringer("action", c.Action), zap.Bool("queued", q.in), zap.Int("free", free), zap.Int("queue", len(queue)), zap.Error(err))
+			if err := afterLostRace(ctx, q, cache, races); err != nil {
 				return err
 			}
 			continue
@@ -86,6 +88,20 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		b.hold(ctx, c, cache.items, l, now)
 		return nil
 	}
+}
+
+// afterLostRace follows a race lost to another daemon that changed the slot
+// first (a waiter ahead that this daemon skipped, or a newcomer): the node
+// queues up, or makes sure the others see it alive again, and looks again
+// after a short pause.
+func afterLostRace(ctx context.Context, q *queueEntry, cache *leases, races int) error {
+	if err := q.rejoin(ctx); err != nil {
+		return err
+	}
+	if err := sleep(ctx, raceBackoff(races)); err != nil {
+		return err
+	}
+	return cache.next(ctx, time.Now().Add(10*time.Millisecond))
 }
 
 // take does what the choice c says to slot c.Slot.
