@@ -100,7 +100,10 @@ type Config struct {
 	// Soak is how long a slot stays held after its node's uncordon (Soak,
 	// soak.go); 0 gives it back at once.
 	Soak time.Duration
-	Log  *zap.Logger
+	// TurnGrace is how long a waiter's turn in the queue lasts before the
+	// others skip it as dead; 0 means DefaultTurnGrace.
+	TurnGrace time.Duration
+	Log       *zap.Logger
 }
 
 // Budget is one node's view of the cluster-wide disruption budget. Its
@@ -138,6 +141,9 @@ func New(cfg Config) (*Budget, error) {
 	}
 	if cfg.Log == nil {
 		cfg.Log = zap.NewNop()
+	}
+	if cfg.TurnGrace <= 0 {
+		cfg.TurnGrace = DefaultTurnGrace
 	}
 	cfg.Log = cfg.Log.With(zap.String("node", cfg.Holder), zap.String("budget", cfg.Name))
 	return &Budget{cfg: cfg}, nil

@@ -21,10 +21,10 @@ import (
 // do not race each other.
 //
 // A waiter that died keeps its entry (no daemon may delete another's
-// Lease). It is skipped once its turn has lasted a whole turnGrace without
+// Lease). It is skipped once its turn has lasted a whole TurnGrace without
 // it taking the slot, and stays skipped, in the view of each daemon, until
 // its entry changes (a restarted daemon touches its entry). A dead entry
-// therefore delays a handoff by turnGrace once; an administrator removes it
+// therefore delays a handoff by TurnGrace once; an administrator removes it
 // by deleting the Lease.
 
 // RoleLabel marks a Lease of the budget that is a queue entry, not a slot.
@@ -33,8 +33,9 @@ const RoleLabel = "nodeconfd.io/disruption-role"
 // RoleWaiter is RoleLabel's value on queue entries.
 const RoleWaiter = "waiter"
 
-// turnGrace is how long a waiter's turn lasts before the others skip it.
-const turnGrace = 15 * time.Second
+// DefaultTurnGrace is how long a waiter's turn lasts before the others
+// skip it: far longer than a live daemon takes to see its turn and write.
+const DefaultTurnGrace = 15 * time.Second
 
 // QueueName is the name of holder's queue entry in budget name: fixed
 // length whatever the node's name.
@@ -74,7 +75,8 @@ func waitersOf(leases map[string]*coordinationv1.Lease) []waiter {
 // turns remembers, on this daemon's clock, since when each other waiter's
 // turn has lasted, and which waiters it skips as dead.
 type turns struct {
-	self string
+	self  string
+	grace time.Duration
 	// since is when each waiter's turn began (by holder), with the entry's
 	// version then.
 	since map[string]observation
@@ -82,13 +84,13 @@ type turns struct {
 	skipped map[string]string
 }
 
-func newTurns(self string) *turns {
-	return &turns{self: self, since: map[string]observation{}, skipped: map[string]string{}}
+func newTurns(self string, grace time.Duration) *turns {
+	return &turns{self: self, grace: grace, since: map[string]observation{}, skipped: map[string]string{}}
 }
 
 // live returns the queue without the waiters skipped, given free slots
 // free now, and when the next turn lapses (zero when none runs). A waiter
-// whose turn has lasted turnGrace is skipped, and the turn passes on at
+// whose turn has lasted the grace is skipped, and the turn passes on at
 // once. This daemon never skips itself.
 func (t *turns) live(queue []waiter, free int, now time.Time) ([]waiter, time.Time) {
 	for {
@@ -125,7 +127,7 @@ func (t *turns) clock(queue []waiter, free int, now time.Time) (time.Time, bool)
 			o = observation{version: w.Version, seen: now}
 			t.since[w.Holder] = o
 		}
-		end := o.seen.Add(turnGrace)
+		end := o.seen.Add(t.grace)
 		if !now.Before(end) {
 			t.skipped[w.Holder] = w.Version
 			delete(t.since, w.Holder)

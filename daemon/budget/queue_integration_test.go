@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -110,6 +111,47 @@ func TestBudgetQueueOnAPIServer(t *testing.T) {
 	}
 	if perNode[30] > perNode[10]+2 {
 		t.Errorf("requests per node grow with the waiters: %.1f at 10, %.1f at 30", perNode[10], perNode[30])
+	}
+	t.Run("DeadWaiterSkipped", func(t *testing.T) { deadWaiter(ctx, t, cp, kc, ns) })
+}
+
+// A waiter that died keeps its place at the head of the queue; the next
+// one takes the slot once the dead one's turn has lasted the grace, not
+// never.
+func deadWaiter(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, kc kubernetes.Interface, ns string) {
+	const name, grace = "dead", 2 * time.Second
+	leases := kc.CoordinationV1().Leases(ns)
+	ghost := "node-ghost"
+	old := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	var seconds int32 = 60
+	_, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: budget.QueueName(name, ghost),
+		Labels: map[string]string{budget.Label: name, budget.RoleLabel: budget.RoleWaiter}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &ghost, LeaseDurationSeconds: &seconds, RenewTime: &old}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	api, err := kube.NewAPI(cp.RestConfig())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := budget.New(budget.Config{Client: api, Namespace: ns, Name: name, Slots: 1, Holder: "node-live",
+		Duration: 20 * time.Second, TurnGrace: grace, Log: zaptest.NewLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer b.Close()
+	start := time.Now()
+	actx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	if err := b.Acquire(actx, nil); err != nil {
+		t.Fatalf("the live waiter behind a dead one: %v", err)
+	}
+	if took := time.Since(start); took < grace {
+		t.Errorf("the live waiter took the slot after %s, before the dead one's turn lapsed (%s)", took, grace)
+	}
+	if err := b.Release(ctx); err != nil {
+		t.Fatal(err)
 	}
 }
 

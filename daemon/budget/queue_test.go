@@ -85,9 +85,11 @@ func TestDecideOneTriesPerFreeSlot(t *testing.T) {
 	}
 }
 
+const turnGrace = DefaultTurnGrace
+
 func TestTurns(t *testing.T) {
 	q := queued("dead", "b", "me")
-	tr := newTurns("me")
+	tr := newTurns("me", turnGrace)
 	// One free slot: dead's turn starts.
 	live, next := tr.live(q, 1, t0)
 	if len(live) != 3 || !next.Equal(t0.Add(turnGrace)) {
@@ -117,7 +119,7 @@ func TestTurns(t *testing.T) {
 		t.Fatalf("touched entry not live again: %v", live)
 	}
 	// No free slot: no turn runs, nobody is skipped however long.
-	tr2 := newTurns("me")
+	tr2 := newTurns("me", turnGrace)
 	if live, next = tr2.live(q, 0, t0); len(live) != 3 || !next.IsZero() {
 		t.Fatalf("no free slot: live %v, next %v", live, next)
 	}

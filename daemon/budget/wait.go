@@ -25,7 +25,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 	defer cache.stop()
 	q := &queueEntry{b: b}
 	defer q.leave(ctx, log)
-	obs, t := observations{}, newTurns(b.cfg.Holder)
+	obs, t := observations{}, newTurns(b.cfg.Holder, b.cfg.TurnGrace)
 	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
 	races := 0
 	for {
