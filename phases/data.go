@@ -198,7 +198,8 @@ type Drift interface {
 type Disruption interface {
 	// Acquire returns once this node holds a slot, at once when it holds one
 	// already. While it waits, report receives a message naming the nodes
-	// that hold the slots, when it changes and at most every few seconds.
+	// that hold the slots (and how many wait ahead): when the wait starts,
+	// and on a change, at most every few seconds, while next in line.
 	Acquire(ctx context.Context, report func(message string)) error
 	// Keep takes a slot without waiting and reports whether the node holds
 	// one: the one it holds, its own (after a restart), or a free one.
