@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
@@ -199,7 +199,7 @@ func (t *txn) Commit() error { return t.locked(func() { delete(t.h.pending, t.id
 // tells the node's supervisor, which then restarts the daemon as a reboot
 // would.
 type units struct {
-	*systemd.Fake
+	*systemdtest.Fake
 	rebooted func()
 }
 

@@ -16,7 +16,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
@@ -28,7 +28,7 @@ type node struct {
 	name string
 	cfg  *rest.Config
 	host *host
-	sd   *systemd.Fake
+	sd   *systemdtest.Fake
 
 	reboot chan struct{}
 	mu     sync.Mutex
@@ -38,7 +38,7 @@ type node struct {
 }
 
 func newNode(f *Fleet, name string, cfg *rest.Config) *node {
-	return &node{f: f, name: name, cfg: cfg, host: newHost(), sd: &systemd.Fake{}, reboot: make(chan struct{}, 1)}
+	return &node{f: f, name: name, cfg: cfg, host: newHost(), sd: &systemdtest.Fake{}, reboot: make(chan struct{}, 1)}
 }
 
 // run runs the node's daemon until stop: a reboot stops it, and a new one
@@ -123,7 +123,7 @@ func (n *node) daemon(ctx context.Context) {
 	var events *kube.Events
 	d := &daemon.Daemon{
 		API:     api,
-		Objects: kube.NewWatch(api),
+		Watcher: kube.NewWatch(api),
 		Env: phases.Env{
 			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
 			Cluster:    cluster{Client: api, Drainer: drainer},
