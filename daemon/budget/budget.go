@@ -37,6 +37,10 @@
 // its slot, renewed, while it retries. An administrator frees a slot held
 // by a dead node at once by deleting its Lease.
 //
+// Waiting. A daemon that finds every slot held queues up and follows the
+// budget's Leases with one watch: a handoff costs the request of the one
+// waiter whose turn it is, however many wait (see queue.go).
+//
 // Changing N. Each daemon looks only at the slots below its own N. While
 // daemons run with different N (a rollout of the flag), at most the largest
 // N of them are disrupted at once; after N is lowered, slots at or above

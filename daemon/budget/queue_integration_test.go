@@ -44,75 +44,82 @@ func TestBudgetQueueOnAPIServer(t *testing.T) {
 	}
 	perNode := map[int]float64{}
 	for _, n := range []int{10, 30} {
-		const slots = 2
-		name := fmt.Sprintf("queue-%d", n)
-		var requests, watches atomic.Int64
-		var inside, most atomic.Int32
-		var wg sync.WaitGroup
-		errs := make(chan error, n)
-		for i := 0; i < n; i++ {
-			cfg := cp.RestConfig()
-			cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-				return counting{rt, &requests, &watches}
-			}
-			api, err := kube.NewAPI(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			b, err := budget.New(budget.Config{Client: api, Namespace: ns, Name: name, Slots: slots,
-				Holder: fmt.Sprintf("node-%02d", i), Duration: 20 * time.Second, Log: zaptest.NewLogger(t)})
-			if err != nil {
-				t.Fatal(err)
-			}
-			t.Cleanup(b.Close)
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				if err := b.Acquire(ctx, nil); err != nil {
-					errs <- err
-					return
-				}
-				n := inside.Add(1)
-				for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-				}
-				time.Sleep(200 * time.Millisecond)
-				inside.Add(-1)
-				if err := b.Release(ctx); err != nil {
-					errs <- err
-				}
-			}()
-		}
-		wg.Wait()
-		close(errs)
-		for err := range errs {
-			t.Fatal(err)
-		}
-		if m := most.Load(); m > slots {
-			t.Errorf("n=%d: %d nodes held a slot at once, want at most %d", n, m, slots)
-		}
-		left, err := kc.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{LabelSelector: budget.Label + "=" + name})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(left.Items) != 0 {
-			t.Errorf("n=%d: %d Leases (slots or queue entries) left after every node released", n, len(left.Items))
-		}
-		total := requests.Load()
-		perNode[n] = float64(total) / float64(n)
-		// n nodes take a slot each: n handoffs.
-		t.Logf("n=%d waiters, %d slots: %d requests (%d watches), %.1f per node, %.1f per handoff",
-			n, slots, total, watches.Load(), perNode[n], float64(total)/float64(n))
-		// list, watch, a lost first try (create and get), the queue entry
-		// (create, delete), the take, the release: 8; a resumed watch or a
-		// race lost to a newcomer adds one or two.
-		if perNode[n] > 11 {
-			t.Errorf("n=%d: %.1f requests per node, want at most 11", n, perNode[n])
-		}
+		perNode[n] = handoffs(ctx, t, cp, kc, ns, n)
 	}
 	if perNode[30] > perNode[10]+2 {
 		t.Errorf("requests per node grow with the waiters: %.1f at 10, %.1f at 30", perNode[10], perNode[30])
 	}
 	t.Run("DeadWaiterSkipped", func(t *testing.T) { deadWaiter(ctx, t, cp, kc, ns) })
+}
+
+// handoffs runs n daemons through a budget of 2 slots, each taking a slot
+// once, and returns the requests they sent per node.
+func handoffs(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, kc kubernetes.Interface, ns string, n int) float64 {
+	const slots = 2
+	name := fmt.Sprintf("queue-%d", n)
+	var requests, watches atomic.Int64
+	var inside, most atomic.Int32
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		cfg := cp.RestConfig()
+		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+			return counting{rt, &requests, &watches}
+		}
+		api, err := kube.NewAPI(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := budget.New(budget.Config{Client: api, Namespace: ns, Name: name, Slots: slots,
+			Holder: fmt.Sprintf("node-%02d", i), Duration: 20 * time.Second, Log: zaptest.NewLogger(t)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(b.Close)
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := b.Acquire(ctx, nil); err != nil {
+				errs <- err
+				return
+			}
+			n := inside.Add(1)
+			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
+			}
+			time.Sleep(200 * time.Millisecond)
+			inside.Add(-1)
+			if err := b.Release(ctx); err != nil {
+				errs <- err
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if m := most.Load(); m > slots {
+		t.Errorf("n=%d: %d nodes held a slot at once, want at most %d", n, m, slots)
+	}
+	left, err := kc.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{LabelSelector: budget.Label + "=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(left.Items) != 0 {
+		t.Errorf("n=%d: %d Leases (slots or queue entries) left after every node released", n, len(left.Items))
+	}
+	total := requests.Load()
+	perNode := float64(total) / float64(n)
+	// n nodes take a slot each: n handoffs.
+	t.Logf("n=%d waiters, %d slots: %d requests (%d watches), %.1f per node, %.1f per handoff",
+		n, slots, total, watches.Load(), perNode, float64(total)/float64(n))
+	// list, watch, a lost first try (create and get), the queue entry
+	// (create, delete), the take, the release: 8; a resumed watch or a
+	// race lost to a newcomer adds one or two.
+	if perNode > 11 {
+		t.Errorf("n=%d: %.1f requests per node, want at most 11", n, perNode)
+	}
+	return perNode
 }
 
 // A waiter that died keeps its place at the head of the queue; the next
