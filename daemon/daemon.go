@@ -62,6 +62,10 @@ type Daemon struct {
 	// (--image-mode-status, imagemode.go).
 	ImageModeStatus bool
 
+	// StartJitter spreads the first start of daemons on new nodes (see
+	// startDelay); 0 means none.
+	StartJitter time.Duration
+
 	node *corev1.Node
 	mcn  *mcfgv1.MachineConfigNode
 	// status is the MachineConfigNode's status, the daemon's own copy
@@ -114,6 +118,9 @@ func (d *Daemon) Run(ctx context.Context) error {
 	}
 	d.drift.changed = make(chan error, 1)
 	d.drift.monitor = d.Drift
+	if err := d.waitStartDelay(ctx); err != nil {
+		return nil
+	}
 	if err := d.Watcher.Start(ctx); err != nil {
 		return fmt.Errorf("watching node %s: %w", d.API.NodeName, err)
 	}

@@ -86,6 +86,7 @@ type options struct {
 	configPattern                                     plan.ConfigPattern
 	slots                                             int
 	leaseDuration                                     time.Duration
+	startJitter                                       time.Duration
 	limits                                            plan.Limits
 	waits                                             *waitOptions
 	onceFrom                                          string
@@ -125,6 +126,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "nodeconfd"), "the daemon's namespace, where the disruption budget's Leases live (default $POD_NAMESPACE, else nodeconfd)")
 	fs.StringVar(&o.budgetName, "disruption-budget", budget.DefaultName, "name of the cluster-wide disruption budget: its slots are the Leases <name>-0 … <name>-(N-1)")
 	fs.IntVar(&o.slots, "disruption-slots", budget.DefaultSlots, "how many nodes may be disrupted (cordoned, drained, rebooted) at once, cluster-wide")
+	fs.DurationVar(&o.startJitter, "start-jitter", daemon.DefaultStartJitter,
+		"on a node the daemon never ran on, wait a random time up to this before registering, so that a new cluster's nodes do not all register at once (0: no wait)")
 	fs.DurationVar(&o.leaseDuration, "disruption-lease-duration", budget.DefaultDuration, "how long a disruption slot stays held after its holder stops renewing it (renewed every fifth of it); must exceed a node's reboot")
 	o.health.register(fs)
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern,
@@ -276,9 +279,10 @@ func start(args []string) error {
 			events = kube.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
 			return events
 		},
-		Log:     log,
-		Backoff: daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
-		Fault:   fault,
+		Log:         log,
+		Backoff:     daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
+		Fault:       fault,
+		StartJitter: o.startJitter,
 	}
 	d.ImageModeStatus = o.imageModeStatus
 	if o.releaseMemory {

@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap/zapcore"
 
+	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -23,6 +24,7 @@ var (
 	restartFlag = flag.Duration("fleet.restart-settle", 30*time.Second, "how long after an API server restart requests are counted (0: no restart)")
 	timeoutFlag = flag.Duration("fleet.timeout", 50*time.Minute, "bound of the whole run")
 	debugFlag   = flag.Bool("fleet.debug", false, "log the daemons at debug level (else warnings)")
+	jitterFlag  = flag.Duration("fleet.start-jitter", daemon.DefaultStartJitter, "the daemons' --start-jitter")
 )
 
 // bed is the benchmark's test bed; nil when no benchmark runs.
@@ -69,7 +71,8 @@ func runFleet(ctx context.Context, b *testing.B, run string) Figures {
 	}
 	defer daemonLog.Close()
 	opts := Options{Nodes: *nodesFlag, Slots: *slotsFlag, RebootTime: *rebootFlag, LeaseDuration: 5 * time.Minute,
-		Log: os.Stdout, DaemonLog: daemonLog, DaemonLogLevel: zapcore.WarnLevel}
+		StartJitter: *jitterFlag,
+		Log:         os.Stdout, DaemonLog: daemonLog, DaemonLogLevel: zapcore.WarnLevel}
 	if *debugFlag {
 		opts.DaemonLogLevel = zapcore.DebugLevel
 	}
