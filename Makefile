@@ -66,8 +66,9 @@ bench: deps controlplane nodeimage build
 N ?= 100
 S ?= 10
 IDLE ?= 60s
+ROLL ?= true
 FLEET_TIMEOUT ?= 60m
 FLEET_BENCH = $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x
 bench-fleet: deps controlplane build
 	$(FLEET_BENCH) -timeout $(FLEET_TIMEOUT) ./test/fleet/ -args -fleet.nodes=$(N) -fleet.slots=$(S) \
-		-fleet.idle=$(IDLE) -fleet.timeout=$(FLEET_TIMEOUT)
+		-fleet.idle=$(IDLE) -fleet.roll=$(ROLL) -fleet.timeout=$(FLEET_TIMEOUT)

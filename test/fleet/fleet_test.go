@@ -24,6 +24,7 @@ var (
 	restartFlag = flag.Duration("fleet.restart-settle", 30*time.Second, "how long after an API server restart requests are counted (0: no restart)")
 	timeoutFlag = flag.Duration("fleet.timeout", 50*time.Minute, "bound of the whole run")
 	debugFlag   = flag.Bool("fleet.debug", false, "log the daemons at debug level (else warnings)")
+	rollFlag    = flag.Bool("fleet.roll", true, "measure one node's update and the rolling update")
 	jitterFlag  = flag.Duration("fleet.start-jitter", daemon.DefaultStartJitter, "the daemons' --start-jitter")
 )
 
@@ -90,10 +91,13 @@ func runFleet(ctx context.Context, b *testing.B, run string) Figures {
 	steps := []func() (*Table, error){
 		func() (*Table, error) { return f.Startup(ctx, base, &fig) },
 		func() (*Table, error) { time.Sleep(5 * time.Second); return f.Idle(ctx, *idleFlag, &fig) },
-		func() (*Table, error) { return f.Single(ctx, "rendered-worker-fleet-"+run+"-one", &fig) },
-		func() (*Table, error) { return f.Rolling(ctx, "rendered-worker-fleet-"+run+"-all", &fig) },
-		func() (*Table, error) { return f.Redeploy(ctx, 10*time.Second) },
 	}
+	if *rollFlag {
+		steps = append(steps,
+			func() (*Table, error) { return f.Single(ctx, "rendered-worker-fleet-"+run+"-one", &fig) },
+			func() (*Table, error) { return f.Rolling(ctx, "rendered-worker-fleet-"+run+"-all", &fig) })
+	}
+	steps = append(steps, func() (*Table, error) { return f.Redeploy(ctx, 10*time.Second) })
 	if *restartFlag > 0 {
 		steps = append(steps, func() (*Table, error) { time.Sleep(5 * time.Second); return f.Restart(ctx, *restartFlag, &fig) })
 	}
