@@ -166,8 +166,8 @@ func wideColumns(t *testing.T) {
 	t.Logf("kubectl get machineconfignodes -o wide:\n%s", wide)
 	lines := strings.Split(strings.TrimSpace(wide), "\n")
 	wantHeader := "NAME UPDATED UPDATEPREPARED UPDATEEXECUTED UPDATEPOSTACTIONCOMPLETED UPDATECOMPLETED RESUMED AGE " +
-		"UPDATECOMPATIBLE UPDATEFILESANDOS DRAINEDNODE CORDONEDNODE REBOOTNODE RELOADEDCRIO UNCORDONED POOLNAME DESIREDCONFIG CURRENTCONFIG"
-	row := regexp.MustCompile(`^mcn True True True True True True [0-9]+[smh]([0-9]+[sm])? True \S+ \S+ \S+ \S+ \S+ \S+ worker rendered-mcn-b rendered-mcn-b$`)
+		"UPDATECOMPATIBLE UPDATEFILESANDOS DRAINEDNODE CORDONEDNODE REBOOTNODE RELOADEDCRIO UNCORDONED HEALTHCHECKED POOLNAME DESIREDCONFIG CURRENTCONFIG"
+	row := regexp.MustCompile(`^mcn True True True True True True [0-9]+[smh]([0-9]+[sm])? True \S+ \S+ \S+ \S+ \S+ \S+ \S+ worker rendered-mcn-b rendered-mcn-b$`)
 	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != wantHeader || !row.MatchString(strings.Join(strings.Fields(lines[1]), " ")) {
 		t.Errorf("kubectl get machineconfignodes -o wide:\n%s\nwant header %q and a row like %s", wide, wantHeader, row)
 	}
