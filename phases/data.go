@@ -256,7 +256,8 @@ type Data interface {
 	ConfigRule() plan.ConfigRule
 	// Waits is what may hold the update (pause, windows, blocking pods);
 	// nil for none. Waiting tells the metrics which wait holds the update
-	// ("" once none does); Note records a Normal Event (see waits.go).
+	// ("" once none does, see Observer); Note records a Normal Event (see
+	// waits.go).
 	Waits() Waits
 	Waiting(reason string)
 	Note(reason, message string)

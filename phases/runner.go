@@ -46,12 +46,12 @@ type Env struct {
 	// means the defaults.
 	Limits plan.Limits
 	// Waits is what may hold an update (pause, windows, blocking pods);
-	// nil for none. OnWaiting, when set, is told which wait holds the
-	// update ("" once none does): the metrics hook (see runner_waits.go).
-	Waits     Waits
-	OnWaiting func(reason string)
+	// nil for none.
+	Waits Waits
 	// Health is the post-update health gate (health.go); nil for none.
 	Health *HealthGate
+	// Observer is told what the metrics count (see Observer); nil for none.
+	Observer Observer
 }
 
 // Runner runs the phases of one update (the list in update.go) in order.
@@ -137,13 +137,18 @@ func (r *Runner) Run(ctx context.Context) error {
 		}
 		err := r.runPhase(ctx, p)
 		if errors.Is(err, ErrComplete) {
-			break
+			return r.Flush(ctx) // an adoption: no update ran
 		}
 		if err != nil {
+			r.observeEnd(err)
 			return err
 		}
 	}
-	return r.Flush(ctx)
+	if err := r.Flush(ctx); err != nil {
+		return err
+	}
+	r.observeEnd(nil)
+	return nil
 }
 
 func doneSteps(rec *progress.Record) []string {
@@ -218,6 +223,7 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	}
 	log.Info("Phase started")
 	start := r.Now()
+	r.Observer().PhaseStarted(p.Name)
 	r.fault("start:", p.Name)
 	out, err := p.Run(ctx, r)
 	r.fault("ran:", p.Name)
@@ -243,6 +249,7 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		took = out.Took.Round(100 * time.Millisecond)
 	}
 	log.Info("Phase done", zap.Duration("took", took), zap.String("result", out.Message))
+	r.Observer().PhaseDone(p.Name, took)
 	if out.Reason == "" {
 		out.Reason = status.Reason(r.cond(p))
 	}
@@ -296,6 +303,7 @@ func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 	r.current, r.waiting = p, true
 	err := p.Wait(wctx, r)
 	r.current, r.waiting = nil, false
+	r.Observer().Waiting("")
 	switch c := r.Stop.Cause(); {
 	case c == ErrStopped:
 		log.Info("Stopped while waiting to start the phase")

@@ -5,15 +5,10 @@ package phases
 // Waits returns what may hold the update, nil for none.
 func (r *Runner) Waits() Waits { return r.Env.Waits }
 
-// Waiting is the call site of the metrics hook for waits: it tells
-// Env.OnWaiting which wait (a Hold kind: HoldPaused, HoldWindow,
-// HoldBlockingPods) holds the update, "" once none does. It maps onto a
-// phases.Observer's Waiting(reason string).
-func (r *Runner) Waiting(reason string) {
-	if r.Env.OnWaiting != nil {
-		r.Env.OnWaiting(reason)
-	}
-}
+// Waiting tells the Observer which wait (a Hold kind: HoldPaused,
+// HoldWindow, HoldBlockingPods, or a Wait* reason) holds the update, ""
+// once none does (see Observer).
+func (r *Runner) Waiting(reason string) { r.Observer().Waiting(reason) }
 
 // Note records a Normal Event on the node and its MachineConfigNode.
 func (r *Runner) Note(reason, message string) {

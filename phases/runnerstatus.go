@@ -171,6 +171,7 @@ func (r *Runner) Fail(ctx context.Context, err error) {
 	if r.Events != nil {
 		r.Events.Event(true, true, status.ReasonUpdateFailed, msg)
 	}
+	r.Observer().UpdateFinished(failResult(ue != nil || us != nil || ce != nil))
 	if ferr := r.Flush(ctx); ferr != nil {
 		log.Error("Cannot write the failure to the MachineConfigNode", zap.Error(ferr))
 	}

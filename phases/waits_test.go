@@ -58,7 +58,22 @@ type waitLog struct {
 	reasons []string
 }
 
-func (l *waitLog) add(r string) { l.mu.Lock(); l.reasons = append(l.reasons, r); l.mu.Unlock() }
+// waitLog is an Observer that records the changes of what the update
+// waits for (Waiting is idempotent, so a repeated reason is no change).
+func (l *waitLog) Waiting(r string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	last := ""
+	if n := len(l.reasons); n > 0 {
+		last = l.reasons[n-1]
+	}
+	if r != last {
+		l.reasons = append(l.reasons, r)
+	}
+}
+func (l *waitLog) PhaseStarted(string)             {}
+func (l *waitLog) PhaseDone(string, time.Duration) {}
+func (l *waitLog) UpdateFinished(string)           {}
 
 // A rebootless update held by a pause waits in the gate before its write:
 // UpdateExecuted says what it waits for (reason Waiting), an Event marks
@@ -70,7 +85,7 @@ func TestGateHoldsRebootlessUpdate(t *testing.T) {
 	ev := events{}
 	r.Events = ev
 	wl := &waitLog{}
-	r.Env.OnWaiting = wl.add
+	r.Env.Observer = wl
 	fw := &fakeWaits{hold: phases.Hold{Kind: phases.HoldPaused, Message: "Paused by annotation x"}, holds: 2}
 	fw.onCheck = func() {
 		if len(h.written) != 0 {

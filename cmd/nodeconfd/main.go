@@ -234,14 +234,15 @@ func start(args []string) error {
 
 	retry := o.pullRetry
 	retry.Log = log.Named("osupdate").With(zap.String("node", o.nodeName))
+	retry.Retried = m.OSPullRetried
 	osu, err := osupdate.Detect(ctx, o.rootMount, osupdate.Chroot{Root: o.rootMount, Timeout: o.osTimeout}, retry)
 	if err != nil {
 		return fmt.Errorf("detecting the node's OS updater: %w", err)
 	}
-	m.OSUpdater.WithLabelValues(osupdate.Name(osu)).Set(1)
+	m.OSUpdaterDetected(osupdate.Name(osu))
 	log.Info("Detected the OS updater", zap.String("node", o.nodeName), zap.String("updater", osupdate.Name(osu)))
 
-	api := &kube.Client{API: kapi, NodeName: o.nodeName}
+	api := &kube.Client{API: kapi, NodeName: o.nodeName, StatusWritten: m.StatusWritten}
 	slots, err := budget.New(budget.Config{Client: kapi, Namespace: o.namespace, Name: o.budgetName, Slots: o.slots,
 		Holder: o.nodeName, Duration: o.leaseDuration, Soak: o.waits.soak, Log: log.Named("budget")})
 	if err != nil {
@@ -262,16 +263,17 @@ func start(args []string) error {
 		Watcher: objects,
 		Env: phases.Env{
 			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
-			Cluster:    cluster{Client: api, Drainer: drainer},
+			Cluster:    m.Cluster(cluster{Client: api, Drainer: drainer}),
 			Host:       daemon.Host{FS: host, Units: units},
 			Units:      units,
 			OS:         osu,
 			Policy:     policy,
-			Disruption: slots,
+			Disruption: m.Disruption(slots),
 			Limits:     o.limits,
 			Waits:      holds,
 			Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
 				CommandTimeout: o.health.commandTimeout}),
+			Observer: m,
 		},
 		Pool:          o.pool,
 		ConfigPattern: o.configPattern,

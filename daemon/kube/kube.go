@@ -45,6 +45,9 @@ const (
 type Client struct {
 	API      API
 	NodeName string
+	// StatusWritten, when set, is told the conditions of every status
+	// written (the metrics read the node's health from them).
+	StatusWritten func(conds []metav1.Condition)
 }
 
 // MachineConfig GETs one rendered MachineConfig by name.
@@ -140,6 +143,9 @@ func (c *Client) WriteStatus(ctx context.Context, s status.Snapshot) error {
 	}
 	_, err = c.API.MachineConfigNodes().Patch(ctx, c.NodeName, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+	if err == nil && c.StatusWritten != nil {
+		c.StatusWritten(conds)
+	}
 	return err
 }
 

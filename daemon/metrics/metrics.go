@@ -1,5 +1,9 @@
-// Package metrics serves the daemon's /metrics and /healthz, and counts the
-// requests the daemon makes to the API server.
+// Package metrics serves the daemon's /metrics and /healthz, and counts what
+// the daemon does: its requests to the API server, the update's phases,
+// results and waits (as the phases.Observer), drains, disruption slot waits,
+// the node's health and config drift, and OS pull retries. The names follow
+// the Prometheus conventions (`promtool check metrics`); docs/metrics.md
+// lists them.
 package metrics
 
 import (
@@ -12,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"k8s.io/client-go/rest"
+
+	"github.com/nodeconfd/nodeconfd/phases"
 )
 
 // Metrics is the daemon's registry and its collectors.
@@ -20,13 +26,24 @@ type Metrics struct {
 	Requests *prometheus.CounterVec
 	// OSUpdater is 1 for the node's OS updater: rpm-ostree, bootc or none.
 	OSUpdater *prometheus.GaugeVec
+
+	now    func() time.Time
+	update updateMetrics
+	waits  *waits
+	node   *nodeMetrics
 }
 
 // New registers the daemon's collectors in a registry of its own.
-func New() *Metrics {
+func New() *Metrics { return newMetrics(time.Now) }
+
+func newMetrics(now func() time.Time) *Metrics {
 	reg := prometheus.NewRegistry()
 	m := &Metrics{
 		Registry: reg,
+		now:      now,
+		update:   newUpdateMetrics(),
+		waits:    newWaits(now, phases.WaitReasons()),
+		node:     newNodeMetrics(),
 		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "nodeconfd_api_requests_total",
 			Help: "Requests the daemon made to the API server, by method.",
@@ -37,6 +54,9 @@ func New() *Metrics {
 		}, []string{"updater"}),
 	}
 	reg.MustRegister(m.Requests, m.OSUpdater, prometheus.NewGoCollector(), prometheus.NewProcessCollector(prometheus.ProcessCollectorOpts{}))
+	reg.MustRegister(m.update.collectors()...)
+	reg.MustRegister(m.waits)
+	reg.MustRegister(m.node.collectors()...)
 	return m
 }
 

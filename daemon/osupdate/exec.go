@@ -171,6 +171,8 @@ type Retry struct {
 	Attempts     int
 	Initial, Max time.Duration
 	Log          *zap.Logger
+	// Retried, when set, is told of each retry of a pull, with the tool.
+	Retried func(tool string)
 }
 
 // DefaultRetry is the pull retry of a real node.
@@ -181,7 +183,11 @@ func DefaultRetry() Retry {
 // pull runs tool with args to fetch and stage image, retried as r says,
 // and notes it in msg.
 func (r Retry) pull(ctx context.Context, run Runner, tool, image string, args []string, msg *stageMessage) error {
+	tries := 0
 	err := r.do(ctx, "pulling OS image "+image, func() error {
+		if tries++; tries > 1 && r.Retried != nil {
+			r.Retried(tool)
+		}
 		_, err := run.Run(ctx, tool, args...)
 		return err
 	})

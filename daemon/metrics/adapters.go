@@ -1,0 +1,163 @@
+package metrics
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// reasonConfigDrift is the NodeDegraded reason of a config drift (package
+// daemon, idle.go).
+const reasonConfigDrift = "ConfigDrift"
+
+// nodeMetrics are the collectors of the node's health, the drain, and the
+// OS updater's retries.
+type nodeMetrics struct {
+	degraded, drift prometheus.Gauge
+	driftDetections prometheus.Counter
+	evictions       prometheus.Counter
+	drainBlocked    prometheus.Counter
+	osPullRetries   *prometheus.CounterVec
+
+	mu       sync.Mutex
+	drifting bool
+}
+
+func newNodeMetrics() *nodeMetrics {
+	return &nodeMetrics{
+		degraded: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nodeconfd_node_degraded",
+			Help: "Whether the node's MachineConfigNode says NodeDegraded=True (1) or not (0): a failed update or a config drift.",
+		}),
+		drift: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nodeconfd_config_drift",
+			Help: "Whether the node's files, units or SSH keys differ from the config it runs (1) or not (0).",
+		}),
+		driftDetections: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nodeconfd_config_drift_detections_total",
+			Help: "Times the node was found to drift from the config it runs.",
+		}),
+		evictions: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nodeconfd_drain_evictions_total",
+			Help: "Pods evicted by the node's drains.",
+		}),
+		drainBlocked: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "nodeconfd_drain_blocked_seconds_total",
+			Help: "Time the node's finished drains spent with at least one eviction refused (a disruption budget, an error).",
+		}),
+		osPullRetries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodeconfd_os_pull_retries_total",
+			Help: "Retries of failed OS image pulls (rpm-ostree rebase, bootc switch), by updater.",
+		}, []string{"updater"}),
+	}
+}
+
+func (n *nodeMetrics) collectors() []prometheus.Collector {
+	return []prometheus.Collector{n.degraded, n.drift, n.driftDetections, n.evictions, n.drainBlocked, n.osPullRetries}
+}
+
+// StatusWritten reads the node's health from the MachineConfigNode
+// conditions just written (kube.Client.StatusWritten): NodeDegraded, and a
+// config drift when that is its reason.
+func (m *Metrics) StatusWritten(conds []metav1.Condition) {
+	n := m.node
+	reason, degraded := "", false
+	if c := status.Find(conds, status.NodeDegraded); c != nil && c.Status == metav1.ConditionTrue {
+		reason, degraded = c.Reason, true
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.degraded.Set(b2f(degraded))
+	drifting := degraded && reason == reasonConfigDrift
+	if drifting && !n.drifting {
+		n.driftDetections.Inc()
+	}
+	n.drifting = drifting
+	n.drift.Set(b2f(drifting))
+}
+
+// OSPullRetried counts a retried OS image pull (osupdate.Retry.Retried).
+func (m *Metrics) OSPullRetried(tool string) { m.node.osPullRetries.WithLabelValues(tool).Inc() }
+
+// OSUpdaterDetected records the node's OS updater, and shows its pull
+// retries at 0.
+func (m *Metrics) OSUpdaterDetected(name string) {
+	m.OSUpdater.WithLabelValues(name).Set(1)
+	m.node.osPullRetries.WithLabelValues(name)
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// Cluster returns c with its drains counted: evictions, blocked time, and a
+// drain blocked past its timeout as the wait phases.WaitDrainBlocked.
+func (m *Metrics) Cluster(c phases.Cluster) phases.Cluster { return cluster{Cluster: c, m: m} }
+
+type cluster struct {
+	phases.Cluster
+	m *Metrics
+}
+
+func (c cluster) Drain(ctx context.Context, p phases.DrainProgress) (phases.DrainResult, error) {
+	bp := &blockedProgress{DrainProgress: p, m: c.m}
+	res, err := c.Cluster.Drain(ctx, bp)
+	if bp.blocked.Load() {
+		c.m.Waiting("")
+	}
+	c.m.node.evictions.Add(float64(res.Evicted))
+	c.m.node.drainBlocked.Add(res.Blocked.Seconds())
+	return res, err
+}
+
+type blockedProgress struct {
+	phases.DrainProgress
+	m       *Metrics
+	blocked atomic.Bool
+}
+
+func (p *blockedProgress) Blocked(msg string) {
+	p.blocked.Store(true)
+	p.m.Waiting(phases.WaitDrainBlocked)
+	p.DrainProgress.Blocked(msg)
+}
+
+// Disruption returns b with its waits for a slot shown as the wait
+// phases.WaitDisruptionSlot. A nil b stays nil (no budget).
+func (m *Metrics) Disruption(b phases.Disruption) phases.Disruption {
+	if b == nil {
+		return nil
+	}
+	return disruption{Disruption: b, m: m}
+}
+
+type disruption struct {
+	phases.Disruption
+	m *Metrics
+}
+
+// Acquire calls report only while it waits (the first time at once): that
+// is when the wait starts.
+func (d disruption) Acquire(ctx context.Context, report func(message string)) error {
+	var waited atomic.Bool
+	err := d.Disruption.Acquire(ctx, func(msg string) {
+		waited.Store(true)
+		d.m.Waiting(phases.WaitDisruptionSlot)
+		if report != nil {
+			report(msg)
+		}
+	})
+	if waited.Load() {
+		d.m.Waiting("")
+	}
+	return err
+}
