@@ -6,8 +6,10 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -36,17 +38,6 @@ import (
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
-const usage = `nodeconfd: the node configuration daemon.
-
-Usage:
-  nodeconfd start [flags]
-  nodeconfd start --once-from FILE [--skip-reboot] [flags]
-  nodeconfd plan --current A.yaml --desired B.yaml | --node NAME [--desired NAME] [flags]
-  nodeconfd version
-
-Run "nodeconfd start -h" or "nodeconfd plan -h" for the flags.
-`
-
 // idleGCPercent is the daemon's GOGC unless the environment sets one: it
 // idles almost always, so a smaller heap is worth the rare extra collection.
 const idleGCPercent = 25
@@ -55,21 +46,29 @@ func main() {
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(idleGCPercent)
 	}
-	if len(os.Args) == 2 && os.Args[1] == "version" {
-		fmt.Println(version)
+	if len(os.Args) == 2 && isHelp(os.Args[1]) {
+		writeUsage(os.Stdout)
 		return
 	}
-	if len(os.Args) >= 2 && os.Args[1] == "plan" {
-		os.Exit(runPlan(os.Args[2:], os.Stdout, os.Stderr))
+	for _, c := range commands() {
+		if len(os.Args) < 2 || os.Args[1] != c.name {
+			continue
+		}
+		err := c.run(os.Args[2:])
+		if errors.Is(err, flag.ErrHelp) { // the command's --help, printed
+			return
+		}
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "nodeconfd:", err)
+			os.Exit(1)
+		}
+		return
 	}
-	if len(os.Args) < 2 || os.Args[1] != "start" {
-		fmt.Fprint(os.Stderr, usage)
-		os.Exit(2)
+	if len(os.Args) >= 2 {
+		fmt.Fprintf(os.Stderr, "nodeconfd: unknown command %q\n\n", os.Args[1])
 	}
-	if err := start(os.Args[2:]); err != nil {
-		fmt.Fprintln(os.Stderr, "nodeconfd:", err)
-		os.Exit(1)
-	}
+	writeUsage(os.Stderr)
+	os.Exit(2)
 }
 
 type options struct {
@@ -97,6 +96,7 @@ type options struct {
 func parseFlags(args []string) (options, error) {
 	var o options
 	fs := flag.NewFlagSet("start", flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // --help and errors: see startFlagError
 	fs.StringVar(&o.nodeName, "node-name", os.Getenv("NODE_NAME"), "this node's name (default $NODE_NAME)")
 	fs.StringVar(&o.rootMount, "root-mount", "/rootfs", "where the node's root filesystem is mounted")
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
@@ -140,7 +140,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.onceFrom, "once-from", "", "apply the rendered MachineConfig in this file (YAML or JSON) with no API server, record it as the node's config, and exit")
 	fs.BoolVar(&o.skipReboot, "skip-reboot", false, "with --once-from: do not reboot; what needs a reboot takes effect at the next boot")
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		return o, startFlagError(fs, err)
 	}
 	if err := o.waits.check(); err != nil {
 		return o, err

@@ -1,0 +1,151 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+)
+
+// command is one subcommand of nodeconfd.
+type command struct {
+	name, args, summary string
+	run                 func(args []string) error
+}
+
+// commands lists every subcommand; `nodeconfd --help` shows them in order.
+func commands() []command {
+	return []command{
+		{"start", "[--once-from FILE [--skip-reboot]] [flags]", "run the daemon on this node, or apply one config " +
+			"file with no API server (see nodeconfd start --help)", start},
+		{"plan", "--current A.yaml --desired B.yaml | --node NAME [--desired NAME] [flags]",
+			"preview what an update would do, touching nothing (see nodeconfd plan --help)", func(args []string) error {
+				if code := runPlan(args, os.Stdout, os.Stderr); code != 0 {
+					os.Exit(code)
+				}
+				return nil
+			}},
+		{"version", "", "print the release this binary was built from", func([]string) error {
+			fmt.Println(version)
+			return nil
+		}},
+	}
+}
+
+// writeUsage writes the top-level help: what nodeconfd is and its commands.
+func writeUsage(w io.Writer) {
+	fmt.Fprint(w, "nodeconfd: the node configuration daemon. It steps its node to the rendered MachineConfig\n"+
+		"the node's desiredConfig annotation names, and reports every phase in the node's MachineConfigNode.\n\n"+
+		"Usage:\n")
+	for _, c := range commands() {
+		fmt.Fprintf(w, "  %s\n      %s\n", strings.TrimSpace("nodeconfd "+c.name+" "+c.args), c.summary)
+	}
+	fmt.Fprint(w, "\nRun \"nodeconfd <command> --help\" for a command's flags.\n")
+}
+
+func isHelp(arg string) bool {
+	switch arg {
+	case "-h", "-help", "--help", "help":
+		return true
+	}
+	return false
+}
+
+// flagGroup is a titled group of start's flags in its help.
+type flagGroup struct {
+	title string
+	flags []string
+}
+
+// startFlagGroups groups start's flags for its help. Every flag must be in
+// one group (TestStartHelpGroupsEveryFlag); a flag left out is shown under
+// "Other" all the same.
+func startFlagGroups() []flagGroup {
+	return []flagGroup{
+		{"Cluster", []string{"kubeconfig", "namespace"}},
+		{"Node", []string{"node-name", "pool", "root-mount", "system-bus-address", "release-memory-when-idle"}},
+		{"Updates", []string{"allowed-config-pattern", "post-action-policy", "max-file-size", "max-config-size",
+			"retry-initial", "retry-max"}},
+		{"Drain", []string{"drain-timeout", "drain-timeout-action", "evict-unowned-pods"}},
+		{"Disruption budget", []string{"disruption-budget", "disruption-slots", "disruption-lease-duration"}},
+		{"OS", []string{"os-pull-attempts", "os-pull-retry-initial", "os-pull-retry-max", "os-command-timeout"}},
+		{"Logging and metrics", []string{"log-format", "debug", "metrics-address"}},
+	}
+}
+
+// startFlagError handles a failed parse of start's flags: --help prints
+// the help on stdout (main then exits 0); an error points to it.
+func startFlagError(fs *flag.FlagSet, err error) error {
+	if errors.Is(err, flag.ErrHelp) {
+		writeStartUsage(os.Stdout, fs)
+		return err
+	}
+	return fmt.Errorf("%w (run \"nodeconfd start --help\" for the flags)", err)
+}
+
+// writeStartUsage writes start's help: its flags by group.
+func writeStartUsage(w io.Writer, fs *flag.FlagSet) {
+	fmt.Fprint(w, "Usage: nodeconfd start [flags]\n\nRuns the daemon on this node until SIGTERM.\n")
+	shown := map[string]bool{}
+	for _, g := range startFlagGroups() {
+		fmt.Fprintf(w, "\n%s:\n", g.title)
+		for _, name := range g.flags {
+			if f := fs.Lookup(name); f != nil {
+				writeFlag(w, f)
+				shown[name] = true
+			}
+		}
+	}
+	other := false
+	fs.VisitAll(func(f *flag.Flag) {
+		if shown[f.Name] {
+			return
+		}
+		if !other {
+			fmt.Fprint(w, "\nOther:\n")
+			other = true
+		}
+		writeFlag(w, f)
+	})
+}
+
+// writeFlag writes one flag as flag.PrintDefaults does, with -- and the
+// usage wrapped.
+func writeFlag(w io.Writer, f *flag.Flag) {
+	typ, usage := flag.UnquoteUsage(f)
+	fmt.Fprintf(w, "  --%s", f.Name)
+	if typ != "" {
+		fmt.Fprintf(w, " %s", typ)
+	}
+	switch {
+	case strings.Contains(usage, "(default"): // the usage says it better
+	case f.DefValue == "" || f.DefValue == "0" || f.DefValue == "false" || f.DefValue == "0s":
+	case typ == "string":
+		usage += fmt.Sprintf(" (default %q)", f.DefValue)
+	default:
+		usage += fmt.Sprintf(" (default %s)", f.DefValue)
+	}
+	fmt.Fprintln(w)
+	for _, line := range wrap(usage, 84) {
+		fmt.Fprintf(w, "      %s\n", line)
+	}
+}
+
+// wrap breaks s into lines of at most width columns, between words.
+func wrap(s string, width int) []string {
+	var lines []string
+	line := ""
+	for _, word := range strings.Fields(s) {
+		if line != "" && len(line)+1+len(word) > width {
+			lines = append(lines, line)
+			line = ""
+		}
+		if line != "" {
+			line += " "
+		}
+		line += word
+	}
+	return append(lines, line)
+}
