@@ -9,7 +9,7 @@ GO ?= go
 VERSION ?= $(shell cat VERSION)
 OUT ?= bin/nodeconfd
 
-.PHONY: all build deps controlplane nodeimage demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
+.PHONY: all build deps controlplane nodeimage promtool demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
 
 all: build
 
@@ -25,6 +25,10 @@ controlplane: deps
 nodeimage: deps
 	bash hack/node-image.sh >/dev/null
 
+# promtool checks the daemon's /metrics and the alert rules in the tests.
+promtool:
+	bash hack/build-promtool.sh >/dev/null
+
 crds:
 	$(GO) run ./hack/gencrds
 
@@ -38,7 +42,7 @@ test-unit:
 	$(GO) test -count=1 ./phases/... ./daemon/... ./cmd/...
 
 # Every test, on the real parts (root, control plane, systemd nodes).
-test: deps controlplane nodeimage build
+test: deps controlplane nodeimage promtool build
 	bash hack/check-tracked-sizes.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m -p 2 ./...

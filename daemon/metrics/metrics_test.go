@@ -2,6 +2,7 @@ package metrics
 
 import (
 	"context"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -220,5 +221,26 @@ func TestLint(t *testing.T) {
 	}
 	for _, p := range problems {
 		t.Errorf("%s: %s", p.Metric, p.Text)
+	}
+	// Every metric of the daemon's own is documented.
+	docs, err := os.ReadFile("../../docs/metrics.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	families, err := m.Registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, f := range families {
+		if name := f.GetName(); strings.HasPrefix(name, "nodeconfd_") {
+			n++
+			if !strings.Contains(string(docs), "| `"+name+"` |") {
+				t.Errorf("%s is not in the tables of docs/metrics.md", name)
+			}
+		}
+	}
+	if n < 14 {
+		t.Errorf("%d nodeconfd metrics gathered, want every one (14)", n)
 	}
 }
