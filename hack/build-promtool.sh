@@ -19,7 +19,7 @@ if [ -x "$out/promtool" ]; then
   exit 0
 fi
 echo "set-up: building promtool (prometheus ${PROMETHEUS_VERSION}) from the Go module proxy," \
-  "once (cached in $cache); about 3-5 minutes on 2 cores ..." >&2
+  "once (cached in $cache); about 5-10 minutes on 2 cores ..." >&2
 
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
