@@ -9,8 +9,10 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -97,6 +99,45 @@ func TestMetricsDrainBlocked(t *testing.T) {
 	// counts from 0 again, as a counter may.
 	wantMetric(t, n, `nodeconfd_drain_evictions_total`, 0)
 	checkMetricsPage(ctx, t, n, promtool)
+}
+
+// TestMetricsSlotWait: while another holder has the only disruption slot,
+// the daemon's update shows the wait disruption_slot, its seconds counting
+// as it lasts; once the slot is free the update goes on and ends the wait.
+func TestMetricsSlotWait(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	promtool := promtool(ctx, t)
+	const name, budgetName = "m3", "e2e-metrics"
+	config(t, "rendered-m3-a", ign(nil))
+	config(t, "rendered-m3-b", ign(map[string]string{"/etc/nodeconfd-metrics.conf": "b\n"}))
+	n, log := nodeOpts(t, name, "rendered-m3-a", testbed.NodeOptions{ExtraArgs: []string{
+		"--disruption-budget", budgetName, "--disruption-slots", "1"}})
+	holder, secs, now := "elsewhere", int32(600), metav1.NewMicroTime(time.Now())
+	leases := bed.Kube.CoordinationV1().Leases(testbed.Namespace)
+	if _, err := leases.Create(ctx, &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: budgetName + "-0", Labels: map[string]string{budget.Label: budgetName}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now,
+			RenewTime: &now},
+	}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetDesired(ctx, "rendered-m3-b"); err != nil {
+		t.Fatal(err)
+	}
+	wantMetric(t, n, `nodeconfd_waiting{reason="disruption_slot"}`, 1)
+	if v, err := n.Metric(`nodeconfd_wait_seconds_total{reason="disruption_slot"}`); err != nil || v <= 0 {
+		t.Errorf("seconds waited for the slot %v (%v), want them counted while the wait lasts", v, err)
+	}
+	checkMetricsPage(ctx, t, n, promtool)
+	if err := leases.Delete(ctx, budgetName+"-0", metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, log, "rendered-m3-b"); err != nil {
+		t.Fatal(err)
+	}
+	wantMetric(t, n, `nodeconfd_waiting{reason="disruption_slot"}`, 0)
+	wantMetric(t, n, `nodeconfd_updates_total{result="succeeded"}`, 1)
 }
 
 func promtool(ctx context.Context, t *testing.T) string {
