@@ -39,6 +39,9 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 		return nil
 	}
 	d.mcn = mcn
+	if d.API.StatusWritten != nil { // the metrics start from the status found
+		d.API.StatusWritten(mcn.Status.Conditions)
+	}
 	snap := status.Snapshot{Conditions: mcn.Status.Conditions, ObservedGeneration: mcn.Generation,
 		IrreconcilableChanges: mcn.Status.IrreconcilableChanges}
 	if cv := mcn.Status.ConfigVersion; cv != nil {

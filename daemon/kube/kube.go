@@ -46,7 +46,8 @@ type Client struct {
 	API      API
 	NodeName string
 	// StatusWritten, when set, is told the conditions of every status
-	// written (the metrics read the node's health from them).
+	// written, and (by the daemon) of the status it finds at start: the
+	// metrics read the node's health from them.
 	StatusWritten func(conds []metav1.Condition)
 }
 

@@ -52,6 +52,15 @@ func TestMetricsLint(t *testing.T) {
 	wantMetric(t, n, `nodeconfd_config_drift`, 1)
 	wantMetric(t, n, `nodeconfd_config_drift_detections_total`, 1)
 	checkMetricsPage(ctx, t, n, promtool)
+	// A restarted daemon starts from the status it finds: still degraded.
+	if err := n.StopDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	wantMetric(t, n, `nodeconfd_node_degraded`, 1)
+	wantMetric(t, n, `nodeconfd_config_drift`, 1)
 }
 
 // TestMetricsDrainBlocked: a drain blocked by a PodDisruptionBudget past its
