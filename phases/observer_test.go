@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 )
 
@@ -33,7 +33,7 @@ func (o *observer) count(prefix string) int {
 func TestObserverUpdateSucceeded(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	r := newRunner(configs{"a": empty, "b": file("/etc/containers/registries.d/a.yaml", "x")}, h, &cluster{},
-		&systemd.Fake{}, &writes{})
+		&systemdtest.Fake{}, &writes{})
 	o := &observer{}
 	r.Env.Observer = o
 	if err := r.Run(context.Background()); err != nil {
@@ -62,7 +62,7 @@ func TestObserverUpdateFailed(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &host{files: map[string]string{}, state: map[string][]byte{}, failOn: "/etc/b"}
-			r := newRunner(configs{"a": empty, "b": tc.desired}, h, &cluster{}, &systemd.Fake{}, &writes{})
+			r := newRunner(configs{"a": empty, "b": tc.desired}, h, &cluster{}, &systemdtest.Fake{}, &writes{})
 			o := &observer{}
 			r.Env.Observer = o
 			err := r.Run(context.Background())
@@ -72,9 +72,7 @@ func TestObserverUpdateFailed(t *testing.T) {
 			if o.count("finished ") != 0 {
 				t.Errorf("calls %v: finished before Fail", o.calls)
 			}
-			if err := r.Fail(context.Background(), err); err != nil {
-				t.Fatal(err)
-			}
+			r.Fail(context.Background(), err)
 			if want := "finished " + tc.result; o.count("finished ") != 1 || o.calls[len(o.calls)-1] != want {
 				t.Errorf("calls %v: want one %q, last", o.calls, want)
 			}
@@ -86,11 +84,11 @@ func TestObserverUpdateFailed(t *testing.T) {
 // Wait returns, and a superseded update finishes as such.
 func TestObserverWaitSuperseded(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, &cluster{}, &systemd.Fake{}, &writes{})
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, &cluster{}, &systemdtest.Fake{}, &writes{})
 	o := &observer{}
 	r.Env.Observer = o
 	changed := make(chan struct{})
-	r.DesiredChanged = changed
+	r.Stop = stopOn(t, context.Background(), changed)
 	r.Env.Disruption = &slots{block: true, waiting: func() { close(changed) }}
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
 		t.Fatalf("Run: %v, want ErrSuperseded", err)
@@ -104,7 +102,7 @@ func TestObserverWaitSuperseded(t *testing.T) {
 // Without an Observer the runner tells nothing, and phases see a no-op one.
 func TestObserverNone(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
-	r := newRunner(configs{"a": empty, "b": empty}, h, &cluster{}, &systemd.Fake{}, &writes{})
+	r := newRunner(configs{"a": empty, "b": empty}, h, &cluster{}, &systemdtest.Fake{}, &writes{})
 	if r.Observer() == nil {
 		t.Fatal("Observer() is nil without one")
 	}
