@@ -19,12 +19,14 @@ if [ -x "$out/promtool" ]; then
   exit 0
 fi
 echo "set-up: building promtool (prometheus ${PROMETHEUS_VERSION}) from the Go module proxy," \
-  "once (cached in $cache); about 5-10 minutes on 2 cores ..." >&2
+  "once (cached in $cache); about 3-6 minutes on 2 cores ..." >&2
 
 rm -rf "$out.tmp"
 mkdir -p "$out.tmp"
-# The module's go.mod has no replace directives, so go install takes it as is.
-GOBIN="$out.tmp" CGO_ENABLED=0 go install -trimpath -ldflags=-s \
+# The module's go.mod has no replace directives, so go install takes it as
+# is. remove_all_sd leaves out the cloud service discoveries (their SDKs are
+# most of the build; checking metrics and rules needs none): half the cost.
+GOBIN="$out.tmp" CGO_ENABLED=0 go install -tags remove_all_sd -trimpath -ldflags=-s \
   "github.com/prometheus/prometheus/cmd/promtool@${PROMETHEUS_VERSION}" >&2
 rm -rf "$out"
 mv "$out.tmp" "$out"
