@@ -21,14 +21,15 @@ import (
 //     of the Result* values. A pass that stops for a reboot or a shutdown
 //     does not finish the update (it resumes in the next process).
 //   - Waiting(reason) when the update starts waiting for something outside
-//     it, reason one of the Wait* values (or a new snake_case constant added
-//     next to them, and to WaitReasons), and Waiting("") when that wait
-//     ends. A node waits for one thing at a time: a new reason replaces the
-//     current one. Both calls are idempotent, so a wait may report its
-//     reason every time it reports its progress. The Runner calls
-//     Waiting("") after every phase's Wait returns, and UpdateFinished ends
-//     any wait too, so a Wait need only report its reason; a wait outside
-//     a phase's Wait (the daemon's own) must end it itself.
+//     it, and Waiting("") when that wait ends; reason is one of the Wait*
+//     values or Hold kinds (a new reason is a CamelCase constant, added to
+//     WaitReasons too). Phases say it through Data.Waiting. A node waits
+//     for one thing at a time: a new reason replaces the current one. Both
+//     calls are idempotent, so a wait may report its reason every time it
+//     reports its progress. The Runner calls Waiting("") after every
+//     phase's Wait returns, and UpdateFinished ends any wait too, so a
+//     Wait need only report its reason; a wait outside a phase's Wait (the
+//     gate of the operator controls, the daemon's own) ends it itself.
 type Observer interface {
 	PhaseStarted(phase string)
 	PhaseDone(phase string, took time.Duration)
@@ -55,20 +56,23 @@ func Results() []string {
 	return []string{ResultSucceeded, ResultFailed, ResultRefused, ResultSuperseded}
 }
 
-// The reasons an update waits (Waiting).
+// The reasons an update waits (Waiting), besides the Hold kinds of the
+// operator controls (HoldPaused, HoldWindow, HoldBlockingPods, waits.go).
+// They are CamelCase, as the Hold kinds, the status reasons and the Event
+// reasons are.
 const (
 	// WaitDisruptionSlot: every cluster-wide disruption slot is held by
 	// other nodes.
-	WaitDisruptionSlot = "disruption_slot"
+	WaitDisruptionSlot = "DisruptionSlot"
 	// WaitDrainBlocked: the drain is past its timeout and evictions are
 	// still refused (a PodDisruptionBudget, an error).
-	WaitDrainBlocked = "drain_blocked"
+	WaitDrainBlocked = "DrainBlocked"
 )
 
 // WaitReasons lists every reason an update can wait for, so that metrics
 // show each one (at 0) before the first wait.
 func WaitReasons() []string {
-	return []string{WaitDisruptionSlot, WaitDrainBlocked}
+	return []string{WaitDisruptionSlot, WaitDrainBlocked, HoldPaused, HoldWindow, HoldBlockingPods}
 }
 
 // nopObserver is the Observer of an Env without one.

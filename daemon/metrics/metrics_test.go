@@ -72,28 +72,40 @@ func TestWaits(t *testing.T) {
 	expect(t, m, `
 # HELP nodeconfd_waiting Whether the node's update is waiting now (1) or not (0), by what it waits for.
 # TYPE nodeconfd_waiting gauge
-nodeconfd_waiting{reason="disruption_slot"} 1
-nodeconfd_waiting{reason="drain_blocked"} 0
+nodeconfd_waiting{reason="BlockingPods"} 0
+nodeconfd_waiting{reason="DisruptionSlot"} 1
+nodeconfd_waiting{reason="DrainBlocked"} 0
+nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
+nodeconfd_waiting{reason="Paused"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
-nodeconfd_wait_seconds_total{reason="disruption_slot"} 30
-nodeconfd_wait_seconds_total{reason="drain_blocked"} 0
+nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
+nodeconfd_wait_seconds_total{reason="DisruptionSlot"} 30
+nodeconfd_wait_seconds_total{reason="DrainBlocked"} 0
+nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
+nodeconfd_wait_seconds_total{reason="Paused"} 0
 `, "nodeconfd_waiting", "nodeconfd_wait_seconds_total")
-	m.Waiting("paused") // a reason added later shows up as it comes
+	m.Waiting("SomethingNew") // a reason not known shows up as it comes
 	c.t = c.t.Add(10 * time.Second)
 	m.UpdateFinished(phases.ResultSucceeded)
 	c.t = c.t.Add(time.Hour)
 	expect(t, m, `
 # HELP nodeconfd_waiting Whether the node's update is waiting now (1) or not (0), by what it waits for.
 # TYPE nodeconfd_waiting gauge
-nodeconfd_waiting{reason="disruption_slot"} 0
-nodeconfd_waiting{reason="drain_blocked"} 0
-nodeconfd_waiting{reason="paused"} 0
+nodeconfd_waiting{reason="BlockingPods"} 0
+nodeconfd_waiting{reason="DisruptionSlot"} 0
+nodeconfd_waiting{reason="DrainBlocked"} 0
+nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
+nodeconfd_waiting{reason="Paused"} 0
+nodeconfd_waiting{reason="SomethingNew"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
-nodeconfd_wait_seconds_total{reason="disruption_slot"} 30
-nodeconfd_wait_seconds_total{reason="drain_blocked"} 0
-nodeconfd_wait_seconds_total{reason="paused"} 10
+nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
+nodeconfd_wait_seconds_total{reason="DisruptionSlot"} 30
+nodeconfd_wait_seconds_total{reason="DrainBlocked"} 0
+nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
+nodeconfd_wait_seconds_total{reason="Paused"} 0
+nodeconfd_wait_seconds_total{reason="SomethingNew"} 10
 `, "nodeconfd_waiting", "nodeconfd_wait_seconds_total")
 	if n := testutil.CollectAndCount(m.waits.durations); n != 2 {
 		t.Errorf("%d wait duration series, want 2 (one per reason waited for)", n)

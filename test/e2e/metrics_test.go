@@ -37,7 +37,7 @@ func TestMetricsLint(t *testing.T) {
 	wantMetric(t, n, `nodeconfd_updates_total{result="failed"}`, 0)
 	wantMetric(t, n, `nodeconfd_phase_duration_seconds_count{phase="write"}`, 1)
 	wantMetric(t, n, `nodeconfd_phase_duration_seconds_count{phase="reload-crio"}`, 1)
-	wantMetric(t, n, `nodeconfd_waiting{reason="disruption_slot"}`, 0)
+	wantMetric(t, n, `nodeconfd_waiting{reason="DisruptionSlot"}`, 0)
 	wantMetric(t, n, `nodeconfd_node_degraded`, 0)
 	wantMetric(t, n, `nodeconfd_config_drift`, 0)
 	wantMetric(t, n, `nodeconfd_os_pull_retries_total{updater="none"}`, 0)
@@ -64,7 +64,7 @@ func TestMetricsLint(t *testing.T) {
 }
 
 // TestMetricsDrainBlocked: a drain blocked by a PodDisruptionBudget past its
-// timeout shows as the wait drain_blocked, with the drain as the phase
+// timeout shows as the wait DrainBlocked, with the drain as the phase
 // running; once the budget is gone the update finishes, the eviction and
 // the blocked time are counted, and the page passes promtool.
 func TestMetricsDrainBlocked(t *testing.T) {
@@ -87,12 +87,12 @@ func TestMetricsDrainBlocked(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	wantMetric(t, n, `nodeconfd_waiting{reason="drain_blocked"}`, 1)
+	wantMetric(t, n, `nodeconfd_waiting{reason="DrainBlocked"}`, 1)
 	if v, err := n.Metric(`nodeconfd_phase_start_time_seconds{phase="drain"}`); err != nil ||
 		time.Since(time.Unix(int64(v), 0)) > 5*time.Minute || v > float64(time.Now().Unix()+1) {
 		t.Errorf("drain start time %v (%v), want a time of the last minutes", v, err)
 	}
-	if v, err := n.Metric(`nodeconfd_wait_seconds_total{reason="drain_blocked"}`); err != nil || v <= 0 {
+	if v, err := n.Metric(`nodeconfd_wait_seconds_total{reason="DrainBlocked"}`); err != nil || v <= 0 {
 		t.Errorf("seconds waited on the blocked drain %v (%v), want them counted while it lasts", v, err)
 	}
 	if err := bed.Kube.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, "web-"+name, metav1.DeleteOptions{}); err != nil {
@@ -103,7 +103,7 @@ func TestMetricsDrainBlocked(t *testing.T) {
 	}
 	wantMetric(t, n, `nodeconfd_updates_total{result="succeeded"}`, 1) // after the reboot, in the new process
 	wantMetric(t, n, `nodeconfd_phase_duration_seconds_count{phase="reboot"}`, 1)
-	wantMetric(t, n, `nodeconfd_waiting{reason="drain_blocked"}`, 0)
+	wantMetric(t, n, `nodeconfd_waiting{reason="DrainBlocked"}`, 0)
 	// The drain ran in the daemon before the reboot; the new process
 	// counts from 0 again, as a counter may.
 	wantMetric(t, n, `nodeconfd_drain_evictions_total`, 0)
@@ -111,7 +111,7 @@ func TestMetricsDrainBlocked(t *testing.T) {
 }
 
 // TestMetricsSlotWait: while another holder has the only disruption slot,
-// the daemon's update shows the wait disruption_slot, its seconds counting
+// the daemon's update shows the wait DisruptionSlot, its seconds counting
 // as it lasts; once the slot is free the update goes on and ends the wait.
 func TestMetricsSlotWait(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
@@ -134,8 +134,8 @@ func TestMetricsSlotWait(t *testing.T) {
 	if err := n.SetDesired(ctx, "rendered-m3-b"); err != nil {
 		t.Fatal(err)
 	}
-	wantMetric(t, n, `nodeconfd_waiting{reason="disruption_slot"}`, 1)
-	if v, err := n.Metric(`nodeconfd_wait_seconds_total{reason="disruption_slot"}`); err != nil || v <= 0 {
+	wantMetric(t, n, `nodeconfd_waiting{reason="DisruptionSlot"}`, 1)
+	if v, err := n.Metric(`nodeconfd_wait_seconds_total{reason="DisruptionSlot"}`); err != nil || v <= 0 {
 		t.Errorf("seconds waited for the slot %v (%v), want them counted while the wait lasts", v, err)
 	}
 	checkMetricsPage(ctx, t, n, promtool)
@@ -145,7 +145,7 @@ func TestMetricsSlotWait(t *testing.T) {
 	if err := waitCurrent(ctx, log, "rendered-m3-b"); err != nil {
 		t.Fatal(err)
 	}
-	wantMetric(t, n, `nodeconfd_waiting{reason="disruption_slot"}`, 0)
+	wantMetric(t, n, `nodeconfd_waiting{reason="DisruptionSlot"}`, 0)
 	wantMetric(t, n, `nodeconfd_updates_total{result="succeeded"}`, 1)
 }
 
