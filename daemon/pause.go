@@ -30,6 +30,7 @@ func (d *Daemon) pausedBefore(ctx context.Context, rec *progress.Record, current
 			d.note("WaitEnded", fmt.Sprintf("Update to %s no longer waits (%s for %s)", desired, phases.HoldPaused,
 				d.Now().Sub(d.pausedSince).Round(time.Second)))
 			d.pausedSince = time.Time{}
+			d.waiting("")
 		}
 		return false, nil
 	}
@@ -44,6 +45,7 @@ func (d *Daemon) pausedBefore(ctx context.Context, rec *progress.Record, current
 	}
 	if d.pausedSince == (time.Time{}) {
 		d.pausedSince = d.Now()
+		d.waiting(phases.HoldPaused)
 		d.note(phases.HoldPaused, fmt.Sprintf("Update to %s waits: %s", desired, h.Message))
 		d.Log.Info("Node is paused; its update waits", zap.String("node", d.node.Name), zap.String("config", desired),
 			zap.String("why", h.Message))

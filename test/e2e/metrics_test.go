@@ -149,6 +149,29 @@ func TestMetricsSlotWait(t *testing.T) {
 	wantMetric(t, n, `nodeconfd_updates_total{result="succeeded"}`, 1)
 }
 
+// TestMetricsPaused: a paused node's update, held by the daemon before it
+// starts, shows the wait Paused, and ends it once the pause is lifted.
+func TestMetricsPaused(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	config(t, "rendered-m4-a", ign(nil))
+	config(t, "rendered-m4-b", ign(map[string]string{"/etc/motd.d/metrics": "b\n"}))
+	n, log := node(t, "m4", "rendered-m4-a")
+	if err := n.Annotate(ctx, map[string]string{"nodeconfd.io/pause": "metrics test"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetDesired(ctx, "rendered-m4-b"); err != nil {
+		t.Fatal(err)
+	}
+	wantMetric(t, n, `nodeconfd_waiting{reason="Paused"}`, 1)
+	unpause(ctx, t, "m4")
+	if err := waitCurrent(ctx, log, "rendered-m4-b"); err != nil {
+		t.Fatal(err)
+	}
+	wantMetric(t, n, `nodeconfd_waiting{reason="Paused"}`, 0)
+	checkMetricsPage(ctx, t, n, promtool(ctx, t))
+}
+
 func promtool(ctx context.Context, t *testing.T) string {
 	t.Helper()
 	p, err := testbed.Promtool(ctx, os.Stderr)
