@@ -137,13 +137,22 @@ func (m *Metrics) Disruption(b phases.Disruption) phases.Disruption {
 	if b == nil {
 		return nil
 	}
-	return disruption{Disruption: b, m: m}
+	w := disruption{Disruption: b, m: m}
+	if _, ok := b.(phases.Soaker); ok {
+		return soaker{w} // the wrapper must not hide what the phases look for
+	}
+	return w
 }
 
 type disruption struct {
 	phases.Disruption
 	m *Metrics
 }
+
+// soaker is the wrapper of a budget that keeps a slot for a soak time.
+type soaker struct{ disruption }
+
+func (s soaker) Soak(ctx context.Context) error { return s.Disruption.(phases.Soaker).Soak(ctx) }
 
 // Acquire calls report only while it waits (the first time at once): that
 // is when the wait starts.

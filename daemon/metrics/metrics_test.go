@@ -192,10 +192,24 @@ func (f *fakeBudget) Acquire(_ context.Context, report func(string)) error {
 	return nil
 }
 
+type soakingBudget struct {
+	fakeBudget
+	soaked bool
+}
+
+func (s *soakingBudget) Soak(context.Context) error { s.soaked = true; return nil }
+
 func TestDisruption(t *testing.T) {
 	m, _ := newTest()
 	if m.Disruption(nil) != nil {
 		t.Error("no budget must stay no budget")
+	}
+	if _, ok := m.Disruption(&fakeBudget{}).(phases.Soaker); ok {
+		t.Error("a budget without a soak time wrapped into one with")
+	}
+	sb := &soakingBudget{}
+	if s, ok := m.Disruption(sb).(phases.Soaker); !ok || s.Soak(context.Background()) != nil || !sb.soaked {
+		t.Error("the wrapper of a budget with a soak time hides its Soak")
 	}
 	for _, wait := range []bool{false, true} {
 		f := &fakeBudget{wait: wait, m: m}
