@@ -65,7 +65,8 @@ type flagGroup struct {
 func startFlagGroups() []flagGroup {
 	return []flagGroup{
 		{"Cluster", []string{"kubeconfig", "namespace"}},
-		{"Node", []string{"node-name", "pool", "root-mount", "system-bus-address", "release-memory-when-idle"}},
+		{"Node", []string{"node-name", "pool", "root-mount", "system-bus-address", "release-memory-when-idle",
+			"start-jitter"}},
 		{"Updates", []string{"allowed-config-pattern", "post-action-policy", "max-file-size", "max-config-size",
 			"retry-initial", "retry-max", "image-mode-status"}},
 		{"Health gate", []string{"health-timeout", "health-units", "health-command", "health-command-timeout"}},
