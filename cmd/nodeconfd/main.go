@@ -142,41 +142,47 @@ func parseFlags(args []string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, startFlagError(fs, err)
 	}
+	return o, checkOptions(&o, *pattern)
+}
+
+// checkOptions checks the start flags together, before anything starts;
+// each error names its flag.
+func checkOptions(o *options, pattern string) error {
 	if err := o.waits.check(); err != nil {
-		return o, err
+		return err
 	}
-	if err := onceFromFlags(&o); err != nil {
-		return o, err
+	if err := onceFromFlags(o); err != nil {
+		return err
 	}
 	if err := o.limits.Check(); err != nil {
-		return o, fmt.Errorf("--max-file-size, --max-config-size: %w", err)
+		return fmt.Errorf("--max-file-size, --max-config-size: %w", err)
 	}
 	var err error
-	if o.configPattern, err = plan.ParseConfigPattern(*pattern); err != nil {
-		return o, fmt.Errorf("--allowed-config-pattern: %w", err)
+	if o.configPattern, err = plan.ParseConfigPattern(pattern); err != nil {
+		return fmt.Errorf("--allowed-config-pattern: %w", err)
 	}
 	if o.nodeName == "" {
-		return o, fmt.Errorf("--node-name (or $NODE_NAME) is required")
+		return fmt.Errorf("--node-name (or $NODE_NAME) is required")
 	}
 	if o.slots < 1 {
-		return o, fmt.Errorf("--disruption-slots=%d: want at least 1", o.slots)
+		return fmt.Errorf("--disruption-slots=%d: want at least 1", o.slots)
 	}
 	if o.leaseDuration < budget.MinDuration || o.leaseDuration%time.Second != 0 {
-		return o, fmt.Errorf("--disruption-lease-duration=%s: want whole seconds, at least %s", o.leaseDuration, budget.MinDuration)
+		return fmt.Errorf("--disruption-lease-duration=%s: want whole seconds, at least %s", o.leaseDuration, budget.MinDuration)
 	}
 	if o.drainTimeoutAction != "retry" && o.drainTimeoutAction != "fail" {
-		return o, fmt.Errorf("--drain-timeout-action %q: want retry or fail", o.drainTimeoutAction)
+		return fmt.Errorf("--drain-timeout-action %q: want retry or fail", o.drainTimeoutAction)
 	}
 	if o.drainTimeout < 0 {
-		return o, fmt.Errorf("--drain-timeout %s: must not be negative", o.drainTimeout)
+		return fmt.Errorf("--drain-timeout %s: must not be negative", o.drainTimeout)
 	}
 	if err := o.health.check(); err != nil {
-		return o, err
+		return err
 	}
 	if o.busAddress == "" {
 		o.busAddress = "unix:path=" + filepath.Join(o.rootMount, "run/dbus/system_bus_socket")
 	}
-	return o, nil
+	return nil
 }
 
 func start(args []string) error {
@@ -202,46 +208,46 @@ func start(args []string) error {
 	if o.onceFrom != "" {
 		return startOnce(ctx, o, policy, log)
 	}
+	return runDaemon(ctx, o, policy, log)
+}
 
-	m := metrics.New()
+// apiClient builds the daemon's API client, its requests counted in m.
+func apiClient(o options, m *metrics.Metrics) (kube.API, error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	cfg.UserAgent = "nodeconfd/" + o.nodeName
 	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
 	m.CountRequests(cfg)
 	kapi, err := kube.NewAPI(cfg)
 	if err != nil {
-		return fmt.Errorf("building the API client: %w", err)
+		return nil, fmt.Errorf("building the API client: %w", err)
 	}
+	return kapi, nil
+}
 
+// runDaemon builds every real dependency of the daemon and runs it until
+// ctx ends.
+func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logger) error {
+	m := metrics.New()
+	kapi, err := apiClient(o, m)
+	if err != nil {
+		return err
+	}
 	fault, err := faultpoint.FromEnv() // test-only; nil in production
 	if err != nil {
 		return err
 	}
-	host, err := hostfs.Open(o.rootMount)
+	host, units, closeNode, err := openNode(ctx, o, fault)
 	if err != nil {
-		return fmt.Errorf("opening the root mount: %w", err)
+		return err
 	}
-	defer host.Close()
-	host.Fault = fault
-	units, err := systemd.Dial(ctx, o.busAddress)
+	defer closeNode()
+	osu, err := detectOS(ctx, o, m, log)
 	if err != nil {
-		return fmt.Errorf("connecting to the node's systemd at %s: %w", o.busAddress, err)
+		return err
 	}
-	defer units.Close()
-
-	retry := o.pullRetry
-	retry.Log = log.Named("osupdate").With(zap.String("node", o.nodeName))
-	retry.Retried = m.OSPullRetried
-	osu, err := osupdate.Detect(ctx, o.rootMount, osupdate.Chroot{Root: o.rootMount, Timeout: o.osTimeout}, retry)
-	if err != nil {
-		return fmt.Errorf("detecting the node's OS updater: %w", err)
-	}
-	m.OSUpdaterDetected(osupdate.Name(osu))
-	log.Info("Detected the OS updater", zap.String("node", o.nodeName), zap.String("updater", osupdate.Name(osu)))
-
 	api := &kube.Client{API: kapi, NodeName: o.nodeName, StatusWritten: m.StatusWritten}
 	slots, err := budget.New(budget.Config{Client: kapi, Namespace: o.namespace, Name: o.budgetName, Slots: o.slots,
 		Holder: o.nodeName, Duration: o.leaseDuration, Soak: o.waits.soak, Log: log.Named("budget")})
@@ -249,58 +255,52 @@ func start(args []string) error {
 		return err
 	}
 	defer slots.Close()
-	drainer := &drain.Drainer{Client: kapi, NodeName: o.nodeName, Timeout: o.drainTimeout,
-		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Log: log.Named("drain"), Fault: fault}
-	var events *kube.Events
 	objects := kube.NewWatch(api)
 	holds, err := o.waits.source(o, kapi, objects.Node)
 	if err != nil {
 		return err
 	}
 	holds.Start(ctx)
+	env := phases.Env{
+		Configs: &daemon.ConfigCache{Source: api, Size: 2},
+		Cluster: m.Cluster(cluster{Client: api, Drainer: &drain.Drainer{Client: kapi, NodeName: o.nodeName,
+			Timeout: o.drainTimeout, FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned,
+			Log: log.Named("drain"), Fault: fault}}),
+		Host:       daemon.Host{FS: host, Units: units},
+		Units:      units,
+		OS:         osu,
+		Policy:     policy,
+		Disruption: m.Disruption(slots),
+		Limits:     o.limits,
+		Waits:      holds,
+		Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
+			CommandTimeout: o.health.commandTimeout}),
+		Observer: m,
+	}
+	var events *kube.Events
 	d := &daemon.Daemon{
-		API:     api,
-		Watcher: objects,
-		Env: phases.Env{
-			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
-			Cluster:    m.Cluster(cluster{Client: api, Drainer: drainer}),
-			Host:       daemon.Host{FS: host, Units: units},
-			Units:      units,
-			OS:         osu,
-			Policy:     policy,
-			Disruption: m.Disruption(slots),
-			Limits:     o.limits,
-			Waits:      holds,
-			Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
-				CommandTimeout: o.health.commandTimeout}),
-			Observer: m,
-		},
+		API:           api,
+		Watcher:       objects,
+		Env:           env,
 		Pool:          o.pool,
 		ConfigPattern: o.configPattern,
 		Events: func(uid string) phases.Recorder {
 			events = kube.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
 			return events
 		},
-		Log:         log,
-		Backoff:     daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
-		Fault:       fault,
-		StartJitter: o.startJitter,
+		Log:             log,
+		Backoff:         daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
+		Fault:           fault,
+		StartJitter:     o.startJitter,
+		ImageModeStatus: o.imageModeStatus,
 	}
-	d.ImageModeStatus = o.imageModeStatus
 	if o.releaseMemory {
 		d.Settled = func() { releaseMemory(log, o.nodeName) }
 	}
 	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Units: units, Abs: host.Abs, SSHKeysPath: host.SSHKeysPath,
 		Log: log, Changed: d.DriftChanged}
 	defer d.Drift.Stop()
-
-	if o.metricsAddr != "" {
-		go func() {
-			if err := m.Serve(ctx, o.metricsAddr); err != nil {
-				log.Error("Metrics server stopped", zap.Error(err))
-			}
-		}()
-	}
+	serveMetrics(ctx, m, o.metricsAddr, log)
 	log.Info("Starting", zap.String("node", o.nodeName), zap.String("rootMount", o.rootMount),
 		zap.String("systemBus", o.busAddress))
 	err = d.Run(ctx)
@@ -309,6 +309,47 @@ func start(args []string) error {
 	}
 	log.Info("Stopped", zap.String("node", o.nodeName))
 	return err
+}
+
+// openNode opens the node's root mount and its systemd; closeNode closes
+// both.
+func openNode(ctx context.Context, o options, fault func(string)) (host *hostfs.FS, units *systemd.DBus, closeNode func(), err error) {
+	if host, err = hostfs.Open(o.rootMount); err != nil {
+		return nil, nil, nil, fmt.Errorf("opening the root mount: %w", err)
+	}
+	host.Fault = fault
+	if units, err = systemd.Dial(ctx, o.busAddress); err != nil {
+		host.Close()
+		return nil, nil, nil, fmt.Errorf("connecting to the node's systemd at %s: %w", o.busAddress, err)
+	}
+	return host, units, func() { units.Close(); host.Close() }, nil
+}
+
+// serveMetrics serves /metrics and /healthz on addr ("" for none) until
+// ctx ends.
+func serveMetrics(ctx context.Context, m *metrics.Metrics, addr string, log *zap.Logger) {
+	if addr == "" {
+		return
+	}
+	go func() {
+		if err := m.Serve(ctx, addr); err != nil {
+			log.Error("Metrics server stopped", zap.Error(err))
+		}
+	}()
+}
+
+// detectOS finds the node's OS updater (rpm-ostree, bootc, none).
+func detectOS(ctx context.Context, o options, m *metrics.Metrics, log *zap.Logger) (phases.OSUpdater, error) {
+	retry := o.pullRetry
+	retry.Log = log.Named("osupdate").With(zap.String("node", o.nodeName))
+	retry.Retried = m.OSPullRetried
+	osu, err := osupdate.Detect(ctx, o.rootMount, osupdate.Chroot{Root: o.rootMount, Timeout: o.osTimeout}, retry)
+	if err != nil {
+		return nil, fmt.Errorf("detecting the node's OS updater: %w", err)
+	}
+	m.OSUpdaterDetected(osupdate.Name(osu))
+	log.Info("Detected the OS updater", zap.String("node", o.nodeName), zap.String("updater", osupdate.Name(osu)))
+	return osu, nil
 }
 
 // releaseMemory returns the heap the daemon's finished work used to the OS
