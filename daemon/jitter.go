@@ -42,12 +42,5 @@ func (d *Daemon) waitStartDelay(ctx context.Context) error {
 	}
 	d.Log.Info("First start on this node: waiting before registering, to spread a whole cluster's registrations",
 		zap.String("node", d.API.NodeName), zap.Duration("delay", delay.Round(time.Millisecond)))
-	t := time.NewTimer(delay)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
+	return phases.Sleep(ctx, delay)
 }

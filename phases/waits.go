@@ -88,7 +88,7 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 			LogFrom(ctx, zap.NewNop()).Warn("Cannot check what the update waits for; retrying", zap.Error(err))
 			_ = d.Report(ctx, "Cannot check what the update waits for (retrying): "+err.Error())
 			cur.Message = ""
-			if err := sleepCtx(ctx, gateEvery); err != nil {
+			if err := Sleep(ctx, gateEvery); err != nil {
 				d.Waiting("")
 				return err
 			}
@@ -117,21 +117,10 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 		if !h.Until.IsZero() {
 			next = min(next, max(h.Until.Sub(d.Clock()), 0)+50*time.Millisecond)
 		}
-		if err := sleepCtx(ctx, next); err != nil {
+		if err := Sleep(ctx, next); err != nil {
 			d.Waiting("") // stopped (shutdown, new config): no WaitEnded Event, the wait did not end
 			return err
 		}
-	}
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
 	}
 }
 
@@ -149,7 +138,7 @@ func untilHeld(ctx context.Context, d Data, disrupts, pauseOnly bool, wait func(
 	defer cancel()
 	held := make(chan struct{})
 	go func() {
-		for sleepCtx(wctx, gateEvery) == nil {
+		for Sleep(wctx, gateEvery) == nil {
 			if _, paused := w.Paused(); paused {
 				close(held)
 				cancel()

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/phases"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -162,7 +163,7 @@ func (c *leases) apply(ctx context.Context, ev watch.Event, ok bool) error {
 // from lists again.
 func (c *leases) resume(ctx context.Context) error {
 	if wait := time.Until(c.closedAt.Add(time.Second)); wait > 0 {
-		if err := sleep(ctx, wait); err != nil {
+		if err := phases.Sleep(ctx, wait); err != nil {
 			return err
 		}
 	}

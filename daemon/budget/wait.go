@@ -6,6 +6,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/phases"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -77,7 +78,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 			// a clock behind the holder's waits for it.
 			log.Warn("Taking over an expired disruption slot was refused; retrying", zap.Error(err),
 				zap.Duration("retryIn", takeOverRetry))
-			if err := sleep(ctx, takeOverRetry); err != nil {
+			if err := phases.Sleep(ctx, takeOverRetry); err != nil {
 				return err
 			}
 			continue
@@ -98,7 +99,7 @@ func afterLostRace(ctx context.Context, q *queueEntry, cache *leases, races int)
 	if err := q.rejoin(ctx); err != nil {
 		return err
 	}
-	if err := sleep(ctx, raceBackoff(races)); err != nil {
+	if err := phases.Sleep(ctx, raceBackoff(races)); err != nil {
 		return err
 	}
 	return cache.next(ctx, time.Now().Add(10*time.Millisecond))
@@ -151,17 +152,6 @@ func lost(err error) bool { return apierrors.IsConflict(err) || apierrors.IsAlre
 func raceBackoff(n int) time.Duration {
 	d := min(50*time.Millisecond<<min(n-1, 5), time.Second)
 	return d/2 + time.Duration(rand.Int64N(int64(d/2)))
-}
-
-func sleep(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
 
 // earliest is the earlier of a and b, a zero time counting as none.
