@@ -1,21 +1,16 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"os/exec"
-	"path"
 	"strings"
-	"syscall"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
 	"github.com/nodeconfd/nodeconfd/daemon/systemd"
 	"github.com/nodeconfd/nodeconfd/phases"
 )
@@ -78,9 +73,6 @@ func (p *HealthProbe) Unit(ctx context.Context, name string) (phases.UnitHealth,
 	return phases.UnitHealth{LoadState: st.LoadState, ActiveState: st.ActiveState, SubState: st.SubState, Restarts: st.Restarts}, nil
 }
 
-// healthBinPath is where a command named without a folder is looked up.
-const healthBinPath = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 // Command runs argv chrooted into the root mount, as the OS tools run: no
 // shell, a clean environment, its own timeout. The error says how it ended
 // and carries the end of its output.
@@ -89,55 +81,19 @@ func (p *HealthProbe) Command(ctx context.Context, argv []string) error {
 	if timeout <= 0 {
 		timeout = DefaultHealthCommandTimeout
 	}
-	prog, err := p.find(argv[0])
-	if err != nil {
-		return err
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
-	cmd.Dir = "/"
-	cmd.Env = []string{"PATH=" + healthBinPath, "LANG=C.UTF-8"}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: p.Root, Setpgid: true}
-	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
-	cmd.WaitDelay = 5 * time.Second
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	err = cmd.Run()
-	switch {
-	case err == nil:
+	// The OS tools' runner: chrooted, a clean environment, its own process
+	// group killed at the timeout.
+	out, err := osupdate.Chroot{Root: p.Root, Timeout: timeout}.Run(ctx, argv[0], argv[1:]...)
+	if err == nil {
 		return nil
-	case ctx.Err() != nil:
-		return fmt.Errorf("timed out after %s", timeout)
 	}
-	msg := err.Error()
-	if s := strings.Join(strings.Fields(out.String()), " "); s != "" {
+	if s := strings.Join(strings.Fields(string(out)), " "); s != "" {
 		if len(s) > 256 {
 			s = "..." + s[len(s)-253:]
 		}
-		msg += ": " + s
+		return fmt.Errorf("%w; output: %s", err, s)
 	}
-	return errors.New(msg)
-}
-
-// find resolves argv[0] inside the root: a path as it is, a bare name on
-// healthBinPath.
-func (p *HealthProbe) find(name string) (string, error) {
-	if strings.Contains(name, "/") {
-		return name, nil
-	}
-	root, err := os.OpenRoot(p.Root)
-	if err != nil {
-		return "", fmt.Errorf("opening the root mount %s: %w", p.Root, err)
-	}
-	defer root.Close()
-	for _, dir := range strings.Split(healthBinPath, ":") {
-		full := path.Join(dir, name)
-		if _, err := root.Lstat(strings.TrimPrefix(full, "/")); err == nil {
-			return full, nil
-		}
-	}
-	return "", fmt.Errorf("%s is not installed on the node: %w", name, fs.ErrNotExist)
+	return err
 }
 
 // SetFailedConfig writes the node's failedConfig annotation.

@@ -90,8 +90,12 @@ func (c Chroot) Run(ctx context.Context, name string, args ...string) ([]byte, e
 	return stdout.Bytes(), nil
 }
 
-// find returns the program's path inside the root.
+// find returns the program's path inside the root: a name with a slash
+// as it is (the chroot resolves it), a bare name on binPath.
 func (c Chroot) find(name string) (string, error) {
+	if strings.Contains(name, "/") {
+		return name, nil
+	}
 	root, err := os.OpenRoot(c.Root)
 	if err != nil {
 		return "", fmt.Errorf("opening the root mount %s: %w", c.Root, err)
