@@ -100,7 +100,6 @@ func TestHealthBudgetStopsBadConfig(t *testing.T) {
 		proxies[i] = newHCProxy(t, name)
 		nodes[i], logs[i] = healthNode(t, name, "rendered-hc3-a", dir, opts, "--health-units", unit, "--health-timeout", "2m",
 			"--kubeconfig", proxies[i].Kubeconfig)
-		proxies[i].forwardTo(t, nodes[i].Kubeconfig)
 	}
 	cordons := watchCordons(ctx, t, names)
 	from := make([]int, len(names))

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 // hcProxy stands between one daemon and the API server and counts its
@@ -27,15 +26,15 @@ type hcProxy struct {
 	srv        *httptest.Server
 	Kubeconfig string
 
+	name   string
 	mu     sync.Mutex
-	ready  chan struct{}
 	up     *httputil.ReverseProxy
 	counts map[string]int
 }
 
 func newHCProxy(t *testing.T, name string) *hcProxy {
 	t.Helper()
-	p := &hcProxy{ready: make(chan struct{}), counts: map[string]int{}}
+	p := &hcProxy{name: name, counts: map[string]int{}}
 	p.srv = httptest.NewServer(http.HandlerFunc(p.serve))
 	t.Cleanup(p.srv.Close)
 	p.Kubeconfig = filepath.Join(t.TempDir(), name+"-proxy.kubeconfig")
@@ -48,34 +47,41 @@ func newHCProxy(t *testing.T, name string) *hcProxy {
 	return p
 }
 
-// forwardTo sends the requests on with the credentials of kubeconfig (the
-// daemon's own); requests wait until then.
-func (p *hcProxy) forwardTo(t *testing.T, kubeconfig string) {
-	t.Helper()
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+// upstream is the proxy to the API server with a token bound to the
+// daemon's pod (what its own kubeconfig carries), made at the daemon's
+// first request: by then the stand-in kubelet has registered the Node,
+// whose name the token's claim carries.
+func (p *hcProxy) upstream(ctx context.Context) (*httputil.ReverseProxy, error) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.up != nil {
+		return p.up, nil
+	}
+	pod, err := bed.DaemonPod(ctx, p.name)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
+	}
+	cfg, err := bed.CP.RestConfigForPod(ctx, pod)
+	if err != nil {
+		return nil, err
 	}
 	rt, err := rest.TransportFor(cfg)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
 	target, err := url.Parse(cfg.Host)
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	up := httputil.NewSingleHostReverseProxy(target)
-	up.Transport, up.FlushInterval = rt, -1
-	p.mu.Lock()
-	p.up = up
-	p.mu.Unlock()
-	close(p.ready)
+	p.up = httputil.NewSingleHostReverseProxy(target)
+	p.up.Transport, p.up.FlushInterval = rt, -1
+	return p.up, nil
 }
 
 func (p *hcProxy) serve(w http.ResponseWriter, r *http.Request) {
-	select {
-	case <-p.ready:
-	case <-r.Context().Done():
+	up, err := p.upstream(r.Context())
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadGateway)
 		return
 	}
 	verb := r.Method
@@ -93,7 +99,6 @@ func (p *hcProxy) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	p.mu.Lock()
 	p.counts[key]++
-	up := p.up
 	p.mu.Unlock()
 	up.ServeHTTP(w, r)
 }

@@ -51,6 +51,8 @@ type Options struct {
 	// value: info; a fleet's runs warnings).
 	DaemonLog      io.Writer
 	DaemonLogLevel zapcore.Level
+	// TraceStatus, when set, receives the status writes of the first node.
+	TraceStatus io.Writer
 }
 
 // BudgetName is the fleet's disruption budget.
@@ -97,6 +99,9 @@ func New(ctx context.Context, bed *testbed.Bed, opts Options, base string) (*Fle
 			return err
 		}
 		f.nodes[i] = newNode(f, name, cfg)
+		if i == 0 && opts.TraceStatus != nil {
+			f.nodes[i].trace = &statusTrace{w: opts.TraceStatus, node: name}
+		}
 		return nil
 	})
 	if err != nil {
