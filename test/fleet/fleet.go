@@ -53,6 +53,9 @@ type Options struct {
 	DaemonLogLevel zapcore.Level
 	// TraceStatus, when set, receives the status writes of the first node.
 	TraceStatus io.Writer
+	// APIServerProfile, when set, is where a CPU profile of kube-apiserver
+	// over the roll's first 30 s is written.
+	APIServerProfile string
 }
 
 // BudgetName is the fleet's disruption budget.

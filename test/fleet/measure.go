@@ -131,6 +131,9 @@ func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Tabl
 	w, daemons, err := f.measured(ctx, func() error {
 		start := time.Now()
 		b = f.startBurst(ctx) // burst.go
+		if f.opts.APIServerProfile != "" {
+			defer func() { <-f.profileAPIServer(ctx, 30*time.Second, f.opts.APIServerProfile) }()
+		}
 		var err error
 		times, err = f.Roll(ctx, f.Names(), config)
 		took = time.Since(start)
