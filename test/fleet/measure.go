@@ -128,17 +128,21 @@ func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Tabl
 	var took time.Duration
 	var times map[string]time.Duration
 	var b *burst
+	var profiled <-chan struct{}
 	w, daemons, err := f.measured(ctx, func() error {
 		start := time.Now()
 		b = f.startBurst(ctx) // burst.go
 		if f.opts.APIServerProfile != "" {
-			defer func() { <-f.profileAPIServer(ctx, 30*time.Second, f.opts.APIServerProfile) }()
+			profiled = f.profileAPIServer(ctx, 30*time.Second, f.opts.APIServerProfile) // apiprofile.go
 		}
 		var err error
 		times, err = f.Roll(ctx, f.Names(), config)
 		took = time.Since(start)
 		return err
 	})
+	if profiled != nil {
+		<-profiled
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -75,7 +75,9 @@ func (s *scraper) snapshot(ctx context.Context) (snapshot, error) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		snap.add(sc.Text())
+		if line := sc.Bytes(); wanted(line) { // self.go: only then a string
+			snap.add(string(line))
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return snap, fmt.Errorf("reading %s: %w", s.url, err)
@@ -87,9 +89,6 @@ func (s *scraper) snapshot(ctx context.Context) (snapshot, error) {
 
 // add takes one line of the metrics page.
 func (snap *snapshot) add(line string) {
-	if !wanted(line) {
-		return
-	}
 	name, labels, value, ok := parseSample(line)
 	if !ok {
 		return

@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"bytes"
 	"fmt"
 	"runtime"
 	"sort"
@@ -95,13 +96,13 @@ func kindRows(t *Table, w window, nodes int, unit string, units float64, min flo
 // wanted reports whether a line of the API server's /metrics is one the
 // scraper reads: the page is several MB at a fleet's size, and parsing
 // every sample's labels was most of the scraper's cost.
-func wanted(line string) bool {
-	if !strings.HasPrefix(line, "apiserver_") {
+func wanted(line []byte) bool {
+	if !bytes.HasPrefix(line, []byte("apiserver_")) {
 		return false
 	}
 	for _, p := range []string{"apiserver_request_total{", "apiserver_longrunning_requests{", "apiserver_watch_events_total",
 		"apiserver_request_duration_seconds_bucket{"} {
-		if strings.HasPrefix(line, p) {
+		if bytes.HasPrefix(line, []byte(p)) {
 			return true
 		}
 	}
