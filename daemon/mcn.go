@@ -19,12 +19,6 @@ import (
 func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 	pool := kube.Pool(d.node.Labels, d.Pool)
 	mcn, ok := d.Watcher.MCN()
-	if ok && d.mcn != nil && d.mcn.UID == mcn.UID && d.mcn.Generation > mcn.Generation {
-		// The watch lags behind the spec this daemon patched (a loaded API
-		// server): its own copy is newer, and patching again would only
-		// repeat the write.
-		mcn = d.mcn
-	}
 	created := false
 	if !ok {
 		var err error
