@@ -161,6 +161,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		return 0, nil
 	}
 	d.node = node
+	d.syncFailedLabel(ctx, node) // failedlabel.go
 	desired := node.Annotations[kube.DesiredConfig]
 	current := node.Annotations[kube.CurrentConfig]
 	log := d.Log.With(zap.String("node", node.Name), zap.String("config", desired))

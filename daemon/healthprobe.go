@@ -114,3 +114,8 @@ func (p *HealthProbe) ClearFailedConfig(ctx context.Context, config string) erro
 func (p *HealthProbe) FailedOn(ctx context.Context, config string) (string, error) {
 	return p.API.FailedOn(ctx, config)
 }
+
+// WaitNotFailedOn waits until no other node records config as failed.
+func (p *HealthProbe) WaitNotFailedOn(ctx context.Context, config string, failedOn func(node string)) error {
+	return p.API.WaitNotFailedOn(ctx, config, failedOn)
+}

@@ -65,6 +65,10 @@ type HealthProbe interface {
 	// FailedOn names another node whose failedConfig annotation is
 	// config, "" when there is none.
 	FailedOn(ctx context.Context, config string) (string, error)
+	// WaitNotFailedOn blocks, without polling, until no other node's
+	// failedConfig annotation is config, or ctx ends; failedOn is told a
+	// node that records it each time that node changes.
+	WaitNotFailedOn(ctx context.Context, config string, failedOn func(node string)) error
 }
 
 // UnitHealth is a unit's state as systemd reports it.

@@ -41,7 +41,8 @@ func (p *probe) ClearFailedConfig(_ context.Context, n string) error {
 	p.cleared = append(p.cleared, n)
 	return nil
 }
-func (p *probe) FailedOn(context.Context, string) (string, error) { return "", nil }
+func (p *probe) FailedOn(context.Context, string) (string, error)            { return "", nil }
+func (p *probe) WaitNotFailedOn(context.Context, string, func(string)) error { return nil }
 
 func gateRunner(t *testing.T, p *probe) (*phases.Runner, *host, *cluster, *writes) {
 	t.Helper()

@@ -3,14 +3,9 @@ package phases
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
-
-// failedElsewhereEvery is how often a node waiting on a config that failed
-// the health gate elsewhere looks again (one LIST of the Nodes).
-const failedElsewhereEvery = 30 * time.Second
 
 // HealthWait keeps a config that failed the health gate on another
 // node (its failedConfig annotation names it) from spreading: before
@@ -40,26 +35,14 @@ func HealthWait() Phase {
 func waitNotFailedElsewhere(ctx context.Context, d Data) error {
 	g := d.Health()
 	name := d.Update().DesiredName
-	last := ""
-	for {
-		node, err := g.Probe.FailedOn(ctx, name)
-		if err != nil {
-			return fmt.Errorf("looking for nodes on which %s failed the health gate: %w", name, err)
-		}
-		if node == "" {
-			return nil
-		}
-		if node != last {
-			last = node
-			_ = d.Report(ctx, fmt.Sprintf("Config %s failed the health gate on node %s; not applying it here until it "+
-				"passes there or the node's failedConfig annotation is removed", name, node))
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(failedElsewhereEvery):
-		}
+	err := g.Probe.WaitNotFailedOn(ctx, name, func(node string) {
+		_ = d.Report(ctx, fmt.Sprintf("Config %s failed the health gate on node %s; not applying it here until it "+
+			"passes there or the node's failedConfig annotation is removed", name, node))
+	})
+	if err != nil && ctx.Err() == nil {
+		return fmt.Errorf("waiting until %s no longer fails the health gate elsewhere: %w", name, err)
 	}
+	return ctx.Err()
 }
 
 // failedWhileWaiting runs once holdSlot got a slot, before the cordon: the

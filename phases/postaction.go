@@ -29,6 +29,10 @@ func Reboot() Phase {
 		Starting: "Rebooting node", EventOnNode: true,
 		Needed: actionIs(plan.ActionReboot),
 		Wait:   rebootSlot,
+		// Its start is written with "Rebooting into X" before the reboot,
+		// and after the boot with its end: two status writes fewer per
+		// update, and RebootedNode goes Unknown then True all the same.
+		Quick: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rec := d.Progress()
 			boot, err := d.Units().BootID(ctx)

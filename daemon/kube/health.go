@@ -2,12 +2,17 @@ package kube
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
+	"slices"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The health gate's Node annotations (docs/status.md, "Health gate").
+// The health gate's Node annotations and label (docs/status.md, "Health
+// gate").
 const (
 	// FailedConfig is the daemon's: the config that failed the health gate
 	// on the node and was rolled back. Other nodes do not take it up while
@@ -17,29 +22,83 @@ const (
 	// or a counter) makes a node holding its previous config after a
 	// failed health gate try the failed config again.
 	RetryFailedConfig = AnnotationPrefix + "retryFailedConfig"
+	// FailedConfigHashLabel is the daemon's index of FailedConfig: its
+	// value is FailedConfigHash of the annotation's (a label value has at
+	// most 63 characters, a config name more), so that the other nodes
+	// find the nodes on which a config failed with a label selector (a
+	// small LIST, a WATCH) instead of listing every Node. The annotation
+	// stays the truth: a label without it holds no one.
+	FailedConfigHashLabel = AnnotationPrefix + "failedConfigHash"
 )
 
-// SetFailedConfig writes the failedConfig annotation.
-func (c *Client) SetFailedConfig(ctx context.Context, name string) error {
-	return c.patchNode(ctx, map[string]any{"metadata": map[string]any{"annotations": map[string]any{FailedConfig: name}}})
+// FailedConfigHash is the FailedConfigHashLabel value of a config name:
+// the first 32 hex digits of its SHA-256.
+func FailedConfigHash(name string) string {
+	sum := sha256.Sum256([]byte(name))
+	return hex.EncodeToString(sum[:16])
 }
 
-// ClearFailedConfig removes the failedConfig annotation.
+// SetFailedConfig writes the failedConfig annotation and its label, in one
+// patch.
+func (c *Client) SetFailedConfig(ctx context.Context, name string) error {
+	return c.patchNode(ctx, map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{FailedConfig: name},
+		"labels":      map[string]any{FailedConfigHashLabel: FailedConfigHash(name)}}})
+}
+
+// ClearFailedConfig removes the failedConfig annotation and its label.
 func (c *Client) ClearFailedConfig(ctx context.Context) error {
-	return c.patchNode(ctx, map[string]any{"metadata": map[string]any{"annotations": map[string]any{FailedConfig: nil}}})
+	return c.patchNode(ctx, map[string]any{"metadata": map[string]any{
+		"annotations": map[string]any{FailedConfig: nil},
+		"labels":      map[string]any{FailedConfigHashLabel: nil}}})
+}
+
+// SyncFailedConfigLabel makes node's failedConfigHash label follow its
+// failedConfig annotation (an administrator removed the annotation, or a
+// label went missing): it patches only when they disagree, and reports
+// whether it did.
+func (c *Client) SyncFailedConfigLabel(ctx context.Context, node *corev1.Node) (bool, error) {
+	want, have := "", node.Labels[FailedConfigHashLabel]
+	if a := node.Annotations[FailedConfig]; a != "" {
+		want = FailedConfigHash(a)
+	}
+	if want == have {
+		return false, nil
+	}
+	var v any
+	if want != "" {
+		v = want
+	}
+	return true, c.patchNode(ctx, map[string]any{"metadata": map[string]any{"labels": map[string]any{FailedConfigHashLabel: v}}})
+}
+
+// failedConfigSelector selects the Nodes labelled as failing config.
+func failedConfigSelector(config string) string {
+	return FailedConfigHashLabel + "=" + FailedConfigHash(config)
+}
+
+// failedHere reports whether n, another node than c's, records config as
+// failed (its annotation: the label only narrows the search).
+func (c *Client) failedHere(n *corev1.Node, config string) bool {
+	return n.Name != c.NodeName && n.Annotations[FailedConfig] == config
 }
 
 // FailedOn names another node whose failedConfig annotation is config, ""
-// when none (one LIST of the Nodes).
+// when none: one LIST of the Nodes labelled with its hash (a consistent
+// read: the failure may be a moment old).
 func (c *Client) FailedOn(ctx context.Context, config string) (string, error) {
-	nodes, err := c.API.Nodes().List(ctx, metav1.ListOptions{}) // a quorum read: the failure may be a moment old
+	nodes, err := c.API.Nodes().List(ctx, metav1.ListOptions{LabelSelector: failedConfigSelector(config)})
 	if err != nil {
-		return "", fmt.Errorf("listing nodes: %w", err)
+		return "", fmt.Errorf("listing nodes labelled %s: %w", failedConfigSelector(config), err)
 	}
-	for _, n := range nodes.Items {
-		if n.Name != c.NodeName && n.Annotations[FailedConfig] == config {
-			return n.Name, nil
+	var names []string
+	for i := range nodes.Items {
+		if c.failedHere(&nodes.Items[i], config) {
+			names = append(names, nodes.Items[i].Name)
 		}
 	}
-	return "", nil
+	if len(names) == 0 {
+		return "", nil
+	}
+	return slices.Min(names), nil
 }

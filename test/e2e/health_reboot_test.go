@@ -94,8 +94,12 @@ func TestHealthBudgetStopsBadConfig(t *testing.T) {
 		"--disruption-lease-duration", slotLease.String()}}
 	nodes := make([]*testbed.Node, len(names))
 	logs := make([]*testbed.StatusLog, len(names))
+	// Each daemon through a proxy that counts its requests (health_watch_test.go).
+	proxies := make([]*hcProxy, len(names))
 	for i, name := range names {
-		nodes[i], logs[i] = healthNode(t, name, "rendered-hc3-a", dir, opts, "--health-units", unit, "--health-timeout", "2m")
+		proxies[i] = newHCProxy(t, name)
+		nodes[i], logs[i] = healthNode(t, name, "rendered-hc3-a", dir, opts, "--health-units", unit, "--health-timeout", "2m",
+			"--kubeconfig", proxies[i].Kubeconfig)
 	}
 	cordons := watchCordons(ctx, t, names)
 	from := make([]int, len(names))
@@ -132,7 +136,7 @@ func TestHealthBudgetStopsBadConfig(t *testing.T) {
 			t.Errorf("%s: %v", names[i], err)
 		}
 	}
-	time.Sleep(10 * time.Second)
+	wantWaitWatches(t, proxies, names, first) // 40 s without a LIST of the Nodes
 	for i, name := range names {
 		if i == first {
 			continue
@@ -153,4 +157,5 @@ func TestHealthBudgetStopsBadConfig(t *testing.T) {
 	if b := nodes[first].Sys.Boots(); b != 3 {
 		t.Errorf("%s booted %d times, want 3", names[first], b)
 	}
+	wantWakeOnRemoval(ctx, t, names, first, cordons)
 }

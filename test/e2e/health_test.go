@@ -11,6 +11,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -20,6 +21,8 @@ const (
 	annRetry   = "machineconfiguration.openshift.io/retryFailedConfig"
 	annState   = "machineconfiguration.openshift.io/state"
 	annCurrent = "machineconfiguration.openshift.io/currentConfig"
+	// labelFailedHash is failedConfig's index (kube.FailedConfigHashLabel).
+	labelFailedHash = "machineconfiguration.openshift.io/failedConfigHash"
 )
 
 // healthNode starts a node whose files under dir need no post action,
@@ -69,6 +72,9 @@ func wantHeld(t *testing.T, log *testbed.StatusLog, name, current, failed string
 		if got := node.Annotations[ann]; got != want {
 			t.Errorf("annotation %s = %q, want %q", ann, got, want)
 		}
+	}
+	if got, want := node.Labels[labelFailedHash], kube.FailedConfigHash(failed); got != want {
+		t.Errorf("label %s = %q, want %q", labelFailedHash, got, want)
 	}
 	if node.Spec.Unschedulable {
 		t.Error("node left cordoned after the rollback")

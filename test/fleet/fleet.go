@@ -51,6 +51,11 @@ type Options struct {
 	// value: info; a fleet's runs warnings).
 	DaemonLog      io.Writer
 	DaemonLogLevel zapcore.Level
+	// TraceStatus, when set, receives the status writes of the first node.
+	TraceStatus io.Writer
+	// APIServerProfile, when set, is where a CPU profile of kube-apiserver
+	// over the roll's first 30 s is written.
+	APIServerProfile string
 }
 
 // BudgetName is the fleet's disruption budget.
@@ -97,6 +102,9 @@ func New(ctx context.Context, bed *testbed.Bed, opts Options, base string) (*Fle
 			return err
 		}
 		f.nodes[i] = newNode(f, name, cfg)
+		if i == 0 && opts.TraceStatus != nil {
+			f.nodes[i].trace = &statusTrace{w: opts.TraceStatus, node: name}
+		}
 		return nil
 	})
 	if err != nil {

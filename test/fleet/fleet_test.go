@@ -25,6 +25,8 @@ var (
 	timeoutFlag = flag.Duration("fleet.timeout", 50*time.Minute, "bound of the whole run")
 	debugFlag   = flag.Bool("fleet.debug", false, "log the daemons at debug level (else warnings)")
 	rollFlag    = flag.Bool("fleet.roll", true, "measure one node's update and the rolling update")
+	apiProfFlag = flag.String("fleet.apiserver-profile", "", "write a CPU profile of kube-apiserver over the roll's first 30 s here")
+	traceFlag   = flag.Bool("fleet.trace-status", false, "print the first node's status writes")
 	jitterFlag  = flag.Duration("fleet.start-jitter", daemon.DefaultStartJitter, "the daemons' --start-jitter")
 )
 
@@ -74,6 +76,10 @@ func runFleet(ctx context.Context, b *testing.B, run string) Figures {
 	opts := Options{Nodes: *nodesFlag, Slots: *slotsFlag, RebootTime: *rebootFlag, LeaseDuration: 5 * time.Minute,
 		StartJitter: *jitterFlag,
 		Log:         os.Stdout, DaemonLog: daemonLog, DaemonLogLevel: zapcore.WarnLevel}
+	opts.APIServerProfile = *apiProfFlag
+	if *traceFlag {
+		opts.TraceStatus = os.Stdout
+	}
 	if *debugFlag {
 		opts.DaemonLogLevel = zapcore.DebugLevel
 	}

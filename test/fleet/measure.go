@@ -60,6 +60,7 @@ func (f *Fleet) Startup(ctx context.Context, base string, fig *Figures) (*Table,
 	t.Add("API server requests (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
 	t.Add("API server peak RSS", "%d MiB", f.metrics.resetPeak()>>20)
 	apiServerRows(t, w)
+	selfRow(t, w, len(f.nodes))
 	return t, nil
 }
 
@@ -88,6 +89,7 @@ func (f *Fleet) Idle(ctx context.Context, d time.Duration, fig *Figures) (*Table
 	t.Add("daemon watches held", "%.0f (%.0f open, %.0f before the daemons started): %.2f per node", fig.Watches,
 		w.watchesEnd, f.baseWatches, fig.Watches/float64(len(f.nodes)))
 	apiServerRows(t, w)
+	selfRow(t, w, len(f.nodes))
 	return t, nil
 }
 
@@ -125,13 +127,22 @@ func (f *Fleet) Single(ctx context.Context, config string, fig *Figures) (*Table
 func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Table, error) {
 	var took time.Duration
 	var times map[string]time.Duration
+	var b *burst
+	var profiled <-chan struct{}
 	w, daemons, err := f.measured(ctx, func() error {
 		start := time.Now()
+		b = f.startBurst(ctx) // burst.go
+		if f.opts.APIServerProfile != "" {
+			profiled = f.profileAPIServer(ctx, 30*time.Second, f.opts.APIServerProfile) // apiprofile.go
+		}
 		var err error
 		times, err = f.Roll(ctx, f.Names(), config)
 		took = time.Since(start)
 		return err
 	})
+	if profiled != nil {
+		<-profiled
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -172,6 +183,9 @@ func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Tabl
 	t.Add("API server requests (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
 	t.Add("API server peak RSS", "%d MiB", f.metrics.resetPeak()>>20)
 	apiServerRows(t, w)
+	kindRows(t, w, len(f.nodes), "handoff", n, 1) // self.go; N handoffs
+	b.rows(t, len(f.nodes))
+	selfRow(t, w, len(f.nodes))
 	return t, nil
 }
 

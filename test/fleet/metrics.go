@@ -56,6 +56,8 @@ type snapshot struct {
 	latencyBy map[reqKey]map[float64]float64
 	cpu       time.Duration
 	rss       int64
+	// self is the benchmark process's own counters (self.go).
+	self selfSnapshot
 }
 
 func (s *scraper) snapshot(ctx context.Context) (snapshot, error) {
@@ -73,20 +75,20 @@ func (s *scraper) snapshot(ctx context.Context) (snapshot, error) {
 	sc := bufio.NewScanner(resp.Body)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
-		snap.add(sc.Text())
+		if line := sc.Bytes(); wanted(line) { // self.go: only then a string
+			snap.add(string(line))
+		}
 	}
 	if err := sc.Err(); err != nil {
 		return snap, fmt.Errorf("reading %s: %w", s.url, err)
 	}
 	snap.cpu, snap.rss = procStats(s.cp.APIServerPID())
+	snap.self = selfStats()
 	return snap, nil
 }
 
 // add takes one line of the metrics page.
 func (snap *snapshot) add(line string) {
-	if line == "" || line[0] == '#' {
-		return
-	}
 	name, labels, value, ok := parseSample(line)
 	if !ok {
 		return
@@ -246,6 +248,10 @@ type window struct {
 	// slowest are the kinds of request with the highest p99 (at least 10
 	// requests), slowest first: "PATCH nodes ≤ 2s (120)".
 	slowest []string
+	// kinds are every kind of request's p99 and count, most frequent first.
+	kinds []kindLatency
+	// self is the benchmark process's own cost in the window (self.go).
+	self selfWindow
 }
 
 func between(a, b snapshot) window {
@@ -267,6 +273,8 @@ func between(a, b snapshot) window {
 			kinds = append(kinds, kind{k, p, n})
 		}
 	}
+	w.kinds = kindsBetween(a, b)
+	w.self = selfBetween(a.self, b.self)
 	sort.Slice(kinds, func(i, j int) bool { return kinds[i].p99 > kinds[j].p99 })
 	for i := 0; i < len(kinds) && i < 4; i++ {
 		w.slowest = append(w.slowest, fmt.Sprintf("%s %s ≤ %s (%.0f)", kinds[i].k.Verb, kinds[i].k.Resource,

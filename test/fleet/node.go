@@ -35,6 +35,8 @@ type node struct {
 	cancel context.CancelFunc
 	done   chan struct{}
 	starts int
+	// trace, when set, prints the node's status writes (trace.go).
+	trace *statusTrace
 }
 
 func newNode(f *Fleet, name string, cfg *rest.Config) *node {
@@ -112,6 +114,9 @@ func (n *node) daemon(ctx context.Context) {
 		return
 	}
 	api := &kube.Client{API: kapi, NodeName: n.name}
+	if n.trace != nil {
+		api.StatusWritten = n.trace.written
+	}
 	slots, err := budget.New(budget.Config{Client: kapi, Namespace: testbed.Namespace, Name: BudgetName,
 		Slots: n.f.opts.Slots, Holder: n.name, Duration: n.f.opts.LeaseDuration, Log: log.Named("budget")})
 	if err != nil {

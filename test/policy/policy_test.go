@@ -91,6 +91,9 @@ type deniedCase struct {
 }
 
 // deniedCases are the writes the daemon of node A, with client k and m, must not make.
+// failedLabel is the health gate's label, the one label the daemon may write on its Node.
+const failedLabel = kube.FailedConfigHashLabel
+
 func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclient.Interface) []deniedCase {
 	renew := func(name, holder string) error {
 		l, err := b.admin.CoordinationV1().Leases(namespace).Get(ctx, name, metav1.GetOptions{})
@@ -123,7 +126,14 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 		}, "must not change its desiredConfig annotation"},
 		{"Labels", func() error {
 			return patchNode(ctx, k, nodeA, `{"metadata":{"labels":{"node-role.kubernetes.io/master":""}}}`)
-		}, "refused update of nodes " + nodeA + ": the daemon must not change the Node's labels"},
+		}, "refused update of nodes " + nodeA + ": the daemon must not change the Node's labels but " + failedLabel},
+		// The health gate's label is allowed on its own Node only, and only as a hash.
+		{"FailedConfigLabelNodeB", func() error {
+			return patchNode(ctx, k, nodeB, `{"metadata":{"labels":{"`+failedLabel+`":"`+kube.FailedConfigHash("rendered-worker-2")+`"}}}`)
+		}, "refused update of nodes " + nodeB + ": the daemon of node " + nodeA + " may only write its own Node"},
+		{"FailedConfigLabelNotAHash", func() error {
+			return patchNode(ctx, k, nodeA, `{"metadata":{"labels":{"`+failedLabel+`":"rendered-worker-2"}}}`)
+		}, "must not change the Node's labels but " + failedLabel + " (32 lowercase hex digits)"},
 		{"Taints", func() error {
 			return patchNode(ctx, k, nodeA, `{"spec":{"taints":[{"key":"x","effect":"NoSchedule"}]}}`)
 		}, "must not change the Node's taints"},
@@ -198,6 +208,19 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	// The health gate's failed config is the daemon's; the retry annotation is the administrator's.
 	if err := c.SetFailedConfig(ctx, "rendered-worker-2"); err != nil {
 		t.Errorf("writing the failedConfig annotation of node %s: %v", nodeA, err)
+	}
+	if err := c.ClearFailedConfig(ctx); err != nil {
+		t.Errorf("removing the failedConfig annotation of node %s: %v", nodeA, err)
+	}
+	// The label alone, as the daemon restores it (the annotation written by the daemon).
+	if err := patchNode(ctx, kubernetes.NewForConfigOrDie(b.bound), nodeA,
+		`{"metadata":{"annotations":{"machineconfiguration.openshift.io/failedConfig":"rendered-worker-3"}}}`); err != nil {
+		t.Errorf("writing the failedConfig annotation alone on node %s: %v", nodeA, err)
+	}
+	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil {
+		t.Error(err)
+	} else if patched, err := c.SyncFailedConfigLabel(ctx, n); err != nil || !patched {
+		t.Errorf("restoring the failedConfigHash label of node %s: patched %v, %v", nodeA, patched, err)
 	}
 	if err := c.ClearFailedConfig(ctx); err != nil {
 		t.Errorf("removing the failedConfig annotation of node %s: %v", nodeA, err)

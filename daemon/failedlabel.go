@@ -1,0 +1,28 @@
+package daemon
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// syncFailedLabel keeps the node's failedConfigHash label in step with
+// its failedConfig annotation, which is the truth (kube.FailedConfigHashLabel):
+// an administrator who removes the annotation to let the other nodes go on
+// leaves the label, which this removes; a label lost (a node object
+// re-created, an older daemon's annotation) is restored, so that the other
+// nodes' label selector finds the failure. A failed patch is logged and
+// tried again at the next change of the Node: the label is an index, the
+// update does not wait for it.
+func (d *Daemon) syncFailedLabel(ctx context.Context, node *corev1.Node) {
+	patched, err := d.API.SyncFailedConfigLabel(ctx, node)
+	switch {
+	case err != nil:
+		d.Log.Warn("Could not bring the failedConfigHash label in step with the failedConfig annotation",
+			zap.String("node", node.Name), zap.Error(err))
+	case patched:
+		d.Log.Info("Brought the failedConfigHash label in step with the failedConfig annotation",
+			zap.String("node", node.Name))
+	}
+}
