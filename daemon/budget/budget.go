@@ -107,7 +107,12 @@ type Config struct {
 	// TurnGrace is how long a waiter's turn in the queue lasts before the
 	// others skip it as dead; 0 means DefaultTurnGrace.
 	TurnGrace time.Duration
-	Log       *zap.Logger
+	// EntryDuration is the lease duration of the node's queue entry while
+	// it waits (whole seconds): renewed three times per duration, it is
+	// skipped by the waiter behind it once it has not been for that long;
+	// 0 means DefaultEntryDuration.
+	EntryDuration time.Duration
+	Log           *zap.Logger
 }
 
 // Budget is one node's view of the cluster-wide disruption budget. Its
@@ -148,6 +153,13 @@ func New(cfg Config) (*Budget, error) {
 	}
 	if cfg.TurnGrace <= 0 {
 		cfg.TurnGrace = DefaultTurnGrace
+	}
+	if cfg.EntryDuration <= 0 {
+		cfg.EntryDuration = DefaultEntryDuration
+	}
+	if cfg.EntryDuration < MinDuration || cfg.EntryDuration%time.Second != 0 {
+		return nil, fmt.Errorf("disruption budget %s: queue entry duration %s, want whole seconds, at least %s",
+			cfg.Name, cfg.EntryDuration, MinDuration)
 	}
 	cfg.Log = cfg.Log.With(zap.String("node", cfg.Holder), zap.String("budget", cfg.Name))
 	return &Budget{cfg: cfg}, nil

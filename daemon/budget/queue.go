@@ -37,6 +37,10 @@ const RoleWaiter = "waiter"
 // skip it: far longer than a live daemon takes to see its turn and write.
 const DefaultTurnGrace = 15 * time.Second
 
+// DefaultEntryDuration is a queue entry's lease duration: renewed every 5
+// minutes, 1,000 waiters write 3.3 renewals a second.
+const DefaultEntryDuration = 15 * time.Minute
+
 // QueueName is the name of holder's queue entry in budget name: fixed
 // length whatever the node's name.
 func QueueName(name, holder string) string {
@@ -47,6 +51,8 @@ func QueueName(name, holder string) string {
 
 // waiter is one queue entry as a daemon sees it.
 type waiter struct {
+	// Name is the entry's Lease.
+	Name    string
 	Holder  string
 	Version string
 	// Since orders the queue: when the entry was created.
@@ -61,7 +67,7 @@ func waitersOf(leases map[string]*coordinationv1.Lease) []waiter {
 		if l.Labels[RoleLabel] != RoleWaiter || holderOf(l) == "" {
 			continue
 		}
-		q = append(q, waiter{Holder: holderOf(l), Version: l.ResourceVersion, Since: l.CreationTimestamp.Time})
+		q = append(q, waiter{Name: l.Name, Holder: holderOf(l), Version: l.ResourceVersion, Since: l.CreationTimestamp.Time})
 	}
 	sort.Slice(q, func(i, j int) bool {
 		if !q[i].Since.Equal(q[j].Since) {

@@ -142,7 +142,7 @@ func TestWaitersOf(t *testing.T) {
 		"q-a":  entry("q-a", "a", "2", t0),
 		"q-no": entry("q-no", "", "5", t0),
 	})
-	want := []waiter{{"a", "2", t0}, {"b", "3", t0}, {"c", "4", t0.Add(time.Second)}}
+	want := []waiter{{"q-a", "a", "2", t0}, {"q-b", "b", "3", t0}, {"q-c", "c", "4", t0.Add(time.Second)}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("waitersOf = %+v, want %+v", got, want)
 	}

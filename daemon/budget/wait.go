@@ -14,20 +14,52 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// waitLocked loops until the node holds a slot. It reads the budget's
-// Leases once and then follows them with one watch; each time they change
-// it does what decide says: take the slot that is its turn, or wait in the
-// queue (see queue.go) for the next change or the first expiry.
+// waitLocked loops until the node holds a slot. It lists the budget's
+// Leases and places the node in the queue (see queue.go): in its head it
+// follows all the Leases with one watch (waitHead); behind it, it watches
+// only the entry headSize places ahead (waitBehind) and, when that goes,
+// lists again to find its new place.
 func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(string)) error {
-	cache, err := b.openLeases(ctx)
-	if err != nil {
-		return err
-	}
-	defer cache.stop()
 	q := &queueEntry{b: b}
 	defer q.leave(ctx, log)
-	obs, t := observations{}, newTurns(b.cfg.Holder, b.cfg.TurnGrace)
 	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
+	dead, w := expiries{}, &watched{}
+	rv := ""
+	for {
+		found, listRV, err := b.listFrom(ctx, laterRV(rv, q.version()))
+		if err != nil {
+			return err
+		}
+		q.saw(found)
+		now := time.Now()
+		slots := observations{}.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now)
+		queue := dead.live(waitersOf(found))
+		pl := placeOf(queue, b.cfg.Holder, headSize(b.cfg.Slots))
+		if c := decide(b.cfg.Holder, slots, queue, now); pl.Head || c.Action != Wait {
+			return b.waitHead(ctx, log, q, &rep, found, listRV)
+		}
+		if err := q.join(ctx); err != nil {
+			return err
+		}
+		b.synced = true // the list showed no slot of this node
+		c := waitChoice(slots)
+		c.Ahead = pl.Ahead
+		rep.waiting(c, now, soakNote(found, now))
+		if rv, err = b.waitBehind(ctx, q, found[pl.Watch], listRV, w, dead); err != nil {
+			return err
+		}
+	}
+}
+
+// waitHead waits in the head of the queue, from the Leases found at
+// version rv: it follows them with one watch; each time they change it
+// does what decide says: take the slot that is its turn, or wait for the
+// next change or the first expiry.
+func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, rep *reporter,
+	found map[string]*coordinationv1.Lease, rv string) error {
+	cache := b.followLeases(found, rv)
+	defer cache.stop()
+	obs, t := observations{}, newTurns(b.cfg.Holder, b.cfg.TurnGrace)
 	races := 0
 	for {
 		q.saw(cache.items)
@@ -53,11 +85,11 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		c := decide(b.cfg.Holder, slots, queue, now)
 		b.noteSynced(c)
 		if c.Action == Wait {
-			if err := q.join(ctx); err != nil {
+			if err := q.keep(ctx, now); err != nil {
 				return err
 			}
 			rep.waiting(c, now, soakNote(cache.items, now))
-			if err := cache.next(ctx, earliest(earliest(c.Until, turnEnds), rep.due())); err != nil {
+			if err := cache.next(ctx, earliest(earliest(earliest(c.Until, turnEnds), rep.due()), q.renewDue())); err != nil {
 				return err
 			}
 			continue
