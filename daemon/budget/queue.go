@@ -55,23 +55,35 @@ type waiter struct {
 	Name    string
 	Holder  string
 	Version string
-	// Since orders the queue: when the entry was created.
-	Since time.Time
+	// Since orders the queue: when the entry was created (whole seconds,
+	// the API server's clock), then when its holder created it (the
+	// holder's clock, finer), then by holder.
+	Since, Acquired time.Time
 }
 
 // waitersOf returns the queue entries among the Leases, in queue order:
-// oldest first, ties broken by holder name.
+// oldest first.
 func waitersOf(leases map[string]*coordinationv1.Lease) []waiter {
 	var q []waiter
 	for _, l := range leases {
 		if l.Labels[RoleLabel] != RoleWaiter || holderOf(l) == "" {
 			continue
 		}
-		q = append(q, waiter{Name: l.Name, Holder: holderOf(l), Version: l.ResourceVersion, Since: l.CreationTimestamp.Time})
+		w := waiter{Name: l.Name, Holder: holderOf(l), Version: l.ResourceVersion, Since: l.CreationTimestamp.Time}
+		if l.Spec.AcquireTime != nil {
+			w.Acquired = l.Spec.AcquireTime.Time
+		}
+		q = append(q, w)
 	}
+	// Within a second, the holders' clocks order the entries: many nodes
+	// queueing at once then mostly find entries created after theirs
+	// behind them, not ahead (by name), and keep their place.
 	sort.Slice(q, func(i, j int) bool {
-		if !q[i].Since.Equal(q[j].Since) {
+		switch {
+		case !q[i].Since.Equal(q[j].Since):
 			return q[i].Since.Before(q[j].Since)
+		case !q[i].Acquired.Equal(q[j].Acquired):
+			return q[i].Acquired.Before(q[j].Acquired)
 		}
 		return q[i].Holder < q[j].Holder
 	})

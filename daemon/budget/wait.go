@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -22,21 +23,29 @@ import (
 func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(string)) error {
 	q := &queueEntry{b: b}
 	defer q.leave(ctx, log)
+	if err := b.queueUnlessFree(ctx, q); err != nil {
+		return err
+	}
 	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
 	dead, w := expiries{}, &watched{}
-	rv := ""
+	v := &view{}
 	for {
-		found, listRV, err := b.listFrom(ctx, laterRV(rv, q.version()))
-		if err != nil {
-			return err
+		if v.found == nil {
+			var err error
+			if v.found, v.rv, err = b.listFrom(ctx, laterRV(v.rv, q.version())); err != nil {
+				return err
+			}
 		}
-		q.saw(found)
+		q.saw(v.found)
 		now := time.Now()
-		slots := observations{}.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now)
-		queue := dead.live(waitersOf(found))
+		slots := observations{}.slots(b.cfg.Name, b.cfg.Slots, v.found, b.cfg.Duration, now)
+		queue := dead.live(waitersOf(v.found))
 		pl := placeOf(queue, b.cfg.Holder, headSize(b.cfg.Slots))
 		if c := decide(b.cfg.Holder, slots, queue, now); pl.Head || c.Action != Wait {
-			return b.waitHead(ctx, log, q, &rep, found, listRV)
+			if err := b.waitHead(ctx, log, q, &rep, v, dead); !errors.Is(err, errPlace) {
+				return err
+			}
+			continue
 		}
 		if err := q.join(ctx); err != nil {
 			return err
@@ -44,20 +53,51 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		b.synced = true // the list showed no slot of this node
 		c := waitChoice(slots)
 		c.Ahead = pl.Ahead
-		rep.waiting(c, now, soakNote(found, now))
-		if rv, err = b.waitBehind(ctx, q, found[pl.Watch], listRV, w, dead); err != nil {
+		rep.waiting(c, now, soakNote(v.found, now))
+		rv, err := b.waitBehind(ctx, q, v.found[pl.Watch], v.rv, w, dead)
+		if err != nil {
 			return err
 		}
+		*v = view{rv: rv}
 	}
 }
 
-// waitHead waits in the head of the queue, from the Leases found at
-// version rv: it follows them with one watch; each time they change it
-// does what decide says: take the slot that is its turn, or wait for the
-// next change or the first expiry.
-func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, rep *reporter,
-	found map[string]*coordinationv1.Lease, rv string) error {
-	cache := b.followLeases(found, rv)
+// view is the budget's Leases as listed (or followed) at version rv.
+type view struct {
+	found map[string]*coordinationv1.Lease
+	rv    string
+}
+
+// errPlace ends waitHead for a node that must find its place in the queue
+// again: it finds itself behind the head (it started with the queue short,
+// and many queued meanwhile), or it just queued after a lost race (many
+// newcomers raced for a few free slots, and the losers line up: each lists
+// once with its own entry in it, rather than all following all).
+var errPlace = errors.New("finding the node's place in the disruption queue")
+
+// queueUnlessFree joins the queue at once when every slot is held (a read
+// of the slots alone): the node then lists the whole queue once, with its
+// own entry in it, and finds its place from that. With a free slot (or its
+// own) it looks at the queue first, which may leave it the slot.
+func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) error {
+	found, _, err := b.list(ctx)
+	if err != nil {
+		return err
+	}
+	now := time.Now()
+	if c := choose(b.cfg.Holder, observations{}.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now); c.Action != Wait {
+		return nil
+	}
+	return q.join(ctx)
+}
+
+// waitHead waits in the head of the queue, from the Leases of v: it
+// follows them with one watch; each time they change it does what decide
+// says: take the slot that is its turn, or wait for the next change or the
+// first expiry. A node that finds itself behind the head once its entry
+// shows returns errPlace, with v as it followed it.
+func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, rep *reporter, v *view, dead expiries) error {
+	cache := b.followLeases(v.found, v.rv)
 	defer cache.stop()
 	obs, t := observations{}, newTurns(b.cfg.Holder, b.cfg.TurnGrace)
 	races := 0
@@ -84,6 +124,10 @@ func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, r
 		}
 		c := decide(b.cfg.Holder, slots, queue, now)
 		b.noteSynced(c)
+		if c.Action == Wait && !placeOf(dead.live(all), b.cfg.Holder, headSize(b.cfg.Slots)).Head {
+			*v = view{found: cache.items, rv: cache.rv}
+			return errPlace
+		}
 		if c.Action == Wait {
 			if err := q.keep(ctx, now); err != nil {
 				return err
@@ -99,6 +143,13 @@ func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, r
 			races++
 			log.Debug("Lost a race for a disruption slot", zap.String("lease", SlotName(b.cfg.Name, c.Slot)),
 				zap.Stringer("action", c.Action), zap.Bool("queued", q.in), zap.Int("free", free), zap.Int("queue", len(queue)), zap.Error(err))
+			if !q.in && !q.foreign {
+				if err := q.join(ctx); err != nil {
+					return err
+				}
+				*v = view{rv: cache.rv}
+				return errPlace
+			}
 			if err := afterLostRace(ctx, q, cache, races); err != nil {
 				return err
 			}
