@@ -3,6 +3,8 @@ package budget
 import (
 	"strconv"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
 )
 
 // Where a waiter stands in the queue, and what it watches (see queue.go):
@@ -55,18 +57,24 @@ type expiries map[string]string
 // note records that the entry name expired at version.
 func (e expiries) note(name, version string) { e[name] = version }
 
-// live drops from queue the entries seen to expire, and forgets an expiry
-// once its entry changed (renewed: its daemon is back) or is gone.
-func (e expiries) live(queue []waiter) []waiter {
+// live drops from queue the entries that expired: seen to expire by this
+// daemon (its own clock: the version unchanged for a whole duration), or
+// past their renewTime plus duration (the holder's clock: so all daemons
+// agree on it, a node's clock skew aside). It forgets an expiry once its
+// entry changed (renewed: its daemon is back) or is gone. self's own entry
+// is never dropped.
+func (e expiries) live(queue []waiter, self string, now time.Time) []waiter {
 	var out []waiter
 	present := map[string]bool{}
 	for _, w := range queue {
 		present[w.Name] = true
-		if v, ok := e[w.Name]; ok {
-			if v == w.Version {
-				continue
-			}
+		if v, ok := e[w.Name]; ok && v != w.Version {
 			delete(e, w.Name)
+		}
+		_, seen := e[w.Name]
+		lapsed := !w.Expires.IsZero() && !now.Before(w.Expires)
+		if (seen || lapsed) && w.Holder != self {
+			continue
 		}
 		out = append(out, w)
 	}
@@ -84,20 +92,31 @@ type watched struct {
 	name, version string
 	seen          time.Time
 	duration      time.Duration
+	// expires is the entry's renewTime plus duration (zero: none).
+	expires time.Time
 }
 
-// saw notes a version of the entry seen at now; a new version restarts the
-// entry's lease.
-func (w *watched) saw(version string, d time.Duration, now time.Time) {
+// saw notes a version of the entry seen at now, which expires at expires
+// by its renewTime; a new version restarts the entry's lease.
+func (w *watched) saw(version string, d time.Duration, expires, now time.Time) {
 	if version != w.version {
 		w.version, w.seen = version, now
 	}
-	w.duration = d
+	w.duration, w.expires = d, expires
 }
 
 // expiry is when the entry expires unless renewed: a whole lease duration
-// after this daemon first saw its version (its own clock, as for slots).
-func (w watched) expiry() time.Time { return w.seen.Add(w.duration) }
+// after this daemon first saw its version (its own clock, as for slots),
+// or at its renewTime plus duration, whichever comes first (as expiries).
+func (w watched) expiry() time.Time { return earliest(w.seen.Add(w.duration), w.expires) }
+
+// entryExpires is when the entry l lapses by its renewTime; zero if none.
+func entryExpires(l *coordinationv1.Lease, def time.Duration) time.Time {
+	if l.Spec.RenewTime == nil {
+		return time.Time{}
+	}
+	return l.Spec.RenewTime.Add(durationOf(l, def))
+}
 
 // entryRenewal is how often a waiter renews its entry: three times per
 // entry duration.

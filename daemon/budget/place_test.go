@@ -80,17 +80,30 @@ func TestExpiries(t *testing.T) {
 	e := expiries{}
 	q := named("dead", "a", "me")
 	e.note("q-dead", "1")
-	if got := e.live(q); !reflect.DeepEqual(got, q[1:]) {
+	if got := e.live(q, "me", t0); !reflect.DeepEqual(got, q[1:]) {
 		t.Errorf("with q-dead expired: %+v", got)
 	}
 	// Renewed: its daemon is back, and is in the queue again.
 	q[0].Version = "2"
-	if got := e.live(q); !reflect.DeepEqual(got, q) || len(e) != 0 {
+	if got := e.live(q, "me", t0); !reflect.DeepEqual(got, q) || len(e) != 0 {
 		t.Errorf("renewed: %+v, expiries %v", got, e)
 	}
+	// Past its renewTime plus duration: dropped by every daemon, but never
+	// by its own.
+	q[1].Expires = t0
+	if got := e.live(q, "me", t0); len(got) != 2 || got[1].Holder != "me" {
+		t.Errorf("a lapsed: %+v", got)
+	}
+	if got := e.live(q, "a", t0); len(got) != 3 {
+		t.Errorf("a dropped its own entry: %+v", got)
+	}
+	if got := e.live(q, "me", t0.Add(-time.Second)); len(got) != 3 {
+		t.Errorf("a dropped before it lapsed: %+v", got)
+	}
+	q[1].Expires = time.Time{}
 	// Gone: forgotten.
 	e.note("q-gone", "7")
-	e.live(q)
+	e.live(q, "me", t0)
 	if len(e) != 0 {
 		t.Errorf("expiry of an entry gone kept: %v", e)
 	}
@@ -98,19 +111,24 @@ func TestExpiries(t *testing.T) {
 
 func TestWatched(t *testing.T) {
 	w := watched{name: "q-a"}
-	w.saw("1", time.Minute, t0)
+	w.saw("1", time.Minute, time.Time{}, t0)
 	if !w.expiry().Equal(t0.Add(time.Minute)) {
 		t.Fatalf("expiry %v", w.expiry())
 	}
 	// The same version seen again (a relist): the clock runs on.
-	w.saw("1", time.Minute, t0.Add(30*time.Second))
+	w.saw("1", time.Minute, time.Time{}, t0.Add(30*time.Second))
 	if !w.expiry().Equal(t0.Add(time.Minute)) {
 		t.Errorf("same version restarted the clock: %v", w.expiry())
 	}
 	// A renewal: a new version restarts it.
-	w.saw("2", time.Minute, t0.Add(40*time.Second))
+	w.saw("2", time.Minute, time.Time{}, t0.Add(40*time.Second))
 	if !w.expiry().Equal(t0.Add(100 * time.Second)) {
 		t.Errorf("renewal: expiry %v", w.expiry())
+	}
+	// Its renewTime says it lapses sooner: that counts.
+	w.saw("2", time.Minute, t0.Add(50*time.Second), t0.Add(45*time.Second))
+	if !w.expiry().Equal(t0.Add(50 * time.Second)) {
+		t.Errorf("by renewTime: expiry %v", w.expiry())
 	}
 }
 

@@ -59,11 +59,14 @@ type waiter struct {
 	// the API server's clock), then when its holder created it (the
 	// holder's clock, finer), then by holder.
 	Since, Acquired time.Time
+	// Expires is when the entry lapses unless renewed, by its renewTime
+	// (the holder's clock); zero when it has none.
+	Expires time.Time
 }
 
 // waitersOf returns the queue entries among the Leases, in queue order:
 // oldest first.
-func waitersOf(leases map[string]*coordinationv1.Lease) []waiter {
+func waitersOf(leases map[string]*coordinationv1.Lease, def time.Duration) []waiter {
 	var q []waiter
 	for _, l := range leases {
 		if l.Labels[RoleLabel] != RoleWaiter || holderOf(l) == "" {
@@ -73,6 +76,7 @@ func waitersOf(leases map[string]*coordinationv1.Lease) []waiter {
 		if l.Spec.AcquireTime != nil {
 			w.Acquired = l.Spec.AcquireTime.Time
 		}
+		w.Expires = entryExpires(l, def)
 		q = append(q, w)
 	}
 	// Within a second, the holders' clocks order the entries: many nodes

@@ -129,7 +129,8 @@ func deadWaiter(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane
 	const name, grace = "dead", 2 * time.Second
 	leases := kc.CoordinationV1().Leases(ns)
 	ghost := "node-ghost"
-	old := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	// Renewed just now: not expired (an expired entry is skipped at once).
+	old := metav1.NewMicroTime(time.Now())
 	var seconds int32 = 60
 	_, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: budget.QueueName(name, ghost),
 		Labels: map[string]string{budget.Label: name, budget.RoleLabel: budget.RoleWaiter}},

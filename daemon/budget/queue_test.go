@@ -141,7 +141,7 @@ func TestWaitersOf(t *testing.T) {
 		"q-b":  entry("q-b", "b", "3", t0),
 		"q-a":  entry("q-a", "a", "2", t0),
 		"q-no": entry("q-no", "", "5", t0),
-	})
+	}, time.Minute)
 	want := []waiter{{Name: "q-a", Holder: "a", Version: "2", Since: t0}, {Name: "q-b", Holder: "b", Version: "3", Since: t0},
 		{Name: "q-c", Holder: "c", Version: "4", Since: t0.Add(time.Second)}}
 	if !reflect.DeepEqual(got, want) {
@@ -163,7 +163,7 @@ func TestWaitersOfSameSecond(t *testing.T) {
 		"q-a": entry("q-a", "a", 300*time.Millisecond),
 		"q-b": entry("q-b", "b", 100*time.Millisecond),
 		"q-c": entry("q-c", "c", 300*time.Millisecond),
-	})
+	}, time.Minute)
 	var order []string
 	for _, w := range got {
 		order = append(order, w.Holder)

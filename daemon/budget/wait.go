@@ -27,7 +27,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		return err
 	}
 	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
-	dead, w := expiries{}, &watched{}
+	st := &standing{dead: expiries{}, turns: newTurns(b.cfg.Holder, b.cfg.TurnGrace)}
 	v := &view{}
 	for {
 		if v.found == nil {
@@ -39,10 +39,10 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		q.saw(v.found)
 		now := time.Now()
 		slots := observations{}.slots(b.cfg.Name, b.cfg.Slots, v.found, b.cfg.Duration, now)
-		queue := dead.live(waitersOf(v.found))
+		queue := st.dead.live(waitersOf(v.found, b.cfg.EntryDuration), b.cfg.Holder, now)
 		pl := placeOf(queue, b.cfg.Holder, headSize(b.cfg.Slots))
 		if c := decide(b.cfg.Holder, slots, queue, now); pl.Head || c.Action != Wait {
-			if err := b.waitHead(ctx, log, q, &rep, v, dead); !errors.Is(err, errPlace) {
+			if err := b.waitHead(ctx, log, q, &rep, v, st); !errors.Is(err, errPlace) {
 				return err
 			}
 			continue
@@ -54,12 +54,20 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		c := waitChoice(slots)
 		c.Ahead = pl.Ahead
 		rep.waiting(c, now, soakNote(v.found, now))
-		rv, err := b.waitBehind(ctx, q, v.found[pl.Watch], v.rv, w, dead)
+		rv, err := b.waitBehind(ctx, q, v.found[pl.Watch], v.rv, &st.watched, st.dead)
 		if err != nil {
 			return err
 		}
 		*v = view{rv: rv}
 	}
+}
+
+// standing is what a waiter learns of the queue while it waits: the
+// entries it saw expire, the turns it saw lapse, the entry it watches.
+type standing struct {
+	dead    expiries
+	turns   *turns
+	watched watched
 }
 
 // view is the budget's Leases as listed (or followed) at version rv.
@@ -96,10 +104,10 @@ func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) error {
 // says: take the slot that is its turn, or wait for the next change or the
 // first expiry. A node that finds itself behind the head once its entry
 // shows returns errPlace, with v as it followed it.
-func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, rep *reporter, v *view, dead expiries) error {
+func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, rep *reporter, v *view, st *standing) error {
 	cache := b.followLeases(v.found, v.rv)
 	defer cache.stop()
-	obs, t := observations{}, newTurns(b.cfg.Holder, b.cfg.TurnGrace)
+	obs, t := observations{}, st.turns
 	races := 0
 	for {
 		q.saw(cache.items)
@@ -117,14 +125,14 @@ func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, r
 				free++
 			}
 		}
-		all := waitersOf(cache.items)
+		all := st.dead.live(waitersOf(cache.items, b.cfg.EntryDuration), b.cfg.Holder, now)
 		queue, turnEnds := t.live(all, free, now)
 		if len(queue) < len(all) {
 			log.Debug("Skipping waiters whose turn lapsed", zap.Int("skipped", len(all)-len(queue)))
 		}
 		c := decide(b.cfg.Holder, slots, queue, now)
 		b.noteSynced(c)
-		if c.Action == Wait && !placeOf(dead.live(all), b.cfg.Holder, headSize(b.cfg.Slots)).Head {
+		if c.Action == Wait && !placeOf(all, b.cfg.Holder, headSize(b.cfg.Slots)).Head {
 			*v = view{found: cache.items, rv: cache.rv}
 			return errPlace
 		}
