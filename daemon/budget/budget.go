@@ -37,9 +37,11 @@
 // its slot, renewed, while it retries. An administrator frees a slot held
 // by a dead node at once by deleting its Lease.
 //
-// Waiting. A daemon that finds every slot held queues up and follows the
-// budget's Leases with one watch: a handoff costs the request of the one
-// waiter whose turn it is, however many wait (see queue.go).
+// Waiting. A daemon that finds every slot held queues up. The first few
+// waiters follow the budget's Leases with one watch, the others each watch
+// one entry ahead of them: a handoff wakes a constant number of waiters
+// and costs a constant number of requests, however many wait (see
+// queue.go).
 //
 // Changing N. Each daemon looks only at the slots below its own N. While
 // daemons run with different N (a rollout of the flag), at most the largest
