@@ -109,10 +109,8 @@ type Config struct {
 	// TurnGrace is how long a waiter's turn in the queue lasts before the
 	// others skip it as dead; 0 means DefaultTurnGrace.
 	TurnGrace time.Duration
-	// EntryDuration is the lease duration of the node's queue entry while
-	// it waits (whole seconds): renewed three times per duration, it is
-	// skipped by the waiter behind it once it has not been for that long;
-	// 0 means DefaultEntryDuration.
+	// EntryDuration is the lease duration of the node's queue entry (whole
+	// seconds; see queue.go); 0 means DefaultEntryDuration.
 	EntryDuration time.Duration
 	Log           *zap.Logger
 }

@@ -54,11 +54,16 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		c := waitChoice(slots)
 		c.Ahead = pl.Ahead
 		rep.waiting(c, now, soakNote(v.found, now))
-		rv, err := b.waitBehind(ctx, q, v.found[pl.Watch], v.rv, &st.watched, st.dead)
+		// Only the entry watched is kept while waiting behind: a list of
+		// the whole queue held by every waiter would cost memory growing
+		// with the square of the queue's length across a fleet.
+		target, rv := v.found[pl.Watch].DeepCopy(), v.rv
+		*v = view{}
+		rv, err := b.waitBehind(ctx, q, target, rv, &st.watched, st.dead)
 		if err != nil {
 			return err
 		}
-		*v = view{rv: rv}
+		v.rv = rv
 	}
 }
 
