@@ -28,7 +28,8 @@ import (
 // The cost of a slot handoff on the wire, at 10, 30 and 100 waiters for 3
 // slots: the requests every daemon sends (by verb, watches included) and the
 // watch events delivered to the daemons, per handoff. Both must stay a small
-// constant whatever the number of waiters. It uses only the budget's
+// constant whatever the number of waiters. The Leases the lists returned
+// are shown too: a waiter moving up lists the queue, so those grow with it. It uses only the budget's
 // exported API, so the same file measures another version of the budget.
 func TestBudgetHandoffCostOnAPIServer(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -59,9 +60,9 @@ func TestBudgetHandoffCostOnAPIServer(t *testing.T) {
 	for _, n := range sizes {
 		c := rollout(ctx, t, cp, kc, ns, n, 3)
 		per[n] = c
-		rows = append(rows, fmt.Sprintf("| %3d | %5.1f | %5.1f | %s |", n, c.requests, c.events, c.verbs))
+		rows = append(rows, fmt.Sprintf("| %3d | %5.1f | %5.1f | %5.1f | %s |", n, c.requests, c.events, c.listed, c.verbs))
 	}
-	t.Logf("per handoff, 3 slots:\n| waiters | requests | watch events | requests by verb |\n|---|---|---|---|\n%s",
+	t.Logf("per handoff, 3 slots:\n| waiters | requests | watch events | Leases listed | requests by verb |\n|---|---|---|---|---|\n%s",
 		strings.Join(rows, "\n"))
 	if os.Getenv("BUDGET_SCALE_MEASURE_ONLY") != "" || len(sizes) == 1 {
 		return // measuring another version of the budget
@@ -76,8 +77,8 @@ func TestBudgetHandoffCostOnAPIServer(t *testing.T) {
 
 // cost is what one rollout cost per handoff.
 type cost struct {
-	requests, events float64
-	verbs            string
+	requests, events, listed float64
+	verbs                    string
 }
 
 // rollout runs n daemons, started at once, through a budget of the given
@@ -158,6 +159,8 @@ type meter struct {
 	mu     sync.Mutex
 	verbs  map[string]int64
 	events atomic.Int64
+	// listed counts the Leases the lists returned.
+	listed atomic.Int64
 }
 
 func (m *meter) per(handoffs int) cost {
@@ -171,7 +174,7 @@ func (m *meter) per(handoffs int) cost {
 	}
 	sort.Strings(parts)
 	return cost{requests: float64(total) / float64(handoffs), events: float64(m.events.Load()) / float64(handoffs),
-		verbs: strings.Join(parts, ", ")}
+		listed: float64(m.listed.Load()) / float64(handoffs), verbs: strings.Join(parts, ", ")}
 }
 
 type meterTransport struct {
@@ -206,6 +209,14 @@ func (a meterAPI) Leases(ns string) kube.Resource[*coordinationv1.Lease, *coordi
 type meterLeases struct {
 	kube.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 	m *meter
+}
+
+func (l meterLeases) List(ctx context.Context, opts metav1.ListOptions) (*coordinationv1.LeaseList, error) {
+	list, err := l.Resource.List(ctx, opts)
+	if err == nil {
+		l.m.listed.Add(int64(len(list.Items)))
+	}
+	return list, err
 }
 
 func (l meterLeases) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
