@@ -37,9 +37,11 @@
 // its slot, renewed, while it retries. An administrator frees a slot held
 // by a dead node at once by deleting its Lease.
 //
-// Waiting. A daemon that finds every slot held queues up and follows the
-// budget's Leases with one watch: a handoff costs the request of the one
-// waiter whose turn it is, however many wait (see queue.go).
+// Waiting. A daemon that finds every slot held queues up. The first few
+// waiters follow the budget's Leases with one watch, the others each watch
+// one entry ahead of them: a handoff wakes a constant number of waiters
+// and costs a constant number of requests, however many wait (see
+// queue.go).
 //
 // Changing N. Each daemon looks only at the slots below its own N. While
 // daemons run with different N (a rollout of the flag), at most the largest
@@ -107,7 +109,10 @@ type Config struct {
 	// TurnGrace is how long a waiter's turn in the queue lasts before the
 	// others skip it as dead; 0 means DefaultTurnGrace.
 	TurnGrace time.Duration
-	Log       *zap.Logger
+	// EntryDuration is the lease duration of the node's queue entry (whole
+	// seconds; see queue.go); 0 means DefaultEntryDuration.
+	EntryDuration time.Duration
+	Log           *zap.Logger
 }
 
 // Budget is one node's view of the cluster-wide disruption budget. Its
@@ -148,6 +153,13 @@ func New(cfg Config) (*Budget, error) {
 	}
 	if cfg.TurnGrace <= 0 {
 		cfg.TurnGrace = DefaultTurnGrace
+	}
+	if cfg.EntryDuration <= 0 {
+		cfg.EntryDuration = DefaultEntryDuration
+	}
+	if cfg.EntryDuration < MinDuration || cfg.EntryDuration%time.Second != 0 {
+		return nil, fmt.Errorf("disruption budget %s: queue entry duration %s, want whole seconds, at least %s",
+			cfg.Name, cfg.EntryDuration, MinDuration)
 	}
 	cfg.Log = cfg.Log.With(zap.String("node", cfg.Holder), zap.String("budget", cfg.Name))
 	return &Budget{cfg: cfg}, nil

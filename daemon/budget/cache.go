@@ -37,13 +37,10 @@ func watchTimeout() *int64 {
 	return &s
 }
 
-// openLeases lists the budget's Leases and starts watching them.
-func (b *Budget) openLeases(ctx context.Context) (*leases, error) {
-	c := &leases{b: b}
-	if err := c.relist(ctx); err != nil {
-		return nil, err
-	}
-	return c, nil
+// followLeases starts from the Leases found at version rv; the watch
+// starts at the first wait (a node that takes a slot at once needs none).
+func (b *Budget) followLeases(found map[string]*coordinationv1.Lease, rv string) *leases {
+	return &leases{b: b, items: found, rv: rv}
 }
 
 func (c *leases) selector() string { return labels.Set{Label: c.b.cfg.Name}.String() }

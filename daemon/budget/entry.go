@@ -79,7 +79,7 @@ func (q *queueEntry) join(ctx context.Context) error {
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: q.name(), Namespace: q.b.cfg.Namespace,
 			Labels: map[string]string{Label: q.b.cfg.Name, RoleLabel: RoleWaiter}},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: q.b.seconds(),
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: q.seconds(),
 			AcquireTime: &now, RenewTime: &now},
 	}
 	leases := q.b.cfg.Client.Leases(q.b.cfg.Namespace)
@@ -103,6 +103,14 @@ func (q *queueEntry) join(ctx context.Context) error {
 	}
 	q.in, q.touched, q.lease, q.wrote = true, true, created, time.Now()
 	return nil
+}
+
+// keep joins the queue, or renews the entry when due.
+func (q *queueEntry) keep(ctx context.Context, now time.Time) error {
+	if due := q.renewDue(); q.in && !due.IsZero() && !now.Before(due) {
+		return q.touch(ctx)
+	}
+	return q.join(ctx)
 }
 
 // rejoin follows a lost race: the node queues up, or, queued already,
@@ -134,7 +142,7 @@ func (q *queueEntry) touch(ctx context.Context) error {
 		}
 		l = l.DeepCopy()
 		now := metav1.NewMicroTime(time.Now())
-		l.Spec.RenewTime = &now
+		l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &now, q.seconds()
 		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) && attempt == 0 {
 			continue
@@ -149,6 +157,29 @@ func (q *queueEntry) touch(ctx context.Context) error {
 		q.lease, q.touched, q.wrote = updated, true, time.Now()
 		return nil
 	}
+}
+
+// seconds is the entry's lease duration: the waiter behind it skips it once
+// it has not been renewed for that long.
+func (q *queueEntry) seconds() *int32 {
+	s := int32(q.b.cfg.EntryDuration / time.Second)
+	return &s
+}
+
+// renewDue is when the entry is next renewed; zero when the node has none.
+func (q *queueEntry) renewDue() time.Time {
+	if !q.in || q.foreign || q.wrote.IsZero() {
+		return time.Time{}
+	}
+	return q.wrote.Add(entryRenewal(q.b.cfg.EntryDuration))
+}
+
+// version is the entry's resourceVersion as last written; "" when none.
+func (q *queueEntry) version() string {
+	if !q.in || q.lease == nil {
+		return ""
+	}
+	return q.lease.ResourceVersion
 }
 
 // leave deletes the entry, also when the wait was cancelled.

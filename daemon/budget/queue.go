@@ -13,19 +13,38 @@ import (
 // for a free one) enqueues itself: it creates a Lease of its own, its
 // queue entry, labelled as the budget's and RoleLabel=waiter, holder itself
 // (so the admission policy's rule for Leases holds), and deletes it once it
-// holds a slot or stops waiting. Every waiter watches the budget's Leases
-// (one watch, no polling) and orders the entries the same way, oldest
-// first; when k slots are free, only the first k live entries try, the
-// i-th for the i-th free slot. So a slot's handoff costs the one request of
-// the waiter whose turn it is, whatever the number of waiters, and waiters
-// do not race each other.
+// holds a slot or stops waiting. The entries are ordered the same way by
+// every daemon: oldest first (creationTimestamp, then the holder's
+// acquireTime, then the holder's name).
 //
-// A waiter that died keeps its entry (no daemon may delete another's
-// Lease). It is skipped once its turn has lasted a whole TurnGrace without
-// it taking the slot, and stays skipped, in the view of each daemon, until
-// its entry changes (a restarted daemon touches its entry). A dead entry
-// therefore delays a handoff by TurnGrace once; an administrator removes it
-// by deleting the Lease.
+// The head of the queue, its first headSize (slots + 2) entries, follow
+// all the budget's Leases with one watch; when k slots are free, only the
+// first k live entries try, the i-th for the i-th free slot (decide). Every
+// waiter behind the head watches one Lease only: the entry headSize places
+// ahead of it (placeOf; a watch with fieldSelector metadata.name). When that
+// entry goes (its waiter took a slot, or left) the waiter has come closer:
+// it lists the budget's Leases once, at a resourceVersion not older than
+// its own last write and the deletion it saw (served from the API server's
+// watch cache), and watches its new entry ahead, or all the Leases if it
+// is now in the head. So a handoff wakes the head (a constant number of
+// waiters) and the one waiter that moves into it; nobody polls; a waiting
+// daemon costs one watch. The price is one list of the queue per handoff
+// (its size grows with the queue; one request, from one daemon).
+//
+// A daemon that dies keeps its entry (no daemon may delete another's
+// Lease); an entry therefore has a lease of its own, EntryDuration (15
+// minutes by default), renewed three times per duration while its daemon
+// waits: 1,000 waiters write 3.3 renewals a second, each seen by the head
+// and the one waiter watching that entry. An entry past its renewTime plus
+// duration, or seen by the waiter behind it unchanged for that long, is
+// dropped from the queue by every daemon until it changes (a restarted
+// daemon touches its entry, and keeps its place). Before that, in the head
+// it is skipped once its turn has lasted a whole TurnGrace without it
+// taking the slot, in the view of each daemon that saw its turn; behind
+// the head the waiters may pile up behind it. So a waiter that died
+// delays the queue by at most its entry's duration after its last renewal
+// (and then every waiter that waited on it lists again, once); an
+// administrator removes it at once by deleting the Lease.
 
 // RoleLabel marks a Lease of the budget that is a queue entry, not a slot.
 const RoleLabel = "nodeconfd.io/disruption-role"
@@ -37,6 +56,10 @@ const RoleWaiter = "waiter"
 // skip it: far longer than a live daemon takes to see its turn and write.
 const DefaultTurnGrace = 15 * time.Second
 
+// DefaultEntryDuration is a queue entry's lease duration: renewed every 5
+// minutes, 1,000 waiters write 3.3 renewals a second.
+const DefaultEntryDuration = 15 * time.Minute
+
 // QueueName is the name of holder's queue entry in budget name: fixed
 // length whatever the node's name.
 func QueueName(name, holder string) string {
@@ -47,25 +70,43 @@ func QueueName(name, holder string) string {
 
 // waiter is one queue entry as a daemon sees it.
 type waiter struct {
+	// Name is the entry's Lease.
+	Name    string
 	Holder  string
 	Version string
-	// Since orders the queue: when the entry was created.
-	Since time.Time
+	// Since orders the queue: when the entry was created (whole seconds,
+	// the API server's clock), then when its holder created it (the
+	// holder's clock, finer), then by holder.
+	Since, Acquired time.Time
+	// Expires is when the entry lapses unless renewed, by its renewTime
+	// (the holder's clock); zero when it has none.
+	Expires time.Time
 }
 
 // waitersOf returns the queue entries among the Leases, in queue order:
-// oldest first, ties broken by holder name.
-func waitersOf(leases map[string]*coordinationv1.Lease) []waiter {
+// oldest first.
+func waitersOf(leases map[string]*coordinationv1.Lease, def time.Duration) []waiter {
 	var q []waiter
 	for _, l := range leases {
 		if l.Labels[RoleLabel] != RoleWaiter || holderOf(l) == "" {
 			continue
 		}
-		q = append(q, waiter{Holder: holderOf(l), Version: l.ResourceVersion, Since: l.CreationTimestamp.Time})
+		w := waiter{Name: l.Name, Holder: holderOf(l), Version: l.ResourceVersion, Since: l.CreationTimestamp.Time}
+		if l.Spec.AcquireTime != nil {
+			w.Acquired = l.Spec.AcquireTime.Time
+		}
+		w.Expires = entryExpires(l, def)
+		q = append(q, w)
 	}
+	// Within a second, the holders' clocks order the entries: many nodes
+	// queueing at once then mostly find entries created after theirs
+	// behind them, not ahead (by name), and keep their place.
 	sort.Slice(q, func(i, j int) bool {
-		if !q[i].Since.Equal(q[j].Since) {
+		switch {
+		case !q[i].Since.Equal(q[j].Since):
 			return q[i].Since.Before(q[j].Since)
+		case !q[i].Acquired.Equal(q[j].Acquired):
+			return q[i].Acquired.Before(q[j].Acquired)
 		}
 		return q[i].Holder < q[j].Holder
 	})

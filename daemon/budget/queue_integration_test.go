@@ -46,7 +46,7 @@ func TestBudgetQueueOnAPIServer(t *testing.T) {
 	for _, n := range []int{10, 30} {
 		perNode[n] = handoffs(ctx, t, cp, kc, ns, n)
 	}
-	if perNode[30] > perNode[10]+2 {
+	if perNode[30] > perNode[10]+3 {
 		t.Errorf("requests per node grow with the waiters: %.1f at 10, %.1f at 30", perNode[10], perNode[30])
 	}
 	t.Run("DeadWaiterSkipped", func(t *testing.T) { deadWaiter(ctx, t, cp, kc, ns) })
@@ -114,10 +114,12 @@ func handoffs(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, 
 	t.Logf("n=%d waiters, %d slots: %d requests (%d watches), %.1f per node, %.1f per handoff",
 		n, slots, total, watches.Load(), perNode, float64(total)/float64(n))
 	// list, watch, a lost first try (create and get), the queue entry
-	// (create, delete), the take, the release: 8; a resumed watch or a
-	// race lost to a newcomer adds one or two.
-	if perNode > 11 {
-		t.Errorf("n=%d: %.1f requests per node, want at most 11", n, perNode)
+	// (create, delete), the take, the release: 8; a waiter behind the
+	// head lists the slots first, and lists and watches again when the
+	// entry it watches goes: 3 more; a resumed watch or a race lost to a
+	// newcomer adds one or two.
+	if perNode > 13 {
+		t.Errorf("n=%d: %.1f requests per node, want at most 13", n, perNode)
 	}
 	return perNode
 }
@@ -129,7 +131,8 @@ func deadWaiter(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane
 	const name, grace = "dead", 2 * time.Second
 	leases := kc.CoordinationV1().Leases(ns)
 	ghost := "node-ghost"
-	old := metav1.NewMicroTime(time.Now().Add(-time.Hour))
+	// Renewed just now: not expired (an expired entry is skipped at once).
+	old := metav1.NewMicroTime(time.Now())
 	var seconds int32 = 60
 	_, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: budget.QueueName(name, ghost),
 		Labels: map[string]string{budget.Label: name, budget.RoleLabel: budget.RoleWaiter}},

@@ -141,10 +141,35 @@ func TestWaitersOf(t *testing.T) {
 		"q-b":  entry("q-b", "b", "3", t0),
 		"q-a":  entry("q-a", "a", "2", t0),
 		"q-no": entry("q-no", "", "5", t0),
-	})
-	want := []waiter{{"a", "2", t0}, {"b", "3", t0}, {"c", "4", t0.Add(time.Second)}}
+	}, time.Minute)
+	want := []waiter{{Name: "q-a", Holder: "a", Version: "2", Since: t0}, {Name: "q-b", Holder: "b", Version: "3", Since: t0},
+		{Name: "q-c", Holder: "c", Version: "4", Since: t0.Add(time.Second)}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("waitersOf = %+v, want %+v", got, want)
+	}
+}
+
+// Within a second of creation, the holder's acquireTime orders entries.
+func TestWaitersOfSameSecond(t *testing.T) {
+	entry := func(name, holder string, acquired time.Duration) *coordinationv1.Lease {
+		l := lease(name, "1", holder, 60)
+		l.Labels = map[string]string{Label: "b", RoleLabel: RoleWaiter}
+		l.CreationTimestamp = metav1.NewTime(t0)
+		at := metav1.NewMicroTime(t0.Add(acquired))
+		l.Spec.AcquireTime = &at
+		return l
+	}
+	got := waitersOf(map[string]*coordinationv1.Lease{
+		"q-a": entry("q-a", "a", 300*time.Millisecond),
+		"q-b": entry("q-b", "b", 100*time.Millisecond),
+		"q-c": entry("q-c", "c", 300*time.Millisecond),
+	}, time.Minute)
+	var order []string
+	for _, w := range got {
+		order = append(order, w.Holder)
+	}
+	if want := []string{"b", "a", "c"}; !reflect.DeepEqual(order, want) {
+		t.Errorf("order %v, want %v", order, want)
 	}
 }
 

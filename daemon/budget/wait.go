@@ -2,6 +2,7 @@ package budget
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"time"
@@ -14,20 +15,104 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// waitLocked loops until the node holds a slot. It reads the budget's
-// Leases once and then follows them with one watch; each time they change
-// it does what decide says: take the slot that is its turn, or wait in the
-// queue (see queue.go) for the next change or the first expiry.
+// waitLocked loops until the node holds a slot. It lists the budget's
+// Leases and places the node in the queue (see queue.go): in its head it
+// follows all the Leases with one watch (waitHead); behind it, it watches
+// only the entry headSize places ahead (waitBehind) and, when that goes,
+// lists again to find its new place.
 func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(string)) error {
-	cache, err := b.openLeases(ctx)
+	q := &queueEntry{b: b}
+	defer q.leave(ctx, log)
+	if err := b.queueUnlessFree(ctx, q); err != nil {
+		return err
+	}
+	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
+	st := &standing{dead: expiries{}, turns: newTurns(b.cfg.Holder, b.cfg.TurnGrace)}
+	v := &view{}
+	for {
+		if v.found == nil {
+			var err error
+			if v.found, v.rv, err = b.listFrom(ctx, laterRV(v.rv, q.version())); err != nil {
+				return err
+			}
+		}
+		q.saw(v.found)
+		now := time.Now()
+		slots := observations{}.slots(b.cfg.Name, b.cfg.Slots, v.found, b.cfg.Duration, now)
+		queue := st.dead.live(waitersOf(v.found, b.cfg.EntryDuration), b.cfg.Holder, now)
+		pl := placeOf(queue, b.cfg.Holder, headSize(b.cfg.Slots))
+		if c := decide(b.cfg.Holder, slots, queue, now); pl.Head || c.Action != Wait {
+			if err := b.waitHead(ctx, log, q, &rep, v, st); !errors.Is(err, errPlace) {
+				return err
+			}
+			continue
+		}
+		if err := q.join(ctx); err != nil {
+			return err
+		}
+		b.synced = true // the list showed no slot of this node
+		c := waitChoice(slots)
+		c.Ahead = pl.Ahead
+		rep.waiting(c, now, soakNote(v.found, now))
+		// Only the entry watched is kept while waiting behind: a list of
+		// the whole queue held by every waiter would cost memory growing
+		// with the square of the queue's length across a fleet.
+		target, rv := v.found[pl.Watch].DeepCopy(), v.rv
+		*v = view{}
+		rv, err := b.waitBehind(ctx, q, target, rv, &st.watched, st.dead)
+		if err != nil {
+			return err
+		}
+		v.rv = rv
+	}
+}
+
+// standing is what a waiter learns of the queue while it waits: the
+// entries it saw expire, the turns it saw lapse, the entry it watches.
+type standing struct {
+	dead    expiries
+	turns   *turns
+	watched watched
+}
+
+// view is the budget's Leases as listed (or followed) at version rv.
+type view struct {
+	found map[string]*coordinationv1.Lease
+	rv    string
+}
+
+// errPlace ends waitHead for a node that must find its place in the queue
+// again: it finds itself behind the head (it started with the queue short,
+// and many queued meanwhile), or it just queued after a lost race (many
+// newcomers raced for a few free slots, and the losers line up: each lists
+// once with its own entry in it, rather than all following all).
+var errPlace = errors.New("finding the node's place in the disruption queue")
+
+// queueUnlessFree joins the queue at once when every slot is held (a read
+// of the slots alone): the node then lists the whole queue once, with its
+// own entry in it, and finds its place from that. With a free slot (or its
+// own) it looks at the queue first, which may leave it the slot.
+func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) error {
+	found, _, err := b.list(ctx)
 	if err != nil {
 		return err
 	}
+	now := time.Now()
+	if c := choose(b.cfg.Holder, observations{}.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now); c.Action != Wait {
+		return nil
+	}
+	return q.join(ctx)
+}
+
+// waitHead waits in the head of the queue, from the Leases of v: it
+// follows them with one watch; each time they change it does what decide
+// says: take the slot that is its turn, or wait for the next change or the
+// first expiry. A node that finds itself behind the head once its entry
+// shows returns errPlace, with v as it followed it.
+func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, rep *reporter, v *view, st *standing) error {
+	cache := b.followLeases(v.found, v.rv)
 	defer cache.stop()
-	q := &queueEntry{b: b}
-	defer q.leave(ctx, log)
-	obs, t := observations{}, newTurns(b.cfg.Holder, b.cfg.TurnGrace)
-	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
+	obs, t := observations{}, st.turns
 	races := 0
 	for {
 		q.saw(cache.items)
@@ -45,19 +130,23 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 				free++
 			}
 		}
-		all := waitersOf(cache.items)
+		all := st.dead.live(waitersOf(cache.items, b.cfg.EntryDuration), b.cfg.Holder, now)
 		queue, turnEnds := t.live(all, free, now)
 		if len(queue) < len(all) {
 			log.Debug("Skipping waiters whose turn lapsed", zap.Int("skipped", len(all)-len(queue)))
 		}
 		c := decide(b.cfg.Holder, slots, queue, now)
 		b.noteSynced(c)
+		if c.Action == Wait && !placeOf(all, b.cfg.Holder, headSize(b.cfg.Slots)).Head {
+			*v = view{found: cache.items, rv: cache.rv}
+			return errPlace
+		}
 		if c.Action == Wait {
-			if err := q.join(ctx); err != nil {
+			if err := q.keep(ctx, now); err != nil {
 				return err
 			}
 			rep.waiting(c, now, soakNote(cache.items, now))
-			if err := cache.next(ctx, earliest(earliest(c.Until, turnEnds), rep.due())); err != nil {
+			if err := cache.next(ctx, earliest(earliest(earliest(c.Until, turnEnds), rep.due()), q.renewDue())); err != nil {
 				return err
 			}
 			continue
@@ -67,6 +156,13 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 			races++
 			log.Debug("Lost a race for a disruption slot", zap.String("lease", SlotName(b.cfg.Name, c.Slot)),
 				zap.Stringer("action", c.Action), zap.Bool("queued", q.in), zap.Int("free", free), zap.Int("queue", len(queue)), zap.Error(err))
+			if !q.in && !q.foreign {
+				if err := q.join(ctx); err != nil {
+					return err
+				}
+				*v = view{rv: cache.rv}
+				return errPlace
+			}
 			if err := afterLostRace(ctx, q, cache, races); err != nil {
 				return err
 			}
