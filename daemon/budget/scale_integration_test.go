@@ -60,18 +60,28 @@ func TestBudgetHandoffCostOnAPIServer(t *testing.T) {
 	for _, n := range sizes {
 		c := rollout(ctx, t, cp, kc, ns, n, 3)
 		per[n] = c
-		rows = append(rows, fmt.Sprintf("| %3d | %5.1f | %5.1f | %5.1f | %s |", n, c.requests, c.events, c.listed, c.verbs))
+		rows = append(rows, fmt.Sprintf("| %3d | %5.1f | %5.1f | %5.1f | %5.1f | %5.1f | %s |", n, c.requests, c.events,
+			c.lateRequests, c.lateEvents, c.listed, c.verbs))
 	}
-	t.Logf("per handoff, 3 slots:\n| waiters | requests | watch events | Leases listed | requests by verb |\n|---|---|---|---|---|\n%s",
-		strings.Join(rows, "\n"))
+	t.Logf("per handoff, 3 slots (all; and the second half's, once every daemon has joined):\n"+
+		"| waiters | requests | watch events | requests, 2nd half | watch events, 2nd half | Leases listed | requests by verb |\n"+
+		"|---|---|---|---|---|---|---|\n%s", strings.Join(rows, "\n"))
 	if os.Getenv("BUDGET_SCALE_MEASURE_ONLY") != "" || len(sizes) == 1 {
 		return // measuring another version of the budget
 	}
-	if per[100].events > 3*per[10].events+5 || per[100].events > 40 {
-		t.Errorf("watch events per handoff grow with the waiters: %.1f at 10, %.1f at 100", per[10].events, per[100].events)
+	// The start-up's share (the first lists racing the entries' creation)
+	// varies from run to run; the bounds are on the steady state, where a
+	// handoff wakes the head and the one waiter moving into it. main's
+	// budget, where every waiter saw every event, had about 2.6 × waiters.
+	if l10, l100 := per[10].lateEvents, per[100].lateEvents; l100 > 2*l10+5 || l100 > 30 {
+		t.Errorf("watch events per handoff grow with the waiters: %.1f at 10, %.1f at 100 (second halves)", l10, l100)
 	}
-	if per[100].requests > per[10].requests+3 {
-		t.Errorf("requests per handoff grow with the waiters: %.1f at 10, %.1f at 100", per[10].requests, per[100].requests)
+	if all := per[100].events; all > 100 {
+		t.Errorf("watch events per handoff at 100 waiters, start-up included: %.1f, want at most 100", all)
+	}
+	if per[100].lateRequests > per[10].lateRequests+3 || per[100].requests > per[10].requests+3 {
+		t.Errorf("requests per handoff grow with the waiters: %.1f at 10, %.1f at 100 (second halves %.1f, %.1f)",
+			per[10].requests, per[100].requests, per[10].lateRequests, per[100].lateRequests)
 	}
 }
 
@@ -79,6 +89,8 @@ func TestBudgetHandoffCostOnAPIServer(t *testing.T) {
 type cost struct {
 	requests, events, listed float64
 	verbs                    string
+	// lateRequests and lateEvents are per handoff of the second half.
+	lateRequests, lateEvents float64
 }
 
 // rollout runs n daemons, started at once, through a budget of the given
@@ -87,7 +99,7 @@ type cost struct {
 func rollout(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, kc kubernetes.Interface, ns string, n, slots int) cost {
 	name := fmt.Sprintf("scale-%d", n)
 	m := &meter{verbs: map[string]int64{}}
-	var inside, most atomic.Int32
+	var inside, most, acquired atomic.Int32
 	got := make([]atomic.Int32, n)
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
@@ -102,6 +114,9 @@ func rollout(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, k
 				return
 			}
 			got[i].Add(1)
+			if acquired.Add(1) == int32(n/2) {
+				m.mark()
+			}
 			k := inside.Add(1)
 			for m := most.Load(); k > m && !most.CompareAndSwap(m, k); m = most.Load() {
 			}
@@ -161,6 +176,25 @@ type meter struct {
 	events atomic.Int64
 	// listed counts the Leases the lists returned.
 	listed atomic.Int64
+	// markEvents and markRequests are the counts when half the daemons
+	// had had their slot: by then every daemon has long joined the queue,
+	// so what follows is the queue's steady state, without the start-up
+	// (whose cost depends on how the daemons' first lists interleave).
+	markEvents, markRequests int64
+}
+
+func (m *meter) mark() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.markEvents, m.markRequests = m.events.Load(), m.totalLocked()
+}
+
+func (m *meter) totalLocked() int64 {
+	var total int64
+	for _, k := range m.verbs {
+		total += k
+	}
+	return total
 }
 
 func (m *meter) per(handoffs int) cost {
@@ -173,8 +207,10 @@ func (m *meter) per(handoffs int) cost {
 		parts = append(parts, fmt.Sprintf("%s %.1f", v, float64(k)/float64(handoffs)))
 	}
 	sort.Strings(parts)
+	late := float64(handoffs - handoffs/2)
 	return cost{requests: float64(total) / float64(handoffs), events: float64(m.events.Load()) / float64(handoffs),
-		listed: float64(m.listed.Load()) / float64(handoffs), verbs: strings.Join(parts, ", ")}
+		listed: float64(m.listed.Load()) / float64(handoffs), verbs: strings.Join(parts, ", "),
+		lateRequests: float64(total-m.markRequests) / late, lateEvents: float64(m.events.Load()-m.markEvents) / late}
 }
 
 type meterTransport struct {
