@@ -17,6 +17,7 @@ import (
 // reboot update; restarted, it converges to the same end with exactly one
 // reboot per update.
 func TestKilledAfterEachStep(t *testing.T) {
+	t.Parallel()
 	n, log := node(t, "u6", "rendered-u6-0")
 	config(t, "rendered-u6-0", ign(nil))
 	podsOn(t, "u6", 2)
@@ -73,6 +74,7 @@ func killAfter(ctx context.Context, n *testbed.Node, config, step string) error 
 // A daemon killed in the middle of writing many files: restarted, it
 // converges with every file whole and no temporary file left.
 func TestKilledWhileWriting(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := "/etc/nodeconfd-many"
@@ -120,6 +122,7 @@ func TestKilledWhileWriting(t *testing.T) {
 // SIGTERM during an update finishes the current step, saves progress and
 // exits cleanly; restarted, the daemon goes on from the next step.
 func TestSIGTERMMidUpdate(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n, log := node(t, "u6t", "rendered-u6t-a")

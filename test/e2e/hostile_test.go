@@ -30,6 +30,7 @@ type hostileNode struct {
 // the node never cordoned, no reboot, the canary absent; then the node
 // recovers to its base config. The cases of one OS kind share a node.
 func TestHostileCorpus(t *testing.T) {
+	t.Parallel()
 	cases, err := corpus.Load("testdata/hostile")
 	if err != nil {
 		t.Fatal(err)
