@@ -10,9 +10,11 @@ import (
 )
 
 // budgetOf is the disruption budget of t's daemons: one of its own per
-// top-level test (its subtests share it), so that tests running side by
-// side never wait for, or see, each other's slots. Its slots are the
-// Leases <budgetOf(t)>-0 … in the daemon's namespace.
+// top-level test, so that tests running side by side never wait for, or
+// see, each other's slots. Its slots are the Leases <budgetOf(t)>-0 … in
+// the daemon's namespace. Its subtests share it: parallel subtests that
+// disrupt their nodes side by side give their daemons a slot each
+// (--disruption-slots).
 func budgetOf(t testing.TB) string {
 	top, _, _ := strings.Cut(t.Name(), "/")
 	name := strings.ToLower(strings.TrimPrefix(top, "Test"))
