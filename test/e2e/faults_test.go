@@ -60,8 +60,8 @@ const faultNodes = 11
 
 // The fault-point matrix (issue 10): SIGKILL at every step boundary and
 // inside the write, with and without a new desired config while the daemon
-// is down; then a dropped system bus mid-update (the API server restart is
-// TestFaultAPIServerRestart). Every round must converge to exactly its
+// is down; and, side by side, a dropped system bus mid-update (the API
+// server restart is TestFaultAPIServerRestart). Every round must converge to exactly its
 // final config: the node's managed files are the config's, no temporary
 // file or open journal is left, the node is uncordoned and its status says
 // Updated=True, NodeDegraded=False and currentConfig. The table of rounds
@@ -70,21 +70,21 @@ func TestFaultPoints(t *testing.T) {
 	t.Parallel()
 	rounds := faultRounds()
 	var table faultTable
-	nodes := make([]*faultNode, faultNodes)
-	t.Run("kills", func(t *testing.T) {
-		for i := range nodes {
+	t.Run("rounds", func(t *testing.T) {
+		for i := range faultNodes {
 			t.Run(fmt.Sprintf("node%d", i), func(t *testing.T) {
 				t.Parallel()
-				nodes[i] = newFaultNode(t, fmt.Sprintf("fp%d", i))
+				n := newFaultNode(t, fmt.Sprintf("fp%d", i))
 				for j := i; j < len(rounds); j += faultNodes {
-					table.add(nodes[i].killRound(t, j+1, rounds[j]))
+					table.add(n.killRound(t, j+1, rounds[j]))
 				}
 			})
 		}
-	})
-	t.Run("bus-dropped", func(t *testing.T) {
-		n := newFaultNode(t, "fpbus")
-		table.add(n.busRound(t, len(rounds)+2))
+		t.Run("bus-dropped", func(t *testing.T) {
+			t.Parallel()
+			n := newFaultNode(t, "fpbus")
+			table.add(n.busRound(t, len(rounds)+2))
+		})
 	})
 	t.Log("fault-point rounds:\n" + table.String())
 }
