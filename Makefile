@@ -41,11 +41,17 @@ demo: deps controlplane nodeimage build
 test-unit:
 	$(GO) test -count=1 ./phases/... ./daemon/... ./cmd/...
 
-# Every test, on the real parts (root, control plane, systemd nodes).
+# Every test, on the real parts (root, control plane, systemd nodes). The
+# e2e tests run side by side on one test bed, E2E_PARALLEL at once (see
+# test/e2e/main_test.go): they mostly wait on their nodes (reboots, leases,
+# windows), each node a systemd container with its daemon (under 100 MB and
+# about 7 inotify instances). The e2e package, the longest, is listed first so
+# that go test starts it first.
+E2E_PARALLEL ?= 16
 test: deps controlplane nodeimage promtool build
 	bash hack/check-tracked-sizes.sh
 	$(GO) vet ./...
-	$(GO) test -count=1 -timeout 45m -p 2 ./...
+	$(GO) test -count=1 -timeout 45m -p 2 -parallel $(E2E_PARALLEL) ./test/e2e/ ./...
 	$(FUZZ) -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./test/fuzz/
 	$(FUZZ) -fuzz '^FuzzApplyFields$$' -fuzztime $(FUZZTIME) ./test/fuzz/
 

@@ -14,11 +14,12 @@ import (
 // A node with no currentConfig whose files already match its desired config
 // adopts it without an update: nothing written, no reboot.
 func TestAdoptsMatchingNode(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	path := "/etc/nodeconfd-adopt.conf"
 	config(t, "rendered-adopt-a", ign(map[string]string{path: "already here\n"}))
-	n, err := bed.AddNode(ctx, "adopt", testbed.NodeOptions{})
+	n, err := bed.AddNode(ctx, "adopt", ownBudget(t, testbed.NodeOptions{}))
 	if err != nil {
 		t.Fatal(err)
 	}

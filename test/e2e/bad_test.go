@@ -13,6 +13,7 @@ import (
 // status naming the object and the field, and nothing written. Rolling the
 // node back to its config recovers it.
 func TestBadConfigs(t *testing.T) {
+	t.Parallel()
 	dir := "/etc/nodeconfd-bad"
 	n, log := nodeWithPolicy(t, "u5", "rendered-u5-base", "rules:\n- path: "+dir+"/\n  action: None\n")
 	config(t, "rendered-u5-base", ign(nil))

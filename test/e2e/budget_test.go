@@ -29,11 +29,11 @@ const slotLease = 20 * time.Second
 // node proceeds, and the killed daemon, restarted, waits for the slot and
 // finishes.
 func TestDisruptionBudget(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	names := []string{"slot-1", "slot-2", "slot-3"}
-	args := []string{"--disruption-budget", "e2e-budget", "--disruption-slots", "1",
-		"--disruption-lease-duration", slotLease.String()}
+	args := []string{"--disruption-slots", "1", "--disruption-lease-duration", slotLease.String()}
 	config(t, "rendered-slot-a", ign(nil))
 	config(t, "rendered-slot-b", ign(map[string]string{"/etc/motd.d/slot": "b\n"}))
 	config(t, "rendered-slot-c", ign(map[string]string{"/etc/motd.d/slot": "c\n"}))
@@ -154,10 +154,11 @@ func checkWaiting(t *testing.T, name string, l *testbed.StatusLog) bool {
 	return waited
 }
 
-// slotHolder is the holder of the test budget's one slot, "" when free.
+// slotHolder is the holder of the test budget's one slot (budgetOf), ""
+// when free.
 func slotHolder(ctx context.Context, t *testing.T) string {
 	t.Helper()
-	l, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).Get(ctx, "e2e-budget-0", metav1.GetOptions{})
+	l, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).Get(ctx, budgetOf(t)+"-0", metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return ""
 	}

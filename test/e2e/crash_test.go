@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -15,15 +16,35 @@ import (
 
 // Update 6: the daemon is killed with SIGKILL right after each step of a
 // reboot update; restarted, it converges to the same end with exactly one
-// reboot per update.
+// reboot per update. Two nodes take the steps in turns, side by side.
 func TestKilledAfterEachStep(t *testing.T) {
-	n, log := node(t, "u6", "rendered-u6-0")
-	config(t, "rendered-u6-0", ign(nil))
-	podsOn(t, "u6", 2)
+	t.Parallel()
 	steps := []string{"detect", "prepare", "cordon", "drain", "write", "reboot", "post-action", "validate", "uncordon", "finish"}
+	const nodes = 2
+	for shard := range nodes {
+		name := fmt.Sprintf("u6-%d", shard)
+		var mine []string
+		for i := shard; i < len(steps); i += nodes {
+			mine = append(mine, steps[i])
+		}
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			killedAfterSteps(t, name, mine, nodes)
+		})
+	}
+}
+
+// killedAfterSteps runs an update on node nodeName for each step, killing
+// the daemon right after it. The test's budget has a slot for each of its
+// nodes.
+func killedAfterSteps(t *testing.T, nodeName string, steps []string, nodes int) {
+	n, log := nodeOpts(t, nodeName, "rendered-"+nodeName+"-0",
+		testbed.NodeOptions{ExtraArgs: []string{"--disruption-slots", strconv.Itoa(nodes)}})
+	config(t, "rendered-"+nodeName+"-0", ign(nil))
+	podsOn(t, nodeName, 2)
 	for i, step := range steps {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-		name := fmt.Sprintf("rendered-u6-%d", i+1)
+		name := fmt.Sprintf("rendered-%s-%d", nodeName, i+1)
 		contents := fmt.Sprintf("round %d\n", i+1)
 		config(t, name, ign(map[string]string{"/etc/nodeconfd-crash.conf": contents}))
 		boots := n.Sys.Boots()
@@ -45,7 +66,7 @@ func TestKilledAfterEachStep(t *testing.T) {
 		if got := readNodeFile(t, n, "/etc/nodeconfd-crash.conf"); got != contents {
 			t.Errorf("killed after %s: file = %q, want %q", step, got, contents)
 		}
-		if getNode(t, "u6").Spec.Unschedulable {
+		if getNode(t, nodeName).Spec.Unschedulable {
 			t.Errorf("killed after %s: node left cordoned", step)
 		}
 		cancel()
@@ -73,6 +94,7 @@ func killAfter(ctx context.Context, n *testbed.Node, config, step string) error 
 // A daemon killed in the middle of writing many files: restarted, it
 // converges with every file whole and no temporary file left.
 func TestKilledWhileWriting(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := "/etc/nodeconfd-many"
@@ -120,6 +142,7 @@ func TestKilledWhileWriting(t *testing.T) {
 // SIGTERM during an update finishes the current step, saves progress and
 // exits cleanly; restarted, the daemon goes on from the next step.
 func TestSIGTERMMidUpdate(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	n, log := node(t, "u6t", "rendered-u6t-a")

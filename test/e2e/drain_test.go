@@ -31,6 +31,7 @@ import (
 // and the retry cordons again. Once the budget is lifted the update
 // completes.
 func TestDrainTimeoutFails(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name, file = "u7f", "/etc/nodeconfd-drain.conf"
@@ -102,6 +103,7 @@ func TestDrainTimeoutFails(t *testing.T) {
 // stops it after the shutdown grace period, and the update goes on once the
 // budget is lifted.
 func TestDrainBlockedKeepsRetrying(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name = "u7r"
@@ -172,6 +174,7 @@ func TestDrainBlockedKeepsRetrying(t *testing.T) {
 // A node an administrator cordoned stays cordoned after an update, and the
 // status says so.
 func TestAdminCordonKept(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name = "u7c"
@@ -329,6 +332,7 @@ func (e *cordonError) Error() string {
 // nothing is written and nothing rebooted, and the node reports Updated at
 // its config again.
 func TestRollbackStopsBlockedDrain(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name = "u7b"
@@ -408,6 +412,7 @@ func TestRollbackStopsBlockedDrain(t *testing.T) {
 // whose drain is blocked: the stopped update lifts its cordon, and the new
 // config is applied without a drain or a reboot.
 func TestNewConfigStopsBlockedDrain(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name = "u7n"
@@ -428,6 +433,7 @@ func TestNewConfigStopsBlockedDrain(t *testing.T) {
 // daemon finds the replaced update, lifts its cordon and gives its slot
 // back before it applies the new config.
 func TestNewConfigWhileDaemonDown(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name = "u7d"

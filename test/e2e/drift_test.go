@@ -12,6 +12,7 @@ import (
 // Update 7: drift: editing a managed file sets NodeDegraded=True naming it;
 // restoring it clears it.
 func TestDrift(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	path := "/etc/containers/registries.d/drift.yaml"

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,12 +30,13 @@ type faultNode struct {
 	*testbed.Node
 }
 
-// newFaultNode starts a node at an empty config. Its daemon counts three
-// disruption slots, so the rounds' nodes reboot side by side.
+// newFaultNode starts a node at an empty config. Its daemon counts a
+// disruption slot for each node of the test (the kill rounds' and the bus
+// round's), so the rounds' nodes reboot side by side.
 func newFaultNode(t *testing.T, name string) *faultNode {
 	base := "rendered-" + name + "-0"
 	config(t, base, ign(nil))
-	n, _ := nodeOpts(t, name, base, testbed.NodeOptions{ExtraArgs: []string{"--disruption-slots", "3"}})
+	n, _ := nodeOpts(t, name, base, testbed.NodeOptions{ExtraArgs: []string{"--disruption-slots", strconv.Itoa(faultNodes + 1)}})
 	return &faultNode{Node: n}
 }
 

@@ -16,6 +16,7 @@ import (
 // the previous image again, and the rollback deployment the update kept is
 // what it boots.
 func TestHealthOSImageRollback(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const dir = "/etc/nodeconfd-hc4"
@@ -74,6 +75,7 @@ func ptr[T any](v T) *T { return &v }
 // Health 5: SIGKILL during the gate, then during the rollback's write: each
 // time the restarted daemon converges on the rolled-back, held node.
 func TestHealthKilled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const dir = "/etc/nodeconfd-hc5"

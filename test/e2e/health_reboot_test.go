@@ -41,6 +41,7 @@ func hasMessage(st mcfgv1.MachineConfigNodeStatus, msg string) bool {
 // enablement gone, the files restored, one reboot for the update and one
 // for the rollback), reports why, and stays there.
 func TestHealthUnitRollbackReboot(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const dir, unit = "/etc/nodeconfd-hc2", "hc2-bad.service"
@@ -84,14 +85,14 @@ func TestHealthUnitRollbackReboot(t *testing.T) {
 // the first node's gate fails and it rolls back; the other two never
 // cordon (they wait, saying where the config failed).
 func TestHealthBudgetStopsBadConfig(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	const dir, unit = "/etc/nodeconfd-hc3", "hc3-bad.service"
 	names := []string{"hc3-1", "hc3-2", "hc3-3"}
 	config(t, "rendered-hc3-a", ign(map[string]string{dir + "/conf": "good\n"}))
 	badUnitConfig(t, "rendered-hc3-b", unit, map[string]string{dir + "/conf": "bad\n"})
-	opts := testbed.NodeOptions{ExtraArgs: []string{"--disruption-budget", "e2e-health-budget", "--disruption-slots", "1",
-		"--disruption-lease-duration", slotLease.String()}}
+	opts := testbed.NodeOptions{ExtraArgs: []string{"--disruption-slots", "1", "--disruption-lease-duration", slotLease.String()}}
 	nodes := make([]*testbed.Node, len(names))
 	logs := make([]*testbed.StatusLog, len(names))
 	// Each daemon through a proxy that counts its requests (health_watch_test.go).

@@ -113,6 +113,7 @@ func stays(t *testing.T, n *testbed.Node, log *testbed.StatusLog, current string
 // and held; a retry annotation tries it again; a new desired config is
 // taken up normally.
 func TestHealthCommandRollbackRebootless(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	const dir = "/etc/nodeconfd-hc1"

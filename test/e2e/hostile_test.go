@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,28 +29,46 @@ type hostileNode struct {
 // is refused in prepare on a real systemd node: UpdateCompatible=False
 // naming the object and the field, NodeDegraded=True, the state annotation,
 // the node never cordoned, no reboot, the canary absent; then the node
-// recovers to its base config. The cases of one OS kind share a node.
+// recovers to its base config. The cases of one OS kind share a node, one
+// case after another; those of no OS updater, most of the corpus, are
+// shared out to hostileShards nodes, which run side by side.
 func TestHostileCorpus(t *testing.T) {
+	t.Parallel()
 	cases, err := corpus.Load("testdata/hostile")
 	if err != nil {
 		t.Fatal(err)
 	}
-	nodes := map[string]*hostileNode{}
-	for _, c := range cases {
-		if nodes[c.OS] == nil {
-			nodes[c.OS] = startHostileNode(t, c.OS)
+	var shards []string // in order of first case
+	byShard := map[string][]corpus.Case{}
+	for i, c := range cases {
+		shard := c.OS
+		if shard == "" {
+			shard = strconv.Itoa(i % hostileShards)
 		}
+		if byShard[shard] == nil {
+			shards = append(shards, shard)
+		}
+		byShard[shard] = append(byShard[shard], c)
 	}
-	for _, c := range cases {
-		t.Run(strings.TrimSuffix(c.File, ".yaml"), func(t *testing.T) { runHostile(t, nodes[c.OS], c) })
+	for _, shard := range shards {
+		t.Run(shard, func(t *testing.T) {
+			t.Parallel()
+			hn := startHostileNode(t, shard, byShard[shard][0].OS)
+			for _, c := range byShard[shard] {
+				t.Run(strings.TrimSuffix(c.File, ".yaml"), func(t *testing.T) { runHostile(t, hn, c) })
+			}
+		})
 	}
 }
 
-// startHostileNode starts the node of one OS kind ("" for none, else
-// "rpm-ostree" or "bootc"), running its base config.
-func startHostileNode(t *testing.T, kind string) *hostileNode {
+// hostileShards is how many nodes share out the cases of no OS updater.
+const hostileShards = 4
+
+// startHostileNode starts the node of a shard of one OS kind ("" for none,
+// else "rpm-ostree" or "bootc"), running its base config.
+func startHostileNode(t *testing.T, shard, kind string) *hostileNode {
 	t.Helper()
-	name, base, image := "hostile", "hostile-base", ""
+	name, base, image := "hostile-"+shard, "hostile-base", ""
 	opts := testbed.NodeOptions{}
 	if kind != "" {
 		name, base, image = "hostile-"+kind, "hostile-base-"+kind, osImageA

@@ -19,11 +19,17 @@ import (
 // wrote (the originals back, its new files, temporary files and journal
 // gone) before anything else, says so, gives back its cordon, then applies
 // the new config.
-func TestKilledMidWriteThenNewConfig(t *testing.T) { killedMidWrite(t, "lo1", false) }
+func TestKilledMidWriteThenNewConfig(t *testing.T) {
+	t.Parallel()
+	killedMidWrite(t, "lo1", false)
+}
 
 // Leftovers 1b: the same, when the desired config goes back to the one the
 // node ran: the node ends exactly as it was.
-func TestKilledMidWriteThenConfigBack(t *testing.T) { killedMidWrite(t, "lo1b", true) }
+func TestKilledMidWriteThenConfigBack(t *testing.T) {
+	t.Parallel()
+	killedMidWrite(t, "lo1b", true)
+}
 
 func killedMidWrite(t *testing.T, name string, back bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
@@ -165,6 +171,7 @@ func wantRolledBack(ctx context.Context, t *testing.T, n *testbed.Node, log *tes
 // a third, then fails later in its write (its OS image cannot be pulled):
 // every unit is back as it was, as the node's systemd reports it.
 func TestFailedWriteRestoresUnitEnablement(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	const unitText = "[Unit]\nDescription=nodeconfd test\n[Service]\nType=oneshot\nExecStart=/bin/true\n" +
@@ -303,6 +310,7 @@ func wantNoTempFiles(t *testing.T, n *testbed.Node) {
 // gone) is rolled back when the daemon starts, before it idles, and the
 // daemon says so in an Event.
 func TestOrphanJournalRolledBack(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	const name, dir = "lo3", "/etc/nodeconfd-orphan"

@@ -1,5 +1,24 @@
 // Package e2e runs the daemon on the test bed: a real API server, real
 // systemd nodes and real files, and checks what an administrator would see.
+//
+// The tests run in parallel on one bed (the Makefile's -parallel bounds
+// how many at once). A new test must be parallel-safe:
+//   - call t.Parallel() first, and share nothing with other tests: its
+//     own node names, MachineConfig names (rendered-<node>-…: the
+//     failed-elsewhere check holds back every node whose desired config
+//     has a name that failed on another node), pod, ReplicaSet and
+//     PodDisruptionBudget names (e.g. web-<node>) and cluster-scoped
+//     objects;
+//   - start nodes through node, nodeOpts or ownBudget, so that its daemons
+//     use a disruption budget of their own (budgetOf(t)): look up its
+//     slots as budgetOf(t)+"-0", never a fixed name;
+//   - look only at its own objects: select Nodes, Leases, pods and Events
+//     by its names, never assert on a list of all of them;
+//   - no t.Setenv and no package-level variables it changes.
+//
+// A test that disrupts the whole bed (it restarts the API server, e.g.
+// TestFaultAPIServerRestart) stays serial: Go runs the serial tests one
+// after another first, and the parallel ones only once they are done.
 package e2e
 
 import (

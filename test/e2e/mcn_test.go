@@ -19,6 +19,7 @@ import (
 // field and no secret, and a later good update clears it; kubectl get -o
 // wide shows the columns with Age.
 func TestMachineConfigNodeDescribe(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	osConfig(t, "rendered-mcn-a", ign(nil), osImageA)

@@ -12,6 +12,7 @@ import (
 // back its free heap to the OS: the log says so with the heap released
 // before and after, and after is not smaller.
 func TestMemoryReleasedWhenSettled(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	config(t, "rendered-mem-a", ign(nil))

@@ -20,6 +20,7 @@ import (
 // config drift on a systemd node, checks what they counted, and runs
 // `promtool check metrics` on the page: any lint problem fails the test.
 func TestMetricsLint(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	promtool := promtool(ctx, t)
@@ -68,6 +69,7 @@ func TestMetricsLint(t *testing.T) {
 // running; once the budget is gone the update finishes, the eviction and
 // the blocked time are counted, and the page passes promtool.
 func TestMetricsDrainBlocked(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	promtool := promtool(ctx, t)
@@ -114,14 +116,15 @@ func TestMetricsDrainBlocked(t *testing.T) {
 // the daemon's update shows the wait DisruptionSlot, its seconds counting
 // as it lasts; once the slot is free the update goes on and ends the wait.
 func TestMetricsSlotWait(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	promtool := promtool(ctx, t)
-	const name, budgetName = "m3", "e2e-metrics"
+	const name = "m3"
+	budgetName := budgetOf(t)
 	config(t, "rendered-m3-a", ign(nil))
 	config(t, "rendered-m3-b", ign(map[string]string{"/etc/nodeconfd-metrics.conf": "b\n"}))
-	n, log := nodeOpts(t, name, "rendered-m3-a", testbed.NodeOptions{ExtraArgs: []string{
-		"--disruption-budget", budgetName, "--disruption-slots", "1"}})
+	n, log := nodeOpts(t, name, "rendered-m3-a", testbed.NodeOptions{ExtraArgs: []string{"--disruption-slots", "1"}})
 	holder, secs, now := "elsewhere", int32(600), metav1.NewMicroTime(time.Now())
 	leases := bed.Kube.CoordinationV1().Leases(testbed.Namespace)
 	if _, err := leases.Create(ctx, &coordinationv1.Lease{
@@ -152,6 +155,7 @@ func TestMetricsSlotWait(t *testing.T) {
 // TestMetricsPaused: a paused node's update, held by the daemon before it
 // starts, shows the wait Paused, and ends it once the pause is lifted.
 func TestMetricsPaused(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	config(t, "rendered-m4-a", ign(nil))

@@ -23,9 +23,10 @@ import (
 // started later against the control plane, adopts the config without
 // rewriting a file.
 func TestOnceFrom(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	n, err := bed.AddNode(ctx, "once1", testbed.NodeOptions{NoDaemon: true})
+	n, err := bed.AddNode(ctx, "once1", ownBudget(t, testbed.NodeOptions{NoDaemon: true}))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,6 +208,7 @@ func stats(t *testing.T, n *testbed.Node, paths []string) []os.FileInfo {
 // config is updated from the config it was set up with: what only that
 // one had is removed, not left behind.
 func TestOnceFromThenNewerConfig(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	dir := "/etc/nodeconfd-once2"
@@ -214,7 +216,7 @@ func TestOnceFromThenNewerConfig(t *testing.T) {
 	if err := os.WriteFile(policy, []byte("rules:\n- {path: "+dir+"/, action: None}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n, err := bed.AddNode(ctx, "once2", testbed.NodeOptions{NoDaemon: true, ExtraArgs: []string{"--post-action-policy", policy}})
+	n, err := bed.AddNode(ctx, "once2", ownBudget(t, testbed.NodeOptions{NoDaemon: true, ExtraArgs: []string{"--post-action-policy", policy}}))
 	if err != nil {
 		t.Fatal(err)
 	}

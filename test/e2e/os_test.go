@@ -73,6 +73,7 @@ func callsLike(t *testing.T, n *testbed.Node, words ...string) []string {
 
 // OS 1: a new OS image is staged, the node reboots once into it, Updated.
 func TestOSImageUpdate(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	osConfig(t, "rendered-os1-a", ign(nil), osImageA)
@@ -123,6 +124,7 @@ func TestOSImageUpdate(t *testing.T) {
 // OS 2: kernel arguments added and removed with a file change: one kargs
 // call with the exact arguments, one reboot.
 func TestOSKernelArgsWithFile(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	osConfig(t, "rendered-os2-a", ign(nil), osImageA, "a=1", "b")
@@ -156,6 +158,7 @@ func TestOSKernelArgsWithFile(t *testing.T) {
 // OS 3: the image pull fails: retried, then reported; the files of the same
 // update are rolled back. Once pulls work again the retry converges.
 func TestOSPullFailure(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	osConfig(t, "rendered-os3-a", ign(nil), osImageA)
@@ -205,6 +208,7 @@ func TestOSPullFailure(t *testing.T) {
 // booted and the desired image, and the node is not rebooted again. A new
 // desired config with the same image stages it again and converges.
 func TestOSFallbackBoot(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	// A's own kernel argument stays on the node through the fallback; C,
@@ -270,6 +274,7 @@ func TestOSFallbackBoot(t *testing.T) {
 // OS 5: a node with no OS updater refuses an OS change in prepare and
 // writes nothing.
 func TestOSChangeWithoutUpdater(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	osConfig(t, "rendered-os5-a", ign(nil), "")
@@ -308,6 +313,7 @@ func TestOSChangeWithoutUpdater(t *testing.T) {
 // bootc: the image is switched with bootc, the node boots it; kernel
 // arguments are refused on a bootc host without rpm-ostree.
 func TestBootcSwitch(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	osConfig(t, "rendered-bc-a", ign(nil), osImageA)

@@ -19,6 +19,7 @@ import (
 // cancels the transaction (rpm-ostree cancel), reports the failure and,
 // retried, stages the image and converges. Nothing of the command lives on.
 func TestOSCommandHangs(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	osConfig(t, "rendered-os12-a", ign(nil), osImageA)

@@ -22,6 +22,7 @@ import (
 // Reboot), a drain exactly when it said so, and for a refusal the same
 // message, node state and fields.
 func TestPlanAgreesWithUpdate(t *testing.T) {
+	t.Parallel()
 	const dir = "/etc/nodeconfd-plan"
 	policy := "rules:\n- {path: " + dir + "/none/, action: None}\n- {path: " + dir + "/restart/, action: Restart, unit: plan-app.service}\n" +
 		"- {path: " + dir + "/dr/, action: DaemonReload}\n"

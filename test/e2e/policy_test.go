@@ -20,6 +20,7 @@ import (
 // admission policies of manifests/ in force, runs a reboot update (cordon, drain, reboot,
 // uncordon, a disruption slot) and a CRI-O update with no request refused.
 func TestUpdatesUnderPolicy(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	config(t, "rendered-pol-a", ign(nil))
@@ -98,6 +99,7 @@ func wantBoundIdentity(ctx context.Context, t *testing.T, kubeconfig, node strin
 // another pool's) is refused in prepare, naming the config, with nothing touched; the default
 // --allowed-config-pattern is in force here (the test bed widens it for other tests).
 func TestForeignConfigRefused(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	config(t, "rendered-pr1-base", ign(nil))

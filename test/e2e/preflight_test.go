@@ -16,6 +16,7 @@ import (
 // /etc/authorized_keys. Then a file with a 255-byte basename is written
 // and validated.
 func TestPreflightOnNode(t *testing.T) {
+	t.Parallel()
 	long := "/etc/nodeconfd-long/" + strings.Repeat("n", 255)
 	n, log := nodeWithPolicy(t, "pf", "rendered-pf-base", "rules:\n- path: /etc/nodeconfd-long/\n  action: None\n")
 	config(t, "rendered-pf-base", ign(nil))

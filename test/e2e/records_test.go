@@ -31,6 +31,7 @@ const stateDir = "/var/lib/nodeconfd"
 // aside (the three newest kept), converges to the desired config and
 // clears NodeDegraded. The drift monitor still runs afterwards.
 func TestUnreadableProgressRecord(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	n, log := nodeWithPolicy(t, "r9", "rendered-r9-0", "rules:\n- path: "+recordsDir+"/\n  action: None\n")
@@ -175,6 +176,7 @@ func wantAside(t *testing.T, n *testbed.Node, data string) {
 // is missing (updated by an older daemon) or of another config takes it
 // from the API server.
 func TestCurrentConfigDeleted(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	n, log := nodeWithPolicy(t, "r10", "rendered-r10-a", "rules:\n- path: "+recordsDir+"/\n  action: None\n")

@@ -14,6 +14,7 @@ import (
 // does not clear it while the keys still differ (the running monitor once
 // checked files and units only, unlike validation).
 func TestSSHKeyDrift(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	const key = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIDrift drift@example"

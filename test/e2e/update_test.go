@@ -9,6 +9,7 @@ import (
 // Update 1: a file under /etc/containers/registries.d/ changes: CRI-O is
 // reloaded once, no drain, no reboot.
 func TestRebootlessCRIOReload(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	config(t, "rendered-u1-a", ign(nil))

@@ -19,6 +19,7 @@ import (
 
 // Update 2: only an SSH key changes: no reload, no reboot, post action None.
 func TestSSHKeysOnly(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	key := "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIOr7 admin@example"
@@ -109,6 +110,7 @@ const helloUnit = "[Unit]\nDescription=hello\n[Service]\nExecStart=/bin/sleep in
 // Update 3: a unit and a file under /etc change: cordon, drain (with pods on
 // the node), reboot once, resume after boot, uncordon, Updated=True.
 func TestRebootUpdate(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	config(t, "rendered-u3-a", ign(nil))
@@ -181,6 +183,7 @@ func wantEvents(t *testing.T, name, kind string, reasons ...string) {
 // file deleted if there was none. The admin policy makes the folder need no
 // reboot.
 func TestRemovedFileRestoresOriginal(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := "/etc/nodeconfd-test"

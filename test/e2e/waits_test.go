@@ -24,6 +24,7 @@ import (
 // cordoned or written, and its drift is still reported; once the annotation
 // is removed it updates.
 func TestPausedNode(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	const kept = "/etc/motd.d/pause-m"
@@ -96,12 +97,12 @@ func TestPausedNode(t *testing.T) {
 // drain stops, the node is uncordoned and its slot given back, and it
 // waits paused; unpaused, it updates.
 func TestPausedDuringDrain(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	config(t, "rendered-pausedrain-a", ign(nil))
 	config(t, "rendered-pausedrain-b", ign(map[string]string{"/etc/motd.d/pausedrain": "b\n"}))
-	n, log := nodeOpts(t, "pausedrain", "rendered-pausedrain-a", testbed.NodeOptions{ExtraArgs: []string{
-		"--disruption-budget", "e2e-pausedrain"}})
+	n, log := node(t, "pausedrain", "rendered-pausedrain-a")
 	podsOn(t, "pausedrain", 2)
 	budgetOn(t, "web-pausedrain")
 	if err := n.SetDesired(ctx, "rendered-pausedrain-b"); err != nil {
@@ -119,7 +120,7 @@ func TestPausedDuringDrain(t *testing.T) {
 	if getNode(t, "pausedrain").Spec.Unschedulable {
 		t.Error("paused node left cordoned")
 	}
-	if l, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).Get(ctx, "e2e-pausedrain-0", metav1.GetOptions{}); err == nil {
+	if l, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).Get(ctx, budgetOf(t)+"-0", metav1.GetOptions{}); err == nil {
 		t.Errorf("slot still held by %v", l.Spec.HolderIdentity)
 	}
 	uncordoned := false
@@ -142,6 +143,7 @@ func TestPausedDuringDrain(t *testing.T) {
 // from the pool's ConfigMap, opens during the test: the reboot update
 // waits, naming the window's start, and cordons only once it is open.
 func TestMaintenanceWindowOpens(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	config(t, "rendered-win-a", ign(nil))
@@ -188,11 +190,12 @@ func TestMaintenanceWindowOpens(t *testing.T) {
 // daemon is killed and restarted during the soak; the waiting node says
 // until when.
 func TestSoakTime(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const soak = 40 * time.Second
-	args := []string{"--disruption-budget", "e2e-soak", "--disruption-slots", "1",
-		"--disruption-lease-duration", slotLease.String(), "--disruption-soak-time", soak.String()}
+	args := []string{"--disruption-slots", "1", "--disruption-lease-duration", slotLease.String(),
+		"--disruption-soak-time", soak.String()}
 	config(t, "rendered-soak-a", ign(nil))
 	config(t, "rendered-soak-b", ign(map[string]string{"/etc/motd.d/soak": "b\n"}))
 	first, flog := nodeOpts(t, "soak-1", "rendered-soak-a", testbed.NodeOptions{ExtraArgs: args})
@@ -241,6 +244,7 @@ func TestSoakTime(t *testing.T) {
 // A pod matching --blocking-pod-selector holds a reboot update, its name in
 // the status, with nothing cordoned, until it is deleted.
 func TestBlockingPod(t *testing.T) {
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	config(t, "rendered-block-a", ign(nil))

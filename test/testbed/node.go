@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -85,7 +84,7 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
-	addr, err := freeAddr()
+	addr, err := b.ports.addr()
 	if err != nil {
 		return nil, err
 	}
@@ -139,15 +138,6 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 		return nil, err
 	}
 	return n, nil
-}
-
-func freeAddr() (string, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", err
-	}
-	defer l.Close()
-	return l.Addr().String(), nil
 }
 
 // StartDaemon starts the daemon process (as the kubelet starts the pod).

@@ -40,6 +40,8 @@ type Bed struct {
 	osFakeOnce sync.Once
 	osFakeBin  string
 	osFakeErr  error
+	// ports are the daemons' metrics ports (ports.go).
+	ports portPool
 }
 
 // Start builds the daemon, starts the control plane and applies manifests/.

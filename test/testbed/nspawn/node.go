@@ -94,6 +94,9 @@ func Start(ctx context.Context, opts Options) (*Node, error) {
 	if opts.ImageDir == "" || opts.WorkDir == "" {
 		return nil, fmt.Errorf("starting node %s: ImageDir and WorkDir are required", opts.Name)
 	}
+	if err := raiseInotifyLimit(); err != nil {
+		return nil, fmt.Errorf("starting node %s: %w", opts.Name, err)
+	}
 	suffix := make([]byte, 4)
 	_, _ = rand.Read(suffix)
 	n := &Node{
