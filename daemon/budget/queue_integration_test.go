@@ -47,7 +47,7 @@ func TestBudgetQueueOnAPIServer(t *testing.T) {
 		perNode[n] = handoffs(ctx, t, cp, kc, ns, n)
 	}
 	if perNode[30] > perNode[10]+3 {
-		t.Errorf("requests per node grow with the waiters: %.1f at 10, %.1f at 30", perNode[10], perNode[30])
+		t.Errorf("requests per handoff grow with the waiters: %.1f at 10, %.1f at 30 (second halves)", perNode[10], perNode[30])
 	}
 	t.Run("DeadWaiterSkipped", func(t *testing.T) { deadWaiter(ctx, t, cp, kc, ns) })
 }
@@ -57,8 +57,8 @@ func TestBudgetQueueOnAPIServer(t *testing.T) {
 func handoffs(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, kc kubernetes.Interface, ns string, n int) float64 {
 	const slots = 2
 	name := fmt.Sprintf("queue-%d", n)
-	var requests, watches atomic.Int64
-	var inside, most atomic.Int32
+	var requests, watches, mark atomic.Int64
+	var inside, most, acquired atomic.Int32
 	var wg sync.WaitGroup
 	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
@@ -82,6 +82,9 @@ func handoffs(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, 
 			if err := b.Acquire(ctx, nil); err != nil {
 				errs <- err
 				return
+			}
+			if acquired.Add(1) == int32(n/2) {
+				mark.Store(requests.Load())
 			}
 			n := inside.Add(1)
 			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
@@ -121,7 +124,12 @@ func handoffs(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, 
 	if perNode > 13 {
 		t.Errorf("n=%d: %.1f requests per node, want at most 13", n, perNode)
 	}
-	return perNode
+	// The second half, once every daemon has joined the queue: the start-up
+	// race's share depends on how the first lists interleave (under load,
+	// more daemons lose a race and line up again).
+	late := float64(total-mark.Load()) / float64(n-n/2)
+	t.Logf("n=%d: %.1f requests per handoff in the second half", n, late)
+	return late
 }
 
 // A waiter that died keeps its place at the head of the queue; the next
