@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -217,13 +218,19 @@ func (d *Daemon) delayFor(err error) time.Duration {
 	return d.nextDelay()
 }
 
-// nextDelay is the capped exponential backoff after a failure.
+// nextDelay is the capped exponential backoff after a failure, with
+// jitter: a random time in [delay/2, delay). A whole fleet that fails at
+// once (the API server refusing a burst with 429s, or back from an outage)
+// would otherwise retry at once too, in step, at every doubling.
 func (d *Daemon) nextDelay() time.Duration {
 	delay := d.Backoff.Initial << d.failures
 	if delay > d.Backoff.Max || delay <= 0 {
 		delay = d.Backoff.Max
 	} else {
 		d.failures++
+	}
+	if half := delay / 2; half > 0 {
+		delay = half + rand.N(delay-half)
 	}
 	return delay
 }

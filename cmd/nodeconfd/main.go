@@ -117,7 +117,7 @@ func parseFlags(args []string) (options, error) {
 			"OpenShift reports behind its ImageModeStatusReporting feature gate (TechPreviewNoUpgrade)")
 	fs.BoolVar(&o.releaseMemory, "release-memory-when-idle", true,
 		"when the node settles on a config, return the heap the work used to the OS")
-	fs.DurationVar(&o.backoffInitial, "retry-initial", 5*time.Second, "first retry delay after a failed update")
+	fs.DurationVar(&o.backoffInitial, "retry-initial", 5*time.Second, "first retry delay after a failed update (each delay is drawn in [d/2, d))")
 	fs.DurationVar(&o.backoffMax, "retry-max", 5*time.Minute, "longest retry delay after failed updates")
 	fs.IntVar(&o.pullRetry.Attempts, "os-pull-attempts", osupdate.DefaultRetry().Attempts, "tries of an OS image pull (rpm-ostree rebase, bootc switch) before the update fails")
 	fs.DurationVar(&o.pullRetry.Initial, "os-pull-retry-initial", osupdate.DefaultRetry().Initial, "first wait before retrying a failed OS image pull")
