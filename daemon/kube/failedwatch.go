@@ -12,6 +12,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
+
+	"github.com/nodeconfd/nodeconfd/phases"
 )
 
 // failedWatchRetry is the pause before a failed LIST or WATCH of the
@@ -34,7 +36,7 @@ func (c *Client) WaitNotFailedOn(ctx context.Context, config string, failedOn fu
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			if err := pause(ctx, failedWatchRetry); err != nil {
+			if err := phases.Sleep(ctx, failedWatchRetry); err != nil {
 				return err
 			}
 			continue
@@ -60,7 +62,7 @@ func (c *Client) WaitNotFailedOn(ctx context.Context, config string, failedOn fu
 				return ctx.Err()
 			}
 			if relist || err != nil {
-				if err := pause(ctx, failedWatchRetry); err != nil {
+				if err := phases.Sleep(ctx, failedWatchRetry); err != nil {
 					return err
 				}
 				break
@@ -111,16 +113,4 @@ func (c *Client) followFailed(ctx context.Context, sel, rv, config string, faile
 		}
 	}
 	return rv, false, nil
-}
-
-// pause waits d or until ctx ends.
-func pause(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return ctx.Err()
-	case <-t.C:
-		return nil
-	}
 }
