@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"os"
 	"reflect"
 	"sync"
 	"sync/atomic"
@@ -13,7 +12,6 @@ import (
 	"time"
 
 	"go.uber.org/zap/zaptest"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -26,21 +24,10 @@ import (
 // killed in the middle of the queue (its entry left behind, never renewed)
 // does not stop the queue, and one restarted while waiting keeps its place.
 func TestBudgetQueueBehindOnAPIServer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (the test bed's control plane)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), NoCRDs: true, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	kc := kubernetes.NewForConfigOrDie(cp.RestConfig())
 	const ns = "budget-behind"
-	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cp, kc := apiServer(ctx, t, ns)
 	t.Run("KilledWaiterInTheMiddle", func(t *testing.T) { killedInTheMiddle(ctx, t, cp, kc, ns) })
 	t.Run("RestartedWaiterKeepsItsPlace", func(t *testing.T) { restartedKeepsPlace(ctx, t, cp, kc, ns) })
 }

@@ -395,3 +395,22 @@ func (l testLog) Write(b []byte) (int, error) {
 	l.t.Log(strings.TrimSuffix(string(b), "\n"))
 	return len(b), nil
 }
+
+// apiServer starts a control plane of the test's own (skipping the test
+// without root) with the namespace ns, and returns it and an admin client.
+func apiServer(ctx context.Context, t *testing.T, ns string) (*controlplane.ControlPlane, kubernetes.Interface) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the test bed's control plane)")
+	}
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), NoCRDs: true, Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	kc := kubernetes.NewForConfigOrDie(cp.RestConfig())
+	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return cp, kc
+}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"os"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -12,7 +11,6 @@ import (
 
 	"go.uber.org/zap/zaptest"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
@@ -27,21 +25,10 @@ import (
 // wire (every request each daemon's client sends, watches included), for
 // 10 and 30 waiters on 2 slots.
 func TestBudgetQueueOnAPIServer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (the test bed's control plane)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), NoCRDs: true, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	kc := kubernetes.NewForConfigOrDie(cp.RestConfig())
 	const ns = "budget-queue"
-	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cp, kc := apiServer(ctx, t, ns)
 	perNode := map[int]float64{}
 	for _, n := range []int{10, 30} {
 		perNode[n] = handoffs(ctx, t, cp, kc, ns, n)

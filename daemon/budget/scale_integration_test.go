@@ -15,7 +15,6 @@ import (
 
 	"go.uber.org/zap/zaptest"
 	coordinationv1 "k8s.io/api/coordination/v1"
-	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/kubernetes"
@@ -32,21 +31,10 @@ import (
 // are shown too: a waiter moving up lists the queue, so those grow with it. It uses only the budget's
 // exported API, so the same file measures another version of the budget.
 func TestBudgetHandoffCostOnAPIServer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (the test bed's control plane)")
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), NoCRDs: true, Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
-	kc := kubernetes.NewForConfigOrDie(cp.RestConfig())
 	const ns = "budget-scale"
-	if _, err := kc.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
+	cp, kc := apiServer(ctx, t, ns)
 	var rows []string
 	per := map[int]cost{}
 	sizes := []int{10, 30, 100}
