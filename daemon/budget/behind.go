@@ -26,15 +26,7 @@ func (b *Budget) listFrom(ctx context.Context, rv string) (map[string]*coordinat
 	if rv != "" {
 		opts.ResourceVersion, opts.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
 	}
-	list, err := b.cfg.Client.Leases(b.cfg.Namespace).List(ctx, opts)
-	if err != nil {
-		return nil, "", fmt.Errorf("listing the Leases of disruption budget %s in namespace %s: %w", b.cfg.Name, b.cfg.Namespace, err)
-	}
-	found := make(map[string]*coordinationv1.Lease, len(list.Items))
-	for i := range list.Items {
-		found[list.Items[i].Name] = &list.Items[i]
-	}
-	return found, list.ResourceVersion, nil
+	return b.listWith(ctx, opts)
 }
 
 // waitBehind waits, outside the head of the queue, until the entry target

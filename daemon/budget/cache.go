@@ -46,7 +46,7 @@ func (b *Budget) followLeases(found map[string]*coordinationv1.Lease, rv string)
 func (c *leases) selector() string { return labels.Set{Label: c.b.cfg.Name}.String() }
 
 func (c *leases) relist(ctx context.Context) error {
-	found, rv, err := c.b.listSelected(ctx, c.selector())
+	found, rv, err := c.b.listWith(ctx, metav1.ListOptions{LabelSelector: c.selector()})
 	if err != nil {
 		return err
 	}

@@ -264,12 +264,13 @@ func earliest(a, b time.Time) time.Time {
 // list reads the budget's slots (not its queue, which may be long) by
 // name, with the list's resourceVersion.
 func (b *Budget) list(ctx context.Context) (map[string]*coordinationv1.Lease, string, error) {
-	return b.listSelected(ctx, labels.Set{Label: b.cfg.Name}.String()+",!"+RoleLabel)
+	return b.listWith(ctx, metav1.ListOptions{LabelSelector: labels.Set{Label: b.cfg.Name}.String() + ",!" + RoleLabel})
 }
 
-// listSelected reads the budget's Leases that selector selects.
-func (b *Budget) listSelected(ctx context.Context, selector string) (map[string]*coordinationv1.Lease, string, error) {
-	list, err := b.cfg.Client.Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{LabelSelector: selector})
+// listWith reads the budget's Leases that opts select, by name, with the
+// list's resourceVersion.
+func (b *Budget) listWith(ctx context.Context, opts metav1.ListOptions) (map[string]*coordinationv1.Lease, string, error) {
+	list, err := b.cfg.Client.Leases(b.cfg.Namespace).List(ctx, opts)
 	if err != nil {
 		return nil, "", fmt.Errorf("listing the Leases of disruption budget %s in namespace %s: %w", b.cfg.Name, b.cfg.Namespace, err)
 	}

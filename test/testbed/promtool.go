@@ -8,29 +8,19 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
 
 // Promtool returns the path of promtool, built once from the Go module proxy
 // by hack/build-promtool.sh (cached in ~/.cache/nodeconfd); the script's
 // set-up lines go to log.
 func Promtool(ctx context.Context, log io.Writer) (string, error) {
-	root, err := RepoRoot()
+	path, err := controlplane.RunHackScript(ctx, "build-promtool.sh", log)
 	if err != nil {
 		return "", err
 	}
-	script := filepath.Join(root, "hack", "build-promtool.sh")
-	var stdout, stderr bytes.Buffer
-	cmd := exec.CommandContext(ctx, "bash", script)
-	cmd.Dir = root
-	cmd.Stdout = &stdout
-	cmd.Stderr = io.MultiWriter(&stderr, log)
-	if err := cmd.Run(); err != nil {
-		return "", fmt.Errorf("running %s: %w\n%s", script, err, tail(stderr.String(), 3000))
-	}
-	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-	path := strings.TrimSpace(lines[len(lines)-1])
 	if _, err := os.Stat(path); err != nil {
 		return "", fmt.Errorf("checking promtool: %w", err)
 	}
@@ -65,11 +55,4 @@ func (n *Node) MetricsPage(ctx context.Context) ([]byte, error) {
 		return nil, fmt.Errorf("scraping node %s: %s", n.Name, resp.Status)
 	}
 	return io.ReadAll(resp.Body)
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }

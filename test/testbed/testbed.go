@@ -95,22 +95,7 @@ func (b *Bed) Kubectl(ctx context.Context, args ...string) ([]byte, error) {
 
 // RepoRoot finds the repository's root: the folder of go.mod above the
 // working directory.
-func RepoRoot() (string, error) {
-	dir, err := os.Getwd()
-	if err != nil {
-		return "", err
-	}
-	for {
-		if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
-			return dir, nil
-		}
-		parent := filepath.Dir(dir)
-		if parent == dir {
-			return "", fmt.Errorf("no go.mod above the working directory")
-		}
-		dir = parent
-	}
-}
+func RepoRoot() (string, error) { return controlplane.RepoRoot() }
 
 // MachineConfig returns a rendered MachineConfig with the given Ignition
 // JSON (verbatim) and OS fields.

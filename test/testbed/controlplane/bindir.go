@@ -16,21 +16,11 @@ import (
 // hack/build-controlplane.sh and returns the folder it prints.
 func resolveBinDir(ctx context.Context, binDir string, log io.Writer) (string, error) {
 	if binDir == "" {
-		root, err := repoRoot()
+		dir, err := RunHackScript(ctx, "build-controlplane.sh", log)
 		if err != nil {
 			return "", err
 		}
-		script := filepath.Join(root, "hack", "build-controlplane.sh")
-		var stdout, stderr bytes.Buffer
-		cmd := exec.CommandContext(ctx, "bash", script)
-		cmd.Dir = root
-		cmd.Stdout = &stdout
-		cmd.Stderr = io.MultiWriter(&stderr, log)
-		if err := cmd.Run(); err != nil {
-			return "", fmt.Errorf("running %s: %w\n%s", script, err, lastBytes(stderr.String(), 3000))
-		}
-		lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
-		binDir = strings.TrimSpace(lines[len(lines)-1])
+		binDir = dir
 	}
 	for _, name := range []string{"etcd", "kube-apiserver", "kubectl"} {
 		path := filepath.Join(binDir, name)
@@ -41,8 +31,29 @@ func resolveBinDir(ctx context.Context, binDir string, log io.Writer) (string, e
 	return binDir, nil
 }
 
-// repoRoot walks up from the working directory to the folder holding go.mod.
-func repoRoot() (string, error) {
+// RunHackScript runs hack/<name> from the repository's root (its stderr to
+// log as well) and returns the last line it printed: the set-up scripts
+// print the path of what they built or found cached.
+func RunHackScript(ctx context.Context, name string, log io.Writer) (string, error) {
+	root, err := RepoRoot()
+	if err != nil {
+		return "", err
+	}
+	script := filepath.Join(root, "hack", name)
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, "bash", script)
+	cmd.Dir = root
+	cmd.Stdout = &stdout
+	cmd.Stderr = io.MultiWriter(&stderr, log)
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("running %s: %w\n%s", script, err, lastBytes(stderr.String(), 3000))
+	}
+	lines := strings.Split(strings.TrimSpace(stdout.String()), "\n")
+	return strings.TrimSpace(lines[len(lines)-1]), nil
+}
+
+// RepoRoot walks up from the working directory to the folder holding go.mod.
+func RepoRoot() (string, error) {
 	dir, err := os.Getwd()
 	if err != nil {
 		return "", fmt.Errorf("finding repository root: %w", err)

@@ -92,7 +92,7 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if !opts.NoCRDs {
 		crdDir := opts.CRDDir
 		if crdDir == "" {
-			root, err := repoRoot()
+			root, err := RepoRoot()
 			if err != nil {
 				return nil, errors.Join(err, c.Stop())
 			}
