@@ -39,7 +39,7 @@ func (b *Budget) waitBehind(ctx context.Context, q *queueEntry, target *coordina
 	if w.name != target.Name {
 		*w = watched{name: target.Name}
 	}
-	w.saw(target.ResourceVersion, durationOf(target, b.cfg.EntryDuration), entryExpires(target, b.cfg.EntryDuration), time.Now())
+	w.saw(target.ResourceVersion, entryDurationOf(target, b.cfg.EntryDuration), entryExpires(target, b.cfg.EntryDuration), time.Now())
 	var ch watch.Interface
 	defer func() {
 		if ch != nil {
@@ -113,7 +113,7 @@ func (b *Budget) onEntryEvent(ev watch.Event, w *watched, now time.Time) (rv str
 	}
 	switch ev.Type {
 	case watch.Added, watch.Modified:
-		w.saw(l.ResourceVersion, durationOf(l, b.cfg.EntryDuration), entryExpires(l, b.cfg.EntryDuration), now)
+		w.saw(l.ResourceVersion, entryDurationOf(l, b.cfg.EntryDuration), entryExpires(l, b.cfg.EntryDuration), now)
 	case watch.Deleted:
 		return l.ResourceVersion, true, false
 	}

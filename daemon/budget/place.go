@@ -115,7 +115,15 @@ func entryExpires(l *coordinationv1.Lease, def time.Duration) time.Time {
 	if l.Spec.RenewTime == nil {
 		return time.Time{}
 	}
-	return l.Spec.RenewTime.Add(durationOf(l, def))
+	return l.Spec.RenewTime.Add(entryDurationOf(l, def))
+}
+
+// entryDurationOf is the entry's lease duration, at most def (this
+// daemon's EntryDuration): every daemon writes its entries with def, so a
+// longer one (a node's daemon gone wrong) must not keep a dead entry in
+// the queue beyond def.
+func entryDurationOf(l *coordinationv1.Lease, def time.Duration) time.Duration {
+	return min(durationOf(l, def), def)
 }
 
 // entryRenewal is how often a waiter renews its entry: three times per

@@ -5,6 +5,9 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 func named(holders ...string) []waiter {
@@ -145,5 +148,30 @@ func TestLaterRV(t *testing.T) {
 func TestEntryRenewal(t *testing.T) {
 	if got := entryRenewal(DefaultEntryDuration); got != 5*time.Minute {
 		t.Errorf("entryRenewal = %s", got)
+	}
+}
+
+// An entry claiming a longer lease than the daemons write lapses at the
+// daemon's own EntryDuration after its renewal: a node's daemon gone wrong
+// cannot keep a dead entry in the queue for years.
+func TestEntryExpiresCapped(t *testing.T) {
+	renewed := time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+	lease := func(seconds *int32) *coordinationv1.Lease {
+		rt := metav1.NewMicroTime(renewed)
+		return &coordinationv1.Lease{Spec: coordinationv1.LeaseSpec{RenewTime: &rt, LeaseDurationSeconds: seconds}}
+	}
+	long, short := int32(1<<31-1), int32(60)
+	for _, tt := range []struct {
+		name    string
+		seconds *int32
+		want    time.Duration
+	}{
+		{"no duration: the default", nil, 15 * time.Minute},
+		{"shorter: its own", &short, time.Minute},
+		{"longer: capped", &long, 15 * time.Minute},
+	} {
+		if got := entryExpires(lease(tt.seconds), 15*time.Minute); !got.Equal(renewed.Add(tt.want)) {
+			t.Errorf("%s: expires %s, want %s", tt.name, got, renewed.Add(tt.want))
+		}
 	}
 }
