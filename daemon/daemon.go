@@ -66,6 +66,9 @@ type Daemon struct {
 	// StartJitter spreads the first start of daemons on new nodes (see
 	// startDelay); 0 means none.
 	StartJitter time.Duration
+	// UpdateSpread spreads the start of updates over the cluster's nodes,
+	// this much per node (see spreadWait); 0 means none.
+	UpdateSpread time.Duration
 
 	node *corev1.Node
 	mcn  *mcfgv1.MachineConfigNode
@@ -81,6 +84,8 @@ type Daemon struct {
 	settledOn string
 	// pausedSince is when the node, idle, was first seen paused (pause.go).
 	pausedSince time.Time
+	// spread is the update start put off last (spread.go).
+	spread spread
 	// heldOn is the failed config the node holds its previous one against
 	// (health.go), so that the hold is logged once.
 	heldOn string
@@ -169,6 +174,9 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if desired == "" {
 		log.Info("Node has no desiredConfig annotation yet; waiting")
 		return 0, nil
+	}
+	if wait := d.spreadWait(ctx, current, desired, d.updateUnderWay()); wait > 0 {
+		return wait, nil // nothing written until the update starts
 	}
 	if err := d.ensureMCN(ctx, current, desired); err != nil {
 		return d.nextDelay(), err

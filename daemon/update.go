@@ -21,6 +21,13 @@ func (d *Daemon) loadProgress(ctx context.Context) (*progress.Record, error) {
 	return d.decodeProgress(ctx, data, err)
 }
 
+// updateUnderWay reports whether an update has begun on the node: its
+// progress record is there (or cannot be read: loadProgress reports why).
+func (d *Daemon) updateUnderWay() bool {
+	_, err := d.Env.Host.ReadState(progress.FileName)
+	return !errors.Is(err, fs.ErrNotExist)
+}
+
 // runner returns the runner of the update that rec records.
 func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 	env := d.Env

@@ -86,6 +86,7 @@ type options struct {
 	slots                                             int
 	leaseDuration                                     time.Duration
 	startJitter                                       time.Duration
+	updateSpread                                      time.Duration
 	limits                                            plan.Limits
 	waits                                             *waitOptions
 	onceFrom                                          string
@@ -128,6 +129,10 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.slots, "disruption-slots", budget.DefaultSlots, "how many nodes may be disrupted (cordoned, drained, rebooted) at once, cluster-wide")
 	fs.DurationVar(&o.startJitter, "start-jitter", daemon.DefaultStartJitter,
 		"on a node the daemon never ran on, wait a random time up to this before registering, so that a new cluster's nodes do not all register at once (0: no wait)")
+	fs.DurationVar(&o.updateSpread, "update-spread", daemon.DefaultUpdateSpread,
+		"per node of the cluster, how long the start of a new update may be put off, so that a config rolled out to many nodes "+
+			"does not make them all prepare at once: each node starts at its own point of (nodes-1) × this, at most "+
+			daemon.MaxUpdateSpread.String()+" (0: start at once)")
 	fs.DurationVar(&o.leaseDuration, "disruption-lease-duration", budget.DefaultDuration, "how long a disruption slot stays held after its holder stops renewing it (renewed every fifth of it); must exceed a node's reboot")
 	o.health.register(fs)
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern,
@@ -292,6 +297,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		Backoff:         daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
 		Fault:           fault,
 		StartJitter:     o.startJitter,
+		UpdateSpread:    o.updateSpread,
 		ImageModeStatus: o.imageModeStatus,
 	}
 	if o.releaseMemory {

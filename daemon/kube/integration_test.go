@@ -41,6 +41,27 @@ func TestAPIOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	t.Run("CountNodes", func(t *testing.T) {
+		nodes := api.Nodes()
+		for _, name := range []string{"count-1", "count-2", "count-3"} {
+			if _, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name}}, metav1.CreateOptions{}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		c := &kube.Client{API: api, NodeName: "count-1"}
+		n, err := c.CountNodes(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		all, err := nodes.List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n != len(all.Items) || n < 3 {
+			t.Fatalf("CountNodes = %d, a full list has %d", n, len(all.Items))
+		}
+	})
+
 	t.Run("ClusterScoped", func(t *testing.T) {
 		nodes := api.Nodes()
 		if _, err := nodes.Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1"}}, metav1.CreateOptions{}); err != nil {

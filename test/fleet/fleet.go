@@ -43,8 +43,9 @@ type Options struct {
 	RebootTime time.Duration
 	// LeaseDuration is the budget's lease duration.
 	LeaseDuration time.Duration
-	// StartJitter is the daemons' --start-jitter.
-	StartJitter time.Duration
+	// StartJitter is the daemons' --start-jitter, UpdateSpread their
+	// --update-spread.
+	StartJitter, UpdateSpread time.Duration
 	// Log receives progress lines.
 	Log io.Writer
 	// DaemonLog receives the daemons' logs at DaemonLogLevel (the zero

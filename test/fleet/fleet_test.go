@@ -28,6 +28,7 @@ var (
 	apiProfFlag = flag.String("fleet.apiserver-profile", "", "write a CPU profile of kube-apiserver over the roll's first 30 s here")
 	traceFlag   = flag.Bool("fleet.trace-status", false, "print the first node's status writes")
 	jitterFlag  = flag.Duration("fleet.start-jitter", daemon.DefaultStartJitter, "the daemons' --start-jitter")
+	spreadFlag  = flag.Duration("fleet.update-spread", daemon.DefaultUpdateSpread, "the daemons' --update-spread")
 )
 
 // bed is the benchmark's test bed; nil when no benchmark runs.
@@ -74,8 +75,8 @@ func runFleet(ctx context.Context, b *testing.B, run string) Figures {
 	}
 	defer daemonLog.Close()
 	opts := Options{Nodes: *nodesFlag, Slots: *slotsFlag, RebootTime: *rebootFlag, LeaseDuration: 5 * time.Minute,
-		StartJitter: *jitterFlag,
-		Log:         os.Stdout, DaemonLog: daemonLog, DaemonLogLevel: zapcore.WarnLevel}
+		StartJitter: *jitterFlag, UpdateSpread: *spreadFlag,
+		Log: os.Stdout, DaemonLog: daemonLog, DaemonLogLevel: zapcore.WarnLevel}
 	opts.APIServerProfile = *apiProfFlag
 	if *traceFlag {
 		opts.TraceStatus = os.Stdout

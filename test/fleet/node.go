@@ -142,9 +142,10 @@ func (n *node) daemon(ctx context.Context) {
 			events = kube.NewEvents(kapi, log.Named("events"), n.name, k8stypes.UID(uid))
 			return events
 		},
-		Log:         log,
-		Backoff:     daemon.Backoff{Initial: 5 * time.Second, Max: 5 * time.Minute},
-		StartJitter: n.f.opts.StartJitter,
+		Log:          log,
+		Backoff:      daemon.Backoff{Initial: 5 * time.Second, Max: 5 * time.Minute},
+		StartJitter:  n.f.opts.StartJitter,
+		UpdateSpread: n.f.opts.UpdateSpread,
 	}
 	if err := d.Run(ctx); err != nil {
 		log.Error("Daemon stopped", zap.Error(err))

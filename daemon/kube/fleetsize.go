@@ -1,0 +1,29 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// CountNodes returns how many Nodes the cluster has, from a LIST of one
+// Node: the API server counts the rest (metadata.remainingItemCount), so
+// the answer costs one small response whatever the cluster's size. It is
+// what a node knows of the burst its own update is part of: a rendered
+// config reaches a whole pool at once (see daemon.UpdateSpread).
+func (c *Client) CountNodes(ctx context.Context) (int, error) {
+	list, err := c.API.Nodes().List(ctx, metav1.ListOptions{Limit: 1})
+	if err != nil {
+		return 0, fmt.Errorf("counting the cluster's nodes: %w", err)
+	}
+	n := len(list.Items)
+	if rest := list.RemainingItemCount; rest != nil && *rest > 0 {
+		n += int(*rest)
+	} else if list.Continue != "" {
+		// An API server that does not count (an older one, or a list
+		// served where it cannot) says only that there are more.
+		return 0, fmt.Errorf("counting the cluster's nodes: the API server did not count them (no remainingItemCount)")
+	}
+	return n, nil
+}

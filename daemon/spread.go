@@ -1,0 +1,84 @@
+package daemon
+
+import (
+	"context"
+	"hash/fnv"
+	"time"
+
+	"go.uber.org/zap"
+)
+
+// DefaultUpdateSpread is the daemon's --update-spread: per node of the
+// cluster, how long the start of a new update may be put off. A rendered
+// config reaches a whole pool at once; without the spread every node
+// prepares at the same moment (a status write, the node's state, an Event,
+// the config fetched, a queue entry: about ten requests each) and the API
+// server answers the burst late or with 429s (measured: make bench-fleet).
+// Spread over 50 ms per node, the updates start at about 20 nodes a second
+// whatever the cluster's size, and the slots still fill at once: the first
+// S nodes start within S × 50 ms.
+const DefaultUpdateSpread = 50 * time.Millisecond
+
+// MaxUpdateSpread caps the window the updates spread over, so that even a
+// very large cluster's last node starts its update within two minutes.
+const MaxUpdateSpread = 2 * time.Minute
+
+// spread is the start of a new update the daemon puts off.
+type spread struct {
+	config string
+	until  time.Time
+}
+
+// spreadDelay is how long node's update to config waits to start in a
+// cluster of nodes Nodes, perNode apart: a point of the window
+// min((nodes-1) × perNode, MaxUpdateSpread) chosen by a hash of the node's
+// and the config's names, so the nodes spread evenly over it and a
+// restarted daemon picks the same point. A lone node (nodes ≤ 1) and
+// perNode ≤ 0 do not wait.
+func spreadDelay(node, config string, nodes int, perNode time.Duration) time.Duration {
+	if nodes <= 1 || perNode <= 0 {
+		return 0
+	}
+	window := MaxUpdateSpread
+	if n := time.Duration(nodes - 1); perNode < MaxUpdateSpread/n {
+		window = perNode * n
+	}
+	h := fnv.New64a()
+	h.Write([]byte(node))
+	h.Write([]byte{0})
+	h.Write([]byte(config))
+	// The top 53 bits as a fraction in [0, 1): exact in a float64.
+	frac := float64(h.Sum64()>>11) / (1 << 53)
+	return time.Duration(frac * float64(window))
+}
+
+// spreadWait returns how much longer the update from current to desired
+// waits before it starts, 0 once it may start. Only a change the running
+// daemon sees is spread: an update already under way (a progress record
+// on the node), a daemon's first pass (a restart: the DaemonSet's rollout
+// spreads those), a retry of the same config and a node going back to the
+// config it runs start at once. The window is counted from the cluster's
+// size (one LIST of one Node); if that fails the update starts at once,
+// as it would without a spread.
+func (d *Daemon) spreadWait(ctx context.Context, current, desired string, underWay bool) time.Duration {
+	if d.UpdateSpread <= 0 || d.mcn == nil || underWay || desired == current {
+		return 0
+	}
+	if d.spread.config != desired {
+		d.spread = spread{config: desired, until: d.Now()}
+		nodes, err := d.API.CountNodes(ctx)
+		log := d.Log.With(zap.String("node", d.API.NodeName), zap.String("config", desired))
+		if err != nil {
+			log.Warn("Cannot count the cluster's nodes; starting the update without spreading it", zap.Error(err))
+			return 0
+		}
+		delay := spreadDelay(d.API.NodeName, desired, nodes, d.UpdateSpread)
+		d.spread.until = d.spread.until.Add(delay)
+		if delay > 0 {
+			log.Info("Spreading the start of the update over the cluster's nodes",
+				zap.Duration("startsIn", delay.Round(time.Millisecond)), zap.Int("nodes", nodes),
+				zap.Duration("perNode", d.UpdateSpread))
+		}
+	}
+	return max(d.spread.until.Sub(d.Now()), 0)
+}

@@ -1,0 +1,172 @@
+package daemon
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"go.uber.org/zap/zaptest"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+)
+
+func TestSpreadDelay(t *testing.T) {
+	tests := []struct {
+		name      string
+		nodes     int
+		perNode   time.Duration
+		wantUnder time.Duration // 0: no delay
+	}{
+		{"off", 1000, 0, 0},
+		{"a lone node", 1, DefaultUpdateSpread, 0},
+		{"no count", 0, DefaultUpdateSpread, 0},
+		{"three nodes", 3, DefaultUpdateSpread, 2 * DefaultUpdateSpread},
+		{"a thousand nodes", 1000, DefaultUpdateSpread, 999 * DefaultUpdateSpread},
+		{"capped", 100000, DefaultUpdateSpread, MaxUpdateSpread},
+		{"capped without overflow", 3, 1 << 62, MaxUpdateSpread},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range 50 {
+				node := fmt.Sprintf("worker-%d", i)
+				got := spreadDelay(node, "rendered-worker-1", tt.nodes, tt.perNode)
+				if tt.wantUnder == 0 && got != 0 || got < 0 || tt.wantUnder > 0 && got >= tt.wantUnder {
+					t.Fatalf("%s: spreadDelay = %v, want in [0, %v)", node, got, tt.wantUnder)
+				}
+				if again := spreadDelay(node, "rendered-worker-1", tt.nodes, tt.perNode); again != got {
+					t.Fatalf("%s: spreadDelay not the same twice: %v, %v", node, got, again)
+				}
+			}
+		})
+	}
+}
+
+// A cluster's nodes spread evenly over the window, each config anew: the
+// first slots' nodes start early whatever the names.
+func TestSpreadDelayEven(t *testing.T) {
+	const nodes = 1000
+	window := (nodes - 1) * DefaultUpdateSpread
+	for _, config := range []string{"rendered-worker-1", "rendered-worker-2"} {
+		var deciles [10]int
+		early := 0
+		for i := range nodes {
+			d := spreadDelay(fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", i/256, i%256), config, nodes, DefaultUpdateSpread)
+			deciles[int(d*10/window)]++
+			if d < time.Second {
+				early++
+			}
+		}
+		for i, n := range deciles {
+			if n < 70 || n > 130 {
+				t.Errorf("%s: decile %d has %d of %d nodes: %v", config, i, n, nodes, deciles)
+			}
+		}
+		if early < 5 {
+			t.Errorf("%s: %d nodes start within 1s of a %v window, want about 20", config, early, window)
+		}
+	}
+	if spreadDelay("a", "rendered-worker-1", nodes, DefaultUpdateSpread) ==
+		spreadDelay("a", "rendered-worker-2", nodes, DefaultUpdateSpread) {
+		t.Errorf("a node has the same point for two configs")
+	}
+}
+
+// countingNodes answers a LIST of Nodes as the API server does with limit 1.
+type countingNodes struct {
+	kube.Resource[*corev1.Node, *corev1.NodeList]
+	nodes int
+	err   error
+	lists int
+}
+
+func (c *countingNodes) List(_ context.Context, opts metav1.ListOptions) (*corev1.NodeList, error) {
+	c.lists++
+	if c.err != nil {
+		return nil, c.err
+	}
+	if opts.Limit != 1 {
+		return nil, fmt.Errorf("want a LIST of one Node, got limit %d", opts.Limit)
+	}
+	rest := int64(c.nodes - 1)
+	return &corev1.NodeList{ListMeta: metav1.ListMeta{RemainingItemCount: &rest, Continue: "more"},
+		Items: []corev1.Node{{}}}, nil
+}
+
+type nodesAPI struct {
+	kube.API
+	nodes *countingNodes
+}
+
+func (a nodesAPI) Nodes() kube.Resource[*corev1.Node, *corev1.NodeList] { return a.nodes }
+
+func TestSpreadWait(t *testing.T) {
+	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
+	newDaemon := func(count *countingNodes) *Daemon {
+		return &Daemon{API: &kube.Client{API: nodesAPI{nodes: count}, NodeName: "worker-7"},
+			Log: zaptest.NewLogger(t), Now: func() time.Time { return now },
+			UpdateSpread: DefaultUpdateSpread, mcn: &mcfgv1.MachineConfigNode{}}
+	}
+	want := spreadDelay("worker-7", "rendered-b", 1000, DefaultUpdateSpread)
+	if want <= time.Second {
+		t.Fatalf("test set-up: worker-7's point %v, want one over 1s", want)
+	}
+
+	count := &countingNodes{nodes: 1000}
+	d := newDaemon(count)
+	if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got != want {
+		t.Fatalf("first pass: wait %v, want %v", got, want)
+	}
+	now = now.Add(time.Second)
+	if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got != want-time.Second {
+		t.Fatalf("a second later: wait %v, want %v", got, want-time.Second)
+	}
+	now = now.Add(want)
+	if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got != 0 {
+		t.Fatalf("once past: wait %v, want 0", got)
+	}
+	if count.lists != 1 {
+		t.Fatalf("%d LISTs of Nodes for one config, want 1", count.lists)
+	}
+
+	for _, tt := range []struct {
+		name             string
+		current, desired string
+		underWay, noMCN  bool
+		spread           time.Duration
+	}{
+		{name: "off", current: "rendered-a", desired: "rendered-b"},
+		{name: "update under way", current: "rendered-a", desired: "rendered-b", underWay: true, spread: DefaultUpdateSpread},
+		{name: "first pass after a start", current: "rendered-a", desired: "rendered-b", noMCN: true, spread: DefaultUpdateSpread},
+		{name: "at its config", current: "rendered-b", desired: "rendered-b", spread: DefaultUpdateSpread},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			count := &countingNodes{nodes: 1000}
+			d := newDaemon(count)
+			d.UpdateSpread = tt.spread
+			if tt.noMCN {
+				d.mcn = nil
+			}
+			if got := d.spreadWait(context.Background(), tt.current, tt.desired, tt.underWay); got != 0 || count.lists != 0 {
+				t.Fatalf("wait %v after %d LISTs, want 0 after none", got, count.lists)
+			}
+		})
+	}
+
+	t.Run("count fails", func(t *testing.T) {
+		count := &countingNodes{err: errors.New("429 Too Many Requests")}
+		d := newDaemon(count)
+		for range 2 {
+			if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got != 0 {
+				t.Fatalf("wait %v, want 0 (start at once)", got)
+			}
+		}
+		if count.lists != 1 {
+			t.Fatalf("%d LISTs, want 1: a retry of the same config starts at once", count.lists)
+		}
+	})
+}
