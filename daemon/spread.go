@@ -43,13 +43,18 @@ func spreadDelay(node, config string, nodes int, perNode time.Duration) time.Dur
 	if n := time.Duration(nodes - 1); perNode < MaxUpdateSpread/n {
 		window = perNode * n
 	}
+	return time.Duration(SpreadPoint(node, config) * float64(window))
+}
+
+// SpreadPoint is where in the spread's window node's update to config
+// starts, as a fraction in [0, 1): an FNV-1a hash of the two names.
+func SpreadPoint(node, config string) float64 {
 	h := fnv.New64a()
 	h.Write([]byte(node))
 	h.Write([]byte{0})
 	h.Write([]byte(config))
-	// The top 53 bits as a fraction in [0, 1): exact in a float64.
-	frac := float64(h.Sum64()>>11) / (1 << 53)
-	return time.Duration(frac * float64(window))
+	// The top 53 bits as a fraction: exact in a float64.
+	return float64(h.Sum64()>>11) / (1 << 53)
 }
 
 // spreadWait returns how much longer the update from current to desired
