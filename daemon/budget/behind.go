@@ -32,9 +32,12 @@ func (b *Budget) listFrom(ctx context.Context, rv string) (map[string]*coordinat
 // waitBehind waits, outside the head of the queue, until the entry target
 // goes (its waiter took a slot, or left) or expires (its daemon died): one
 // watch of that entry alone, from rv, so the waiter hears of nothing else.
-// Meanwhile it renews the node's own entry. It returns the version to list
-// from next.
-func (b *Budget) waitBehind(ctx context.Context, q *queueEntry, target *coordinationv1.Lease, rv string,
+// Meanwhile it renews the node's own entry. An entry that is renewed but
+// never takes its turn (its daemon stuck, or a compromised node's) is
+// skipped by the head; the waiter learns of it when the entry next, the
+// one right behind target, is gone while target is renewed (movedPast).
+// It returns the version to list from next.
+func (b *Budget) waitBehind(ctx context.Context, q *queueEntry, target *coordinationv1.Lease, next, rv string,
 	w *watched, dead expiries) (string, error) {
 	if w.name != target.Name {
 		*w = watched{name: target.Name}
@@ -83,9 +86,9 @@ func (b *Budget) waitBehind(ctx context.Context, q *queueEntry, target *coordina
 				ch, closedAt = nil, time.Now()
 				continue
 			}
-			next, gone, resume := b.onEntryEvent(ev, w, time.Now())
-			rv = laterRV(rv, next)
-			if gone {
+			evRV, gone, resume := b.onEntryEvent(ev, w, time.Now())
+			rv = laterRV(rv, evRV)
+			if gone || ev.Type == watch.Modified && b.movedPast(ctx, next, w) {
 				return rv, nil
 			}
 			if resume {
@@ -94,6 +97,24 @@ func (b *Budget) waitBehind(ctx context.Context, q *queueEntry, target *coordina
 			}
 		}
 	}
+}
+
+// movedPast reports whether the queue moved past the watched entry while
+// its holder kept it alive: the entry next, right behind it, is gone (it
+// took a slot, or left). A GET of one Lease, at most once per TurnGrace,
+// when the watched entry changes (a renewal: every EntryDuration/3).
+func (b *Budget) movedPast(ctx context.Context, next string, w *watched) bool {
+	if next == "" || time.Since(w.checked) < b.cfg.TurnGrace {
+		return false
+	}
+	w.checked = time.Now()
+	_, err := b.cfg.Client.Leases(b.cfg.Namespace).Get(ctx, next, metav1.GetOptions{})
+	if !apierrors.IsNotFound(err) {
+		return false // there, or unknown: the watch goes on
+	}
+	b.cfg.Log.Info("The queue moved past the entry ahead, renewed but not taking its turn; finding the node's place again",
+		zap.String("lease", w.name), zap.String("gone", next))
+	return true
 }
 
 // onEntryEvent applies an event of the watched entry: it returns the

@@ -30,6 +30,7 @@ func TestBudgetQueueBehindOnAPIServer(t *testing.T) {
 	cp, kc := apiServer(ctx, t, ns)
 	t.Run("KilledWaiterInTheMiddle", func(t *testing.T) { killedInTheMiddle(ctx, t, cp, kc, ns) })
 	t.Run("RestartedWaiterKeepsItsPlace", func(t *testing.T) { restartedKeepsPlace(ctx, t, cp, kc, ns) })
+	t.Run("RenewedButStuckEntryAhead", func(t *testing.T) { stuckAhead(ctx, t, cp, kc, ns) })
 }
 
 // entryDuration is the queue entries' lease duration in these tests.

@@ -27,6 +27,9 @@ type place struct {
 	// budget; else it watches the entry Watch, headSize places ahead.
 	Head  bool
 	Watch string
+	// Next is the entry right behind Watch: gone while Watch is still
+	// there, the queue moved past Watch (see waitBehind).
+	Next string
 }
 
 // placeOf places self in the queue (in queue order, without the entries
@@ -46,7 +49,11 @@ func placeOf(queue []waiter, self string, head int) place {
 	if pos < head {
 		return place{Ahead: pos, Head: true}
 	}
-	return place{Ahead: pos, Watch: queue[pos-head].Name}
+	pl := place{Ahead: pos, Watch: queue[pos-head].Name}
+	if head > 1 {
+		pl.Next = queue[pos-head+1].Name
+	}
+	return pl
 }
 
 // expiries are the queue entries this daemon saw expire, by name, with the
@@ -94,6 +101,9 @@ type watched struct {
 	duration      time.Duration
 	// expires is the entry's renewTime plus duration (zero: none).
 	expires time.Time
+	// checked is when the waiter last looked whether the queue moved past
+	// the entry (movedPast).
+	checked time.Time
 }
 
 // saw notes a version of the entry seen at now, which expires at expires

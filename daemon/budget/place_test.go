@@ -28,11 +28,12 @@ func TestPlaceOf(t *testing.T) {
 		{"empty queue: head", nil, 3, place{Ahead: 0, Head: true}},
 		{"first", named("me", "a", "b", "c"), 3, place{Ahead: 0, Head: true}},
 		{"last of the head", named("a", "b", "me", "c"), 3, place{Ahead: 2, Head: true}},
-		{"just behind the head watches the first", named("a", "b", "c", "me"), 3, place{Ahead: 3, Watch: "q-a"}},
+		{"just behind the head watches the first", named("a", "b", "c", "me"), 3, place{Ahead: 3, Watch: "q-a", Next: "q-b"}},
 		{"far behind watches head places ahead", named("a", "b", "c", "d", "e", "me", "f"), 3,
-			place{Ahead: 5, Watch: "q-c"}},
+			place{Ahead: 5, Watch: "q-c", Next: "q-d"}},
 		{"not queued yet, short queue: head", named("a", "b"), 3, place{Ahead: 2, Head: true}},
-		{"not queued yet: behind the tail's head", named("a", "b", "c", "d"), 3, place{Ahead: 4, Watch: "q-b"}},
+		{"not queued yet: behind the tail's head", named("a", "b", "c", "d"), 3, place{Ahead: 4, Watch: "q-b", Next: "q-c"}},
+		{"a head of one: no entry between", named("a", "me"), 1, place{Ahead: 1, Watch: "q-a"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -45,6 +45,16 @@ import (
 // delays the queue by at most its entry's duration after its last renewal
 // (and then every waiter that waited on it lists again, once); an
 // administrator removes it at once by deleting the Lease.
+//
+// A daemon that renews its entry but never takes its turn (stuck, or a
+// compromised node's) cannot hold the queue either: its renewals do not
+// lengthen its turn, and once skipped it gets a new turn at most once per
+// renewal period (turns); the waiter behind the head that watches it
+// looks again when the entry right behind it is gone (movedPast, a GET per
+// renewal at most once per TurnGrace). It costs the queue one TurnGrace per
+// renewal period. What no queue rule can stop is a node that takes a slot
+// and renews it for ever: that is one slot lost until an administrator
+// deletes the Lease (the slot's holder is in every waiter's message).
 
 // RoleLabel marks a Lease of the budget that is a queue entry, not a slot.
 const RoleLabel = "nodeconfd.io/disruption-role"
@@ -115,18 +125,25 @@ func waitersOf(leases map[string]*coordinationv1.Lease, def time.Duration) []wai
 
 // turns remembers, on this daemon's clock, since when each other waiter's
 // turn has lasted, and which waiters it skips as dead.
+//
+// Only taking the slot ends a turn: renewing the entry does not lengthen
+// it, so an entry renewed by a daemon that never takes its turn (stuck, or
+// a compromised node's) holds the queue for one grace. A skipped waiter
+// whose entry changes since (its daemon came back, and touched it) gets a
+// new turn, but not sooner than rearm after it was skipped (the honest
+// renewal period): renewing faster holds the queue no longer.
 type turns struct {
-	self  string
-	grace time.Duration
-	// since is when each waiter's turn began (by holder), with the entry's
-	// version then.
-	since map[string]observation
-	// skipped holds the waiters skipped, with the version skipped.
-	skipped map[string]string
+	self         string
+	grace, rearm time.Duration
+	// since is when each waiter's turn began (by holder).
+	since map[string]time.Time
+	// skipped holds the waiters skipped: the version skipped, and when.
+	skipped map[string]observation
 }
 
-func newTurns(self string, grace time.Duration) *turns {
-	return &turns{self: self, grace: grace, since: map[string]observation{}, skipped: map[string]string{}}
+func newTurns(self string, grace, rearm time.Duration) *turns {
+	return &turns{self: self, grace: grace, rearm: rearm, since: map[string]time.Time{},
+		skipped: map[string]observation{}}
 }
 
 // live returns the queue without the waiters skipped, given free slots
@@ -137,7 +154,8 @@ func (t *turns) live(queue []waiter, free int, now time.Time) ([]waiter, time.Ti
 	for {
 		var out []waiter
 		for _, w := range queue {
-			if v, ok := t.skipped[w.Holder]; ok && v == w.Version && w.Holder != t.self {
+			if sk, ok := t.skipped[w.Holder]; ok && w.Holder != t.self &&
+				(sk.version == w.Version || now.Before(sk.seen.Add(t.rearm))) {
 				continue
 			}
 			delete(t.skipped, w.Holder)
@@ -163,14 +181,14 @@ func (t *turns) clock(queue []waiter, free int, now time.Time) (time.Time, bool)
 		if w.Holder == t.self {
 			continue
 		}
-		o, ok := t.since[w.Holder]
-		if !ok || o.version != w.Version {
-			o = observation{version: w.Version, seen: now}
-			t.since[w.Holder] = o
+		began, ok := t.since[w.Holder]
+		if !ok {
+			began = now
+			t.since[w.Holder] = began
 		}
-		end := o.seen.Add(t.grace)
+		end := began.Add(t.grace)
 		if !now.Before(end) {
-			t.skipped[w.Holder] = w.Version
+			t.skipped[w.Holder] = observation{version: w.Version, seen: now}
 			delete(t.since, w.Holder)
 			return time.Time{}, true
 		}

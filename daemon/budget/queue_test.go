@@ -2,6 +2,7 @@ package budget
 
 import (
 	"reflect"
+	"strconv"
 	"testing"
 	"time"
 
@@ -87,9 +88,13 @@ func TestDecideOneTriesPerFreeSlot(t *testing.T) {
 
 const turnGrace = DefaultTurnGrace
 
+// turnRearm is how soon a skipped waiter may have a new turn in the tests:
+// the renewal period of the default entry duration.
+var turnRearm = entryRenewal(DefaultEntryDuration)
+
 func TestTurns(t *testing.T) {
 	q := queued("dead", "b", "me")
-	tr := newTurns("me", turnGrace)
+	tr := newTurns("me", turnGrace, turnRearm)
 	// One free slot: dead's turn starts.
 	live, next := tr.live(q, 1, t0)
 	if len(live) != 3 || !next.Equal(t0.Add(turnGrace)) {
@@ -119,7 +124,8 @@ func TestTurns(t *testing.T) {
 		t.Fatalf("touched entry not live again: %v", live)
 	}
 	// No free slot: no turn runs, nobody is skipped however long.
-	tr2 := newTurns("me", turnGrace)
+	q[0].Version = "1"
+	tr2 := newTurns("me", turnGrace, turnRearm)
 	if live, next = tr2.live(q, 0, t0); len(live) != 3 || !next.IsZero() {
 		t.Fatalf("no free slot: live %v, next %v", live, next)
 	}
@@ -205,3 +211,40 @@ func TestReporter(t *testing.T) {
 }
 
 func nopLog() *zap.Logger { return zap.NewNop() }
+
+// A waiter that renews its entry but never takes its turn (stuck, or a
+// compromised node's) holds the queue for one grace, then once per rearm,
+// however often it renews.
+func TestTurnsRenewedButNotTaken(t *testing.T) {
+	q := queued("stuck", "b", "me")
+	tr := newTurns("me", turnGrace, turnRearm)
+	renew := func(at time.Time) {
+		v, _ := strconv.Atoi(q[0].Version)
+		q[0].Version = strconv.Itoa(v + 1)
+		tr.live(q, 1, at)
+	}
+	tr.live(q, 1, t0)
+	for d := time.Second; d < turnGrace; d += time.Second {
+		renew(t0.Add(d)) // renewed every second during its turn
+	}
+	skippedAt := t0.Add(turnGrace)
+	if live, _ := tr.live(q, 1, skippedAt); len(live) != 2 || live[0].Holder != "b" {
+		t.Fatalf("renewals lengthened the turn: live %v at the grace's end", live)
+	}
+	for d := time.Second; d < turnRearm; d += 10 * time.Second {
+		renew(skippedAt.Add(d))
+		if live, _ := tr.live(q, 1, skippedAt.Add(d)); live[0].Holder == "stuck" {
+			t.Fatalf("renewed %v after its skip: a new turn before the rearm (%v)", d, turnRearm)
+		}
+	}
+	// Past the rearm, a new version earns a new turn (a daemon that came
+	// back), of one grace again.
+	back := skippedAt.Add(turnRearm)
+	renew(back)
+	if live, _ := tr.live(q, 1, back); live[0].Holder != "stuck" {
+		t.Fatalf("no new turn after the rearm: live %v", live)
+	}
+	if live, _ := tr.live(q, 1, back.Add(turnGrace)); live[0].Holder == "stuck" {
+		t.Fatalf("the new turn outlasted its grace: live %v", live)
+	}
+}

@@ -27,7 +27,8 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		return err
 	}
 	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
-	st := &standing{dead: expiries{}, turns: newTurns(b.cfg.Holder, b.cfg.TurnGrace)}
+	st := &standing{dead: expiries{}, turns: newTurns(b.cfg.Holder, b.cfg.TurnGrace,
+		entryRenewal(b.cfg.EntryDuration))}
 	v := &view{}
 	for {
 		if v.found == nil {
@@ -59,7 +60,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		// with the square of the queue's length across a fleet.
 		target, rv := v.found[pl.Watch].DeepCopy(), v.rv
 		*v = view{}
-		rv, err := b.waitBehind(ctx, q, target, rv, &st.watched, st.dead)
+		rv, err := b.waitBehind(ctx, q, target, pl.Next, rv, &st.watched, st.dead)
 		if err != nil {
 			return err
 		}
