@@ -2,9 +2,11 @@ package kube_test
 
 import (
 	"context"
+	"net/http"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -219,6 +221,77 @@ func TestAPIOnAPIServer(t *testing.T) {
 		}
 	})
 }
+
+// The daemon reads and watches Kubernetes' own types in protobuf, its
+// custom resources in JSON (the API server encodes them only so).
+func TestAPIContentTypesOnAPIServer(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root (the test bed's control plane)")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: testLog{t}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = cp.Stop() })
+	var mu sync.Mutex
+	seen := map[string]string{}
+	rc := cp.RestConfig()
+	rc.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
+		return roundTripFunc(func(r *http.Request) (*http.Response, error) {
+			resp, err := rt.RoundTrip(r)
+			if err == nil {
+				mu.Lock()
+				seen[r.Method+" "+r.URL.Path] = resp.Header.Get("Content-Type")
+				mu.Unlock()
+			}
+			return resp, err
+		})
+	}
+	api, err := kube.NewAPI(rc)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Nodes().Create(ctx, &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "pb"}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Nodes().Patch(ctx, "pb", types.MergePatchType, []byte(`{"metadata":{"labels":{"a":"b"}}}`),
+		metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.Leases("default").List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := api.MachineConfigNodes().List(ctx, metav1.ListOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w, err := api.Nodes().Watch(ctx, metav1.ListOptions{FieldSelector: "metadata.name=pb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ev := <-w.ResultChan(); ev.Type != watch.Added {
+		t.Fatalf("watch of nodes in protobuf: first event %v %v", ev.Type, ev.Object)
+	}
+	w.Stop()
+	mu.Lock()
+	defer mu.Unlock()
+	for req, want := range map[string]string{
+		"POST /api/v1/nodes":     "application/vnd.kubernetes.protobuf",
+		"PATCH /api/v1/nodes/pb": "application/vnd.kubernetes.protobuf",
+		"GET /apis/coordination.k8s.io/v1/namespaces/default/leases": "application/vnd.kubernetes.protobuf",
+		"GET /api/v1/nodes": "application/vnd.kubernetes.protobuf;stream=watch",
+		"GET /apis/machineconfiguration.openshift.io/v1/machineconfignodes": "application/json",
+	} {
+		if got := seen[req]; got != want {
+			t.Errorf("%s: response Content-Type %q, want %q (all: %v)", req, got, want, seen)
+		}
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }
 
 type testLog struct{ t *testing.T }
 

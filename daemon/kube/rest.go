@@ -45,19 +45,28 @@ func NewAPI(cfg *rest.Config) (API, error) {
 	}
 	a := &restAPI{params: runtime.NewParameterCodec(scheme)}
 	for _, g := range []struct {
-		gv   schema.GroupVersion
-		path string
-		into *rest.Interface
+		gv       schema.GroupVersion
+		path     string
+		into     *rest.Interface
+		protobuf bool
 	}{
-		{corev1.SchemeGroupVersion, "/api", &a.core},
-		{policyv1.SchemeGroupVersion, "/apis", &a.policy},
-		{coordinationv1.SchemeGroupVersion, "/apis", &a.coordination},
-		{mcfgv1.GroupVersion, "/apis", &a.mcfg},
+		{corev1.SchemeGroupVersion, "/api", &a.core, true},
+		{policyv1.SchemeGroupVersion, "/apis", &a.policy, true},
+		{coordinationv1.SchemeGroupVersion, "/apis", &a.coordination, true},
+		{mcfgv1.GroupVersion, "/apis", &a.mcfg, false}, // custom resources: JSON only
 	} {
 		c := rest.CopyConfig(cfg)
 		c.GroupVersion = &g.gv
 		c.APIPath = g.path
 		c.NegotiatedSerializer = codecs
+		if g.protobuf {
+			// Kubernetes' own types in protobuf, as the kubelet and the
+			// controllers read them: the API server encodes a LIST of the
+			// disruption queue's Leases, or a watch event, several times
+			// cheaper than in JSON, and a fleet sends it many of them.
+			c.ContentType = runtime.ContentTypeProtobuf
+			c.AcceptContentTypes = runtime.ContentTypeProtobuf + "," + runtime.ContentTypeJSON
+		}
 		if c.UserAgent == "" {
 			c.UserAgent = rest.DefaultKubernetesUserAgent()
 		}
