@@ -130,9 +130,8 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.startJitter, "start-jitter", daemon.DefaultStartJitter,
 		"on a node the daemon never ran on, wait a random time up to this before registering, so that a new cluster's nodes do not all register at once (0: no wait)")
 	fs.DurationVar(&o.updateSpread, "update-spread", daemon.DefaultUpdateSpread,
-		"per node of the cluster, how long the start of a new update may be put off, so that a config rolled out to many nodes "+
-			"does not make them all prepare at once: each node starts at its own point of (nodes-1) × this, at most "+
-			daemon.MaxUpdateSpread.String()+" (0: start at once)")
+		"spread the start of a new update over (nodes in the cluster - 1) × this, at most "+daemon.MaxUpdateSpread.String()+
+			", so that nodes given a config at once do not all prepare at once (0: start at once)")
 	fs.DurationVar(&o.leaseDuration, "disruption-lease-duration", budget.DefaultDuration, "how long a disruption slot stays held after its holder stops renewing it (renewed every fifth of it); must exceed a node's reboot")
 	o.health.register(fs)
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern,
@@ -293,9 +292,8 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 			events = kube.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
 			return events
 		},
-		Log:             log,
+		Log: log, Fault: fault,
 		Backoff:         daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
-		Fault:           fault,
 		StartJitter:     o.startJitter,
 		UpdateSpread:    o.updateSpread,
 		ImageModeStatus: o.imageModeStatus,
