@@ -6,6 +6,8 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+
+	"github.com/nodeconfd/nodeconfd/phases"
 )
 
 // DefaultUpdateSpread is the daemon's --update-spread: per node of the
@@ -27,6 +29,8 @@ const MaxUpdateSpread = 2 * time.Minute
 type spread struct {
 	config string
 	until  time.Time
+	// waiting: the metrics show the wait (phases.WaitUpdateSpread).
+	waiting bool
 }
 
 // spreadDelay is how long node's update to config waits to start in a
@@ -85,5 +89,13 @@ func (d *Daemon) spreadWait(ctx context.Context, current, desired string, underW
 				zap.Duration("perNode", d.UpdateSpread))
 		}
 	}
-	return max(d.spread.until.Sub(d.Now()), 0)
+	left := max(d.spread.until.Sub(d.Now()), 0)
+	switch {
+	case left > 0 && !d.spread.waiting:
+		d.waiting(phases.WaitUpdateSpread)
+	case left == 0 && d.spread.waiting:
+		d.waiting("")
+	}
+	d.spread.waiting = left > 0
+	return left
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -13,6 +14,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases"
 )
 
 func TestSpreadDelay(t *testing.T) {
@@ -104,11 +106,20 @@ type nodesAPI struct {
 
 func (a nodesAPI) Nodes() kube.Resource[*corev1.Node, *corev1.NodeList] { return a.nodes }
 
+// waits records what the metrics are told the daemon waits for.
+type waits struct {
+	phases.Observer
+	got []string
+}
+
+func (w *waits) Waiting(reason string) { w.got = append(w.got, reason) }
+
 func TestSpreadWait(t *testing.T) {
 	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
+	obs := &waits{}
 	newDaemon := func(count *countingNodes) *Daemon {
 		return &Daemon{API: &kube.Client{API: nodesAPI{nodes: count}, NodeName: "worker-7"},
-			Log: zaptest.NewLogger(t), Now: func() time.Time { return now },
+			Log: zaptest.NewLogger(t), Now: func() time.Time { return now }, Env: phases.Env{Observer: obs},
 			UpdateSpread: DefaultUpdateSpread, mcn: &mcfgv1.MachineConfigNode{}}
 	}
 	want := spreadDelay("worker-7", "rendered-b", 1000, DefaultUpdateSpread)
@@ -131,6 +142,9 @@ func TestSpreadWait(t *testing.T) {
 	}
 	if count.lists != 1 {
 		t.Fatalf("%d LISTs of Nodes for one config, want 1", count.lists)
+	}
+	if want := []string{phases.WaitUpdateSpread, ""}; !slices.Equal(obs.got, want) {
+		t.Fatalf("metrics told the waits %q, want %q", obs.got, want)
 	}
 
 	for _, tt := range []struct {

@@ -67,12 +67,15 @@ const (
 	// WaitDrainBlocked: the drain is past its timeout and evictions are
 	// still refused (a PodDisruptionBudget, an error).
 	WaitDrainBlocked = "DrainBlocked"
+	// WaitUpdateSpread: the start of a new update is put off to its
+	// point of the cluster's spread (the daemon's --update-spread).
+	WaitUpdateSpread = "UpdateSpread"
 )
 
 // WaitReasons lists every reason an update can wait for, so that metrics
 // show each one (at 0) before the first wait.
 func WaitReasons() []string {
-	return []string{WaitDisruptionSlot, WaitDrainBlocked, HoldPaused, HoldWindow, HoldBlockingPods}
+	return []string{WaitDisruptionSlot, WaitDrainBlocked, WaitUpdateSpread, HoldPaused, HoldWindow, HoldBlockingPods}
 }
 
 // nopObserver is the Observer of an Env without one.

@@ -77,6 +77,7 @@ nodeconfd_waiting{reason="DisruptionSlot"} 1
 nodeconfd_waiting{reason="DrainBlocked"} 0
 nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_waiting{reason="Paused"} 0
+nodeconfd_waiting{reason="UpdateSpread"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
 nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
@@ -84,6 +85,7 @@ nodeconfd_wait_seconds_total{reason="DisruptionSlot"} 30
 nodeconfd_wait_seconds_total{reason="DrainBlocked"} 0
 nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_wait_seconds_total{reason="Paused"} 0
+nodeconfd_wait_seconds_total{reason="UpdateSpread"} 0
 `, "nodeconfd_waiting", "nodeconfd_wait_seconds_total")
 	m.Waiting("SomethingNew") // a reason not known shows up as it comes
 	c.t = c.t.Add(10 * time.Second)
@@ -98,6 +100,7 @@ nodeconfd_waiting{reason="DrainBlocked"} 0
 nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_waiting{reason="Paused"} 0
 nodeconfd_waiting{reason="SomethingNew"} 0
+nodeconfd_waiting{reason="UpdateSpread"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
 nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
@@ -106,6 +109,7 @@ nodeconfd_wait_seconds_total{reason="DrainBlocked"} 0
 nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_wait_seconds_total{reason="Paused"} 0
 nodeconfd_wait_seconds_total{reason="SomethingNew"} 10
+nodeconfd_wait_seconds_total{reason="UpdateSpread"} 0
 `, "nodeconfd_waiting", "nodeconfd_wait_seconds_total")
 	if n := testutil.CollectAndCount(m.waits.durations); n != 2 {
 		t.Errorf("%d wait duration series, want 2 (one per reason waited for)", n)
