@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
+	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
 
 // The fleet's size and timings: `make bench-fleet N=1000 S=10` sets them.
@@ -29,16 +30,19 @@ var (
 	traceFlag   = flag.Bool("fleet.trace-status", false, "print the first node's status writes")
 	jitterFlag  = flag.Duration("fleet.start-jitter", daemon.DefaultStartJitter, "the daemons' --start-jitter")
 	spreadFlag  = flag.Duration("fleet.update-spread", daemon.DefaultUpdateSpread, "the daemons' --update-spread")
+	apfFlag     = flag.Bool("fleet.apf", false, "run kube-apiserver with API Priority and Fairness, as real clusters do (the test bed runs without)")
 )
 
 // bed is the benchmark's test bed; nil when no benchmark runs.
 var bed *testbed.Bed
 
 func TestMain(m *testing.M) {
-	testbed.Main(m, "nodeconfd-fleet-", func() bool {
+	testbed.MainWith(m, "nodeconfd-fleet-", func() bool {
 		flag.Parse()
 		f := flag.Lookup("test.bench")
 		return f != nil && f.Value.String() != ""
+	}, func() controlplane.Options {
+		return controlplane.Options{PriorityAndFairness: *apfFlag}
 	}, func(b *testbed.Bed) { bed = b })
 }
 

@@ -137,15 +137,18 @@ func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Tabl
 	var times map[string]time.Duration
 	var starts []time.Duration
 	var b *burst
+	var tl *timeline
 	var profiled <-chan struct{}
 	w, daemons, err := f.measured(ctx, func() error {
 		start := time.Now()
-		b = f.startBurst(ctx) // burst.go
+		b = f.startBurst(ctx)     // burst.go
+		tl = f.startTimeline(ctx) // timeline.go
 		if f.opts.APIServerProfile != "" {
 			profiled = f.profileAPIServer(ctx, 30*time.Second, f.opts.APIServerProfile) // apiprofile.go
 		}
 		var err error
 		times, err = f.Roll(ctx, f.Names(), config)
+		f.stopTimeline(ctx, tl)
 		for _, at := range f.track.startedAt(f.Names()) {
 			starts = append(starts, at.Sub(start))
 		}
@@ -200,6 +203,7 @@ func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Tabl
 	apiServerRows(t, w)
 	kindRows(t, w, len(f.nodes), "handoff", n, 1) // self.go; N handoffs
 	b.rows(t, len(f.nodes))
+	tl.rows(t, percentile(starts, 1))
 	selfRow(t, w, len(f.nodes))
 	return t, nil
 }

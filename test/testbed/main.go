@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
 
 // Main runs a test binary's tests against one bed shared by all of them:
@@ -16,8 +18,18 @@ import (
 // use, runs the tests and tears the bed down. When needed returns false (no
 // test of the binary wants a bed) it runs the tests without one.
 func Main(m *testing.M, prefix string, needed func() bool, use func(*Bed)) {
+	MainWith(m, prefix, needed, nil, use)
+}
+
+// MainWith is Main with the control plane's options from cp (nil: the
+// defaults), called after needed, so that they may come from flags.
+func MainWith(m *testing.M, prefix string, needed func() bool, cp func() controlplane.Options, use func(*Bed)) {
 	if needed != nil && !needed() {
 		os.Exit(m.Run())
+	}
+	var cpo controlplane.Options
+	if cp != nil {
+		cpo = cp()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	dir, err := os.MkdirTemp("", prefix)
@@ -25,7 +37,7 @@ func Main(m *testing.M, prefix string, needed func() bool, use func(*Bed)) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	b, err := Start(ctx, dir, os.Stderr)
+	b, err := StartWith(ctx, dir, os.Stderr, cpo)
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the test bed:", err)

@@ -46,6 +46,12 @@ type Bed struct {
 
 // Start builds the daemon, starts the control plane and applies manifests/.
 func Start(ctx context.Context, dir string, log io.Writer) (*Bed, error) {
+	return StartWith(ctx, dir, log, controlplane.Options{})
+}
+
+// StartWith is Start with the control plane's options cpo (its Dir and Log
+// are the bed's).
+func StartWith(ctx context.Context, dir string, log io.Writer, cpo controlplane.Options) (*Bed, error) {
 	repo, err := RepoRoot()
 	if err != nil {
 		return nil, err
@@ -57,7 +63,8 @@ func Start(ctx context.Context, dir string, log io.Writer) (*Bed, error) {
 	if out, err := build.CombinedOutput(); err != nil {
 		return nil, fmt.Errorf("building the daemon: %v\n%s", err, out)
 	}
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: filepath.Join(dir, "cp"), Log: log})
+	cpo.Dir, cpo.Log = filepath.Join(dir, "cp"), log
+	cp, err := controlplane.Start(ctx, cpo)
 	if err != nil {
 		return nil, err
 	}

@@ -43,6 +43,10 @@ type Options struct {
 	NoCRDs bool
 	// Log receives progress and timings (and build output). Nil discards them.
 	Log io.Writer
+	// PriorityAndFairness runs kube-apiserver with API Priority and
+	// Fairness, as real clusters do (requests queue per priority level and
+	// flow); off, it refuses what exceeds its in-flight limits with 429s.
+	PriorityAndFairness bool
 }
 
 // ControlPlane is a running etcd and kube-apiserver. Stop it when done.
@@ -191,7 +195,7 @@ func (c *ControlPlane) startAPIServerLocked(ctx context.Context) error {
 		"--disable-admission-plugins=ServiceAccount",
 		// A loopback address is not a valid endpoint for the kubernetes Service.
 		"--endpoint-reconciler-type=none",
-		"--enable-priority-and-fairness=false",
+		"--enable-priority-and-fairness=" + strconv.FormatBool(c.opts.PriorityAndFairness),
 	})
 	if err != nil {
 		return err
