@@ -112,7 +112,7 @@ func (f *Fleet) Single(ctx context.Context, config string, fig *Figures) (*Table
 		begin := time.Now()
 		d, err := f.Roll(ctx, []string{name}, config)
 		took = d[name]
-		if at, ok := f.track.startedAt([]string{name})[name]; ok && at.After(begin) {
+		if at := f.nodes[0].startedAt(); at.After(begin) {
 			// The daemon's --update-spread is not the update's time: the
 			// roll's bound counts the update itself.
 			spread = at.Sub(begin)
@@ -149,8 +149,10 @@ func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Tabl
 		var err error
 		times, err = f.Roll(ctx, f.Names(), config)
 		f.stopTimeline(ctx, tl)
-		for _, at := range f.track.startedAt(f.Names()) {
-			starts = append(starts, at.Sub(start))
+		for _, n := range f.nodes {
+			if at := n.startedAt(); at.After(start) {
+				starts = append(starts, at.Sub(start))
+			}
 		}
 		took = time.Since(start)
 		return err

@@ -9,6 +9,7 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
@@ -19,6 +20,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/status"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -37,6 +39,34 @@ type node struct {
 	starts int
 	// trace, when set, prints the node's status writes (trace.go).
 	trace *statusTrace
+	// started is when the daemon's current or last update wrote its first
+	// status (Updated=False), on the daemon's side: the tracker's watch
+	// of every MachineConfigNode lags under load.
+	started  time.Time
+	updating bool
+}
+
+// wrote notes a status the daemon wrote (or found at its start).
+func (n *node) wrote(conds []metav1.Condition) {
+	if n.trace != nil {
+		n.trace.written(conds)
+	}
+	c := status.Find(conds, status.Updated)
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case c != nil && c.Status == metav1.ConditionFalse && !n.updating:
+		n.started, n.updating = time.Now(), true
+	case c != nil && c.Status == metav1.ConditionTrue:
+		n.updating = false
+	}
+}
+
+// startedAt is when the node's last update started (zero: none seen).
+func (n *node) startedAt() time.Time {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.started
 }
 
 func newNode(f *Fleet, name string, cfg *rest.Config) *node {
@@ -113,10 +143,7 @@ func (n *node) daemon(ctx context.Context) {
 		log.Error("Building the API client", zap.Error(err))
 		return
 	}
-	api := &kube.Client{API: kapi, NodeName: n.name}
-	if n.trace != nil {
-		api.StatusWritten = n.trace.written
-	}
+	api := &kube.Client{API: kapi, NodeName: n.name, StatusWritten: n.wrote}
 	slots, err := budget.New(budget.Config{Client: kapi, Namespace: testbed.Namespace, Name: BudgetName,
 		Slots: n.f.opts.Slots, Holder: n.name, Duration: n.f.opts.LeaseDuration, Log: log.Named("budget")})
 	if err != nil {

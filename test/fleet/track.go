@@ -29,11 +29,6 @@ type tracker struct {
 	// (cordoned to Updated: about the time it held its slot).
 	cordoned map[string]time.Time
 	held     map[string]time.Duration
-	// starting is when each node was first seen Updated=False since its
-	// last Updated (its update started: after the daemon's spread);
-	// started when its last update did.
-	starting map[string]time.Time
-	started  map[string]time.Time
 }
 
 type updated struct {
@@ -49,8 +44,7 @@ type expectation struct {
 }
 
 func startTracker(ctx context.Context, bed *testbed.Bed) (*tracker, error) {
-	t := &tracker{at: map[string]updated{}, cordoned: map[string]time.Time{}, held: map[string]time.Duration{},
-		starting: map[string]time.Time{}, started: map[string]time.Time{}}
+	t := &tracker{at: map[string]updated{}, cordoned: map[string]time.Time{}, held: map[string]time.Duration{}}
 	lw := cache.NewListWatchFromClient(bed.MCfg.MachineconfigurationV1().RESTClient(), "machineconfignodes", "",
 		fields.Everything())
 	inf := cache.NewSharedIndexInformer(lw, &mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
@@ -80,9 +74,6 @@ func (t *tracker) saw(o any) {
 		t.cordoned[mcn.Name] = now
 	}
 	c := status.Find(mcn.Status.Conditions, status.Updated)
-	if c != nil && c.Status == metav1.ConditionFalse && t.starting[mcn.Name].IsZero() {
-		t.starting[mcn.Name] = now
-	}
 	if c == nil || c.Status != metav1.ConditionTrue {
 		return
 	}
@@ -94,10 +85,6 @@ func (t *tracker) saw(o any) {
 	if at := t.cordoned[mcn.Name]; !at.IsZero() {
 		t.held[mcn.Name] = now.Sub(at)
 		delete(t.cordoned, mcn.Name)
-	}
-	if at := t.starting[mcn.Name]; !at.IsZero() {
-		t.started[mcn.Name] = at
-		delete(t.starting, mcn.Name)
 	}
 	for _, e := range t.waiters {
 		if e.config == cur && e.left[mcn.Name] {
@@ -161,20 +148,6 @@ func (t *tracker) holds(nodes []string) []time.Duration {
 	for _, n := range nodes {
 		if d, ok := t.held[n]; ok {
 			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// startedAt returns when each of nodes started its last update (its first
-// status write of it), for the nodes seen doing so.
-func (t *tracker) startedAt(nodes []string) map[string]time.Time {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	out := map[string]time.Time{}
-	for _, n := range nodes {
-		if at, ok := t.started[n]; ok {
-			out[n] = at
 		}
 	}
 	return out
