@@ -43,9 +43,9 @@ type spread struct {
 // spreadDelay is how long node's update to config waits to start in a
 // cluster of nodes Nodes, perNode apart: a point of the window
 // min((nodes-1) × perNode, MaxUpdateSpread) chosen by a hash of the node's
-// and the config's names, so the nodes spread evenly over it and a
-// restarted daemon picks the same point. A lone node (nodes ≤ 1) and
-// perNode ≤ 0 do not wait.
+// and the config's names, so the nodes spread evenly over it (and a test
+// can tell where a node starts). A lone node (nodes ≤ 1) and perNode ≤ 0
+// do not wait.
 func spreadDelay(node, config string, nodes int, perNode time.Duration) time.Duration {
 	if nodes <= 1 || perNode <= 0 {
 		return 0
@@ -77,11 +77,24 @@ func SpreadPoint(node, config string) float64 {
 // size (one LIST of one Node); if that fails the update starts at once,
 // as it would without a spread.
 func (d *Daemon) spreadWait(ctx context.Context, current, desired string, underWay bool) time.Duration {
+	left := d.spreadLeft(ctx, current, desired, underWay)
+	switch {
+	case left > 0 && !d.spread.waiting:
+		d.waiting(phases.WaitUpdateSpread)
+	case left == 0 && d.spread.waiting:
+		d.waiting("") // started, or no longer to start (back to its config)
+	}
+	d.spread.waiting = left > 0
+	return left
+}
+
+// spreadLeft is spreadWait's decision; it counts the nodes once per config.
+func (d *Daemon) spreadLeft(ctx context.Context, current, desired string, underWay bool) time.Duration {
 	if d.UpdateSpread <= 0 || d.mcn == nil || underWay || desired == current {
 		return 0
 	}
 	if d.spread.config != desired {
-		d.spread = spread{config: desired, until: d.Now()}
+		d.spread = spread{config: desired, until: d.Now(), waiting: d.spread.waiting}
 		nodes, err := d.API.CountNodes(ctx)
 		log := d.Log.With(zap.String("node", d.API.NodeName), zap.String("config", desired))
 		if err != nil {
@@ -96,13 +109,5 @@ func (d *Daemon) spreadWait(ctx context.Context, current, desired string, underW
 				zap.Duration("perNode", d.UpdateSpread))
 		}
 	}
-	left := max(d.spread.until.Sub(d.Now()), 0)
-	switch {
-	case left > 0 && !d.spread.waiting:
-		d.waiting(phases.WaitUpdateSpread)
-	case left == 0 && d.spread.waiting:
-		d.waiting("")
-	}
-	d.spread.waiting = left > 0
-	return left
+	return max(d.spread.until.Sub(d.Now()), 0)
 }

@@ -171,6 +171,20 @@ func TestSpreadWait(t *testing.T) {
 		})
 	}
 
+	t.Run("back to its config during the spread", func(t *testing.T) {
+		obs.got = nil
+		d := newDaemon(&countingNodes{nodes: 1000})
+		if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got == 0 {
+			t.Fatal("no spread")
+		}
+		if got := d.spreadWait(context.Background(), "rendered-a", "rendered-a", false); got != 0 {
+			t.Fatalf("wait %v at its own config", got)
+		}
+		if want := []string{phases.WaitUpdateSpread, ""}; !slices.Equal(obs.got, want) {
+			t.Fatalf("metrics told the waits %q, want %q", obs.got, want)
+		}
+	})
+
 	t.Run("count fails", func(t *testing.T) {
 		count := &countingNodes{err: errors.New("429 Too Many Requests")}
 		d := newDaemon(count)

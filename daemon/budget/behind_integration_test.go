@@ -172,25 +172,11 @@ func restartedKeepsPlace(ctx context.Context, t *testing.T, cp *controlplane.Con
 	if err := first.Acquire(ctx, nil); err != nil {
 		t.Fatal(err)
 	}
-	var mu sync.Mutex
-	var order []string
+	order := newTurnOrder(2 * n)
 	var wg sync.WaitGroup
-	errs := make(chan error, 2*n)
 	wait := func(actx context.Context, b *budget.Budget, holder string) {
 		defer wg.Done()
-		if err := b.Acquire(actx, nil); err != nil {
-			if actx.Err() == nil {
-				errs <- err
-			}
-			return
-		}
-		mu.Lock()
-		order = append(order, holder)
-		mu.Unlock()
-		time.Sleep(100 * time.Millisecond)
-		if err := b.Release(ctx); err != nil {
-			errs <- err
-		}
+		order.take(ctx, actx, b, holder)
 	}
 	kills := map[int]func(){}
 	for i := 0; i < n; i++ {
@@ -216,18 +202,52 @@ func restartedKeepsPlace(ctx context.Context, t *testing.T, cp *controlplane.Con
 		t.Fatal(err)
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
+	order.check(t, n)
+	if left := entries(ctx, t, kc, ns, name); left != 0 {
+		t.Errorf("%d queue entries left", left)
+	}
+}
+
+// turnOrder records the order in which waiters took the slot.
+type turnOrder struct {
+	mu   sync.Mutex
+	got  []string
+	errs chan error
+}
+
+func newTurnOrder(waiters int) *turnOrder { return &turnOrder{errs: make(chan error, waiters)} }
+
+// take waits for b's slot under actx (a cancelled wait is no error), notes
+// holder's turn, holds the slot 100 ms and gives it back under ctx.
+func (o *turnOrder) take(ctx, actx context.Context, b *budget.Budget, holder string) {
+	if err := b.Acquire(actx, nil); err != nil {
+		if actx.Err() == nil {
+			o.errs <- err
+		}
+		return
+	}
+	o.mu.Lock()
+	o.got = append(o.got, holder)
+	o.mu.Unlock()
+	time.Sleep(100 * time.Millisecond)
+	if err := b.Release(ctx); err != nil {
+		o.errs <- err
+	}
+}
+
+// check fails t on an error of a waiter, or unless node-0 … node-(n-1)
+// took the slot in that order; call it once every waiter is done.
+func (o *turnOrder) check(t *testing.T, n int) {
+	t.Helper()
+	close(o.errs)
+	for err := range o.errs {
 		t.Fatal(err)
 	}
 	var want []string
 	for i := 0; i < n; i++ {
 		want = append(want, fmt.Sprintf("node-%d", i))
 	}
-	if !reflect.DeepEqual(order, want) {
-		t.Errorf("slots taken in the order %v, want %v", order, want)
-	}
-	if left := entries(ctx, t, kc, ns, name); left != 0 {
-		t.Errorf("%d queue entries left", left)
+	if !reflect.DeepEqual(o.got, want) {
+		t.Errorf("slots taken in the order %v, want %v", o.got, want)
 	}
 }

@@ -3,7 +3,6 @@ package budget_test
 import (
 	"context"
 	"fmt"
-	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -31,27 +30,15 @@ func stuckAhead(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane
 	defer stop()
 	renewed := renewForEver(rctx, t, kc, ns, name)
 	time.Sleep(1100 * time.Millisecond) // entries' creation times are whole seconds
-	var mu sync.Mutex
-	var order []string
+	order := newTurnOrder(n)
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
 	for i := 0; i < n; i++ {
 		holder := fmt.Sprintf("node-%d", i)
 		b, _ := killable(t, cp, budget.Config{Namespace: ns, Name: name, Slots: 1, Holder: holder})
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if err := b.Acquire(ctx, nil); err != nil {
-				errs <- err
-				return
-			}
-			mu.Lock()
-			order = append(order, holder)
-			mu.Unlock()
-			time.Sleep(100 * time.Millisecond)
-			if err := b.Release(ctx); err != nil {
-				errs <- err
-			}
+			order.take(ctx, ctx, b, holder)
 		}()
 		waitEntries(ctx, t, kc, ns, name, i+2)
 		time.Sleep(1100 * time.Millisecond)
@@ -60,17 +47,7 @@ func stuckAhead(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane
 		t.Fatal(err)
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	var want []string
-	for i := 0; i < n; i++ {
-		want = append(want, fmt.Sprintf("node-%d", i))
-	}
-	if !reflect.DeepEqual(order, want) {
-		t.Errorf("slots taken in the order %v, want %v", order, want)
-	}
+	order.check(t, n)
 	stop()
 	if k := <-renewed; k < 10 {
 		t.Errorf("the stuck entry was renewed %d times, want it renewed throughout", k)

@@ -43,6 +43,8 @@ func TestAPIOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	t.Run("ContentTypes", func(t *testing.T) { contentTypes(ctx, t, cp) })
+
 	t.Run("CountNodes", func(t *testing.T) {
 		nodes := api.Nodes()
 		for _, name := range []string{"count-1", "count-2", "count-3"} {
@@ -222,19 +224,10 @@ func TestAPIOnAPIServer(t *testing.T) {
 	})
 }
 
-// The daemon reads and watches Kubernetes' own types in protobuf, its
-// custom resources in JSON (the API server encodes them only so).
-func TestAPIContentTypesOnAPIServer(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("needs root (the test bed's control plane)")
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
-	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: testLog{t}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = cp.Stop() })
+// contentTypes: the daemon reads and watches Kubernetes' own types in
+// protobuf, its custom resources in JSON (the API server encodes them
+// only so).
+func contentTypes(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane) {
 	var mu sync.Mutex
 	seen := map[string]string{}
 	rc := cp.RestConfig()
