@@ -52,7 +52,8 @@ import (
 // renewal period (turns); the waiter behind the head that watches it
 // looks again when the entry right behind it is gone (movedPast, a GET per
 // renewal at most once per TurnGrace). It costs the queue one TurnGrace per
-// renewal period. What no queue rule can stop is a node that takes a slot
+// renewal period. More entries of one holder (a node queueing many times
+// over, to fill the head with itself) count as its oldest (waitersOf). What no queue rule can stop is a node that takes a slot
 // and renews it for ever: that is one slot lost until an administrator
 // deletes the Lease (the slot's holder is in every waiter's message).
 
@@ -120,7 +121,19 @@ func waitersOf(leases map[string]*coordinationv1.Lease, def time.Duration) []wai
 		}
 		return q[i].Holder < q[j].Holder
 	})
-	return q
+	// One place per node: a daemon's entry has one name (QueueName), and
+	// the admission policy lets a node write Leases only as their holder,
+	// so more entries of one holder are a node's own doing (a compromised
+	// node queueing many times over to fill the head); its oldest counts.
+	seen := map[string]bool{}
+	out := q[:0]
+	for _, w := range q {
+		if !seen[w.Holder] {
+			seen[w.Holder] = true
+			out = append(out, w)
+		}
+	}
+	return out
 }
 
 // turns remembers, on this daemon's clock, since when each other waiter's

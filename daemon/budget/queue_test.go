@@ -147,8 +147,13 @@ func TestWaitersOf(t *testing.T) {
 		"q-b":  entry("q-b", "b", "3", t0),
 		"q-a":  entry("q-a", "a", "2", t0),
 		"q-no": entry("q-no", "", "5", t0),
+		// More entries of one holder (a node queueing many times over):
+		// its oldest counts.
+		"flood-1": entry("flood-1", "a", "6", t0.Add(2*time.Second)),
+		"flood-0": entry("flood-0", "a", "7", t0.Add(-time.Second)),
 	}, time.Minute)
-	want := []waiter{{Name: "q-a", Holder: "a", Version: "2", Since: t0}, {Name: "q-b", Holder: "b", Version: "3", Since: t0},
+	want := []waiter{{Name: "flood-0", Holder: "a", Version: "7", Since: t0.Add(-time.Second)},
+		{Name: "q-b", Holder: "b", Version: "3", Since: t0},
 		{Name: "q-c", Holder: "c", Version: "4", Since: t0.Add(time.Second)}}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("waitersOf = %+v, want %+v", got, want)
