@@ -45,21 +45,34 @@ func watchTimeout() *int64 {
 	return &s
 }
 
-// byName is a list+watch of the one object with the given name.
+// byName is a list+watch of the one object with the given name. After a
+// failed list or watch (the API server gone, or refusing while it starts)
+// the next attempt waits a random time up to ReconnectJitter first.
 func byName[L runtime.Object](name string,
 	list func(context.Context, metav1.ListOptions) (L, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
 ) *cache.ListWatch {
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
+	r := &reconnect{jitter: ReconnectJitter}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			if err := r.before(ctx); err != nil {
+				return nil, err
+			}
 			o.FieldSelector = selector
-			return list(ctx, o)
+			l, err := list(ctx, o)
+			r.after(err)
+			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			if err := r.before(ctx); err != nil {
+				return nil, err
+			}
 			o.FieldSelector = selector
 			o.TimeoutSeconds = watchTimeout()
-			return watchFn(ctx, o)
+			w, err := watchFn(ctx, o)
+			r.after(err)
+			return w, err
 		},
 	}
 }
