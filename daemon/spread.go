@@ -47,14 +47,19 @@ type spread struct {
 // can tell where a node starts). A lone node (nodes ≤ 1) and perNode ≤ 0
 // do not wait.
 func spreadDelay(node, config string, nodes int, perNode time.Duration) time.Duration {
+	return time.Duration(SpreadPoint(node, config) * float64(spreadWindow(nodes, perNode)))
+}
+
+// spreadWindow is min((nodes-1) × perNode, MaxUpdateSpread), 0 for a lone
+// node or perNode ≤ 0.
+func spreadWindow(nodes int, perNode time.Duration) time.Duration {
 	if nodes <= 1 || perNode <= 0 {
 		return 0
 	}
-	window := MaxUpdateSpread
 	if n := time.Duration(nodes - 1); perNode < MaxUpdateSpread/n {
-		window = perNode * n
+		return perNode * n
 	}
-	return time.Duration(SpreadPoint(node, config) * float64(window))
+	return MaxUpdateSpread
 }
 
 // SpreadPoint is where in the spread's window node's update to config

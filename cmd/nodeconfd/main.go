@@ -128,7 +128,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.budgetName, "disruption-budget", budget.DefaultName, "name of the cluster-wide disruption budget: its slots are the Leases <name>-0 … <name>-(N-1)")
 	fs.IntVar(&o.slots, "disruption-slots", budget.DefaultSlots, "how many nodes may be disrupted (cordoned, drained, rebooted) at once, cluster-wide")
 	fs.DurationVar(&o.startJitter, "start-jitter", daemon.DefaultStartJitter,
-		"on a node the daemon never ran on, wait a random time up to this before registering, so that a new cluster's nodes do not all register at once (0: no wait)")
+		"on a node the daemon never ran on, wait a random time up to this (or the longer --update-spread window) before registering, so that a new cluster's nodes do not all register at once (0: no wait)")
 	fs.DurationVar(&o.updateSpread, "update-spread", daemon.DefaultUpdateSpread,
 		"spread the start of a new update over (nodes in the cluster - 1) × this, at most "+daemon.MaxUpdateSpread.String()+
 			", so that nodes given a config at once do not all prepare at once (0: start at once)")
