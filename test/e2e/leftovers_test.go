@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
@@ -206,7 +208,9 @@ func TestFailedWriteRestoresUnitEnablement(t *testing.T) {
 	if err := n.StopDaemon(); err != nil {
 		t.Fatal(err)
 	}
-	if c := log.Condition("AppliedFilesAndOS"); !strings.Contains(c.Message, "(rolled back this update's writes)") {
+	// The daemon's last status write may reach the test's watch after
+	// the daemon has exited.
+	if c := waitLatest(ctx, log, "AppliedFilesAndOS", "(rolled back this update's writes)"); c != nil {
 		t.Errorf("AppliedFilesAndOS = %s %q", c.Status, c.Message)
 	}
 	for u, want := range before {
@@ -371,5 +375,27 @@ func TestOrphanJournalRolledBack(t *testing.T) {
 	}
 	if !strings.Contains(n.DaemonLog(), "Rolled back the unfinished write of rendered-lo3-b") {
 		t.Error("the daemon log does not say it rolled back the orphan journal")
+	}
+}
+
+// waitLatest waits up to 30 s for the latest condition cond to have a
+// message containing text; it returns nil then, else the condition last
+// seen.
+func waitLatest(ctx context.Context, log *testbed.StatusLog, cond, text string) *metav1.Condition {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for {
+		c := log.Condition(cond)
+		if c != nil && strings.Contains(c.Message, text) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			if c == nil {
+				c = &metav1.Condition{Type: cond}
+			}
+			return c
+		case <-time.After(100 * time.Millisecond):
+		}
 	}
 }
