@@ -2,10 +2,6 @@ package budget_test
 
 import (
 	"context"
-	"fmt"
-	"net/http"
-	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -42,81 +38,21 @@ func TestBudgetQueueOnAPIServer(t *testing.T) {
 // handoffs runs n daemons through a budget of 2 slots, each taking a slot
 // once, and returns the requests they sent per node.
 func handoffs(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, kc kubernetes.Interface, ns string, n int) float64 {
-	const slots = 2
-	name := fmt.Sprintf("queue-%d", n)
-	var requests, watches, mark atomic.Int64
-	var inside, most, acquired atomic.Int32
-	var wg sync.WaitGroup
-	errs := make(chan error, n)
-	for i := 0; i < n; i++ {
-		cfg := cp.RestConfig()
-		cfg.WrapTransport = func(rt http.RoundTripper) http.RoundTripper {
-			return counting{rt, &requests, &watches}
-		}
-		api, err := kube.NewAPI(cfg)
-		if err != nil {
-			t.Fatal(err)
-		}
-		b, err := budget.New(budget.Config{Client: api, Namespace: ns, Name: name, Slots: slots,
-			Holder: fmt.Sprintf("node-%02d", i), Duration: 20 * time.Second, Log: zaptest.NewLogger(t)})
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(b.Close)
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			if err := b.Acquire(ctx, nil); err != nil {
-				errs <- err
-				return
-			}
-			if acquired.Add(1) == int32(n/2) {
-				mark.Store(requests.Load())
-			}
-			n := inside.Add(1)
-			for m := most.Load(); n > m && !most.CompareAndSwap(m, n); m = most.Load() {
-			}
-			time.Sleep(200 * time.Millisecond)
-			inside.Add(-1)
-			if err := b.Release(ctx); err != nil {
-				errs <- err
-			}
-		}()
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	if m := most.Load(); m > slots {
-		t.Errorf("n=%d: %d nodes held a slot at once, want at most %d", n, m, slots)
-	}
-	left, err := kc.CoordinationV1().Leases(ns).List(ctx, metav1.ListOptions{LabelSelector: budget.Label + "=" + name})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(left.Items) != 0 {
-		t.Errorf("n=%d: %d Leases (slots or queue entries) left after every node released", n, len(left.Items))
-	}
-	total := requests.Load()
-	perNode := float64(total) / float64(n)
-	// n nodes take a slot each: n handoffs.
-	t.Logf("n=%d waiters, %d slots: %d requests (%d watches), %.1f per node, %.1f per handoff",
-		n, slots, total, watches.Load(), perNode, float64(total)/float64(n))
+	c := rollout(ctx, t, cp, kc, ns, n, 2) // n nodes take a slot each: n handoffs
+	t.Logf("n=%d waiters, 2 slots: %.1f requests per node (per handoff), %.1f in the second half; %s",
+		n, c.requests, c.lateRequests, c.verbs)
 	// list, watch, a lost first try (create and get), the queue entry
 	// (create, delete), the take, the release: 8; a waiter behind the
 	// head lists the slots first, and lists and watches again when the
 	// entry it watches goes: 3 more; a resumed watch or a race lost to a
 	// newcomer adds one or two.
-	if perNode > 13 {
-		t.Errorf("n=%d: %.1f requests per node, want at most 13", n, perNode)
+	if c.requests > 13 {
+		t.Errorf("n=%d: %.1f requests per node, want at most 13", n, c.requests)
 	}
 	// The second half, once every daemon has joined the queue: the start-up
 	// race's share depends on how the first lists interleave (under load,
 	// more daemons lose a race and line up again).
-	late := float64(total-mark.Load()) / float64(n-n/2)
-	t.Logf("n=%d: %.1f requests per handoff in the second half", n, late)
-	return late
+	return c.lateRequests
 }
 
 // A waiter that died keeps its place at the head of the queue; the next
@@ -158,18 +94,4 @@ func deadWaiter(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane
 	if err := b.Release(ctx); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// counting counts the requests sent, and the watches among them.
-type counting struct {
-	rt                http.RoundTripper
-	requests, watches *atomic.Int64
-}
-
-func (c counting) RoundTrip(r *http.Request) (*http.Response, error) {
-	c.requests.Add(1)
-	if r.URL.Query().Get("watch") == "true" {
-		c.watches.Add(1)
-	}
-	return c.rt.RoundTrip(r)
 }
