@@ -175,7 +175,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		log.Info("Node has no desiredConfig annotation yet; waiting")
 		return 0, nil
 	}
-	if wait := d.spreadWait(ctx, current, desired, d.updateUnderWay()); wait > 0 {
+	if wait := d.spreadWait(ctx, current, desired, d.updateUnderWay); wait > 0 {
 		return wait, nil // nothing written until the update starts
 	}
 	if err := d.ensureMCN(ctx, current, desired); err != nil {

@@ -81,7 +81,7 @@ func SpreadPoint(node, config string) float64 {
 // config it runs start at once. The window is counted from the cluster's
 // size (one LIST of one Node); if that fails the update starts at once,
 // as it would without a spread.
-func (d *Daemon) spreadWait(ctx context.Context, current, desired string, underWay bool) time.Duration {
+func (d *Daemon) spreadWait(ctx context.Context, current, desired string, underWay func() bool) time.Duration {
 	left := d.spreadLeft(ctx, current, desired, underWay)
 	switch {
 	case left > 0 && !d.spread.waiting:
@@ -94,8 +94,10 @@ func (d *Daemon) spreadWait(ctx context.Context, current, desired string, underW
 }
 
 // spreadLeft is spreadWait's decision; it counts the nodes once per config.
-func (d *Daemon) spreadLeft(ctx context.Context, current, desired string, underWay bool) time.Duration {
-	if d.UpdateSpread <= 0 || d.mcn == nil || underWay || desired == current {
+// underWay (a read of the node's progress record) is asked last, so an
+// idle pass reads nothing.
+func (d *Daemon) spreadLeft(ctx context.Context, current, desired string, underWay func() bool) time.Duration {
+	if d.UpdateSpread <= 0 || d.mcn == nil || desired == current || underWay() {
 		return 0
 	}
 	if d.spread.config != desired {

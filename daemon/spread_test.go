@@ -114,6 +114,9 @@ type waits struct {
 
 func (w *waits) Waiting(reason string) { w.got = append(w.got, reason) }
 
+// no is an update not under way.
+func no() bool { return false }
+
 func TestSpreadWait(t *testing.T) {
 	now := time.Date(2026, 12, 1, 21, 0, 0, 0, time.UTC)
 	obs := &waits{}
@@ -129,15 +132,15 @@ func TestSpreadWait(t *testing.T) {
 
 	count := &countingNodes{nodes: 1000}
 	d := newDaemon(count)
-	if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got != want {
+	if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", no); got != want {
 		t.Fatalf("first pass: wait %v, want %v", got, want)
 	}
 	now = now.Add(time.Second)
-	if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got != want-time.Second {
+	if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", no); got != want-time.Second {
 		t.Fatalf("a second later: wait %v, want %v", got, want-time.Second)
 	}
 	now = now.Add(want)
-	if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got != 0 {
+	if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", no); got != 0 {
 		t.Fatalf("once past: wait %v, want 0", got)
 	}
 	if count.lists != 1 {
@@ -165,7 +168,7 @@ func TestSpreadWait(t *testing.T) {
 			if tt.noMCN {
 				d.mcn = nil
 			}
-			if got := d.spreadWait(context.Background(), tt.current, tt.desired, tt.underWay); got != 0 || count.lists != 0 {
+			if got := d.spreadWait(context.Background(), tt.current, tt.desired, func() bool { return tt.underWay }); got != 0 || count.lists != 0 {
 				t.Fatalf("wait %v after %d LISTs, want 0 after none", got, count.lists)
 			}
 		})
@@ -174,10 +177,10 @@ func TestSpreadWait(t *testing.T) {
 	t.Run("back to its config during the spread", func(t *testing.T) {
 		obs.got = nil
 		d := newDaemon(&countingNodes{nodes: 1000})
-		if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got == 0 {
+		if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", no); got == 0 {
 			t.Fatal("no spread")
 		}
-		if got := d.spreadWait(context.Background(), "rendered-a", "rendered-a", false); got != 0 {
+		if got := d.spreadWait(context.Background(), "rendered-a", "rendered-a", no); got != 0 {
 			t.Fatalf("wait %v at its own config", got)
 		}
 		if want := []string{phases.WaitUpdateSpread, ""}; !slices.Equal(obs.got, want) {
@@ -189,7 +192,7 @@ func TestSpreadWait(t *testing.T) {
 		count := &countingNodes{err: errors.New("429 Too Many Requests")}
 		d := newDaemon(count)
 		for range 2 {
-			if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", false); got != 0 {
+			if got := d.spreadWait(context.Background(), "rendered-a", "rendered-b", no); got != 0 {
 				t.Fatalf("wait %v, want 0 (start at once)", got)
 			}
 		}
