@@ -54,6 +54,9 @@ type snapshot struct {
 	latency map[float64]float64
 	// latencyBy are the same buckets by verb and resource.
 	latencyBy map[reqKey]map[float64]float64
+	// listBytes is apiserver_response_sizes_sum of LIST by resource: what
+	// the lists returned, in bytes.
+	listBytes map[string]float64
 	cpu       time.Duration
 	rss       int64
 	// self is the benchmark process's own counters (self.go).
@@ -62,7 +65,7 @@ type snapshot struct {
 
 func (s *scraper) snapshot(ctx context.Context) (snapshot, error) {
 	snap := snapshot{at: time.Now(), requests: map[reqKey]float64{}, latency: map[float64]float64{},
-		latencyBy: map[reqKey]map[float64]float64{}}
+		latencyBy: map[reqKey]map[float64]float64{}, listBytes: map[string]float64{}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
 		return snap, err
@@ -109,6 +112,10 @@ func (snap *snapshot) add(line string) {
 		}
 	case "apiserver_watch_events_total":
 		snap.watchEvents += value
+	case "apiserver_response_sizes_sum":
+		if labels["verb"] == "LIST" {
+			snap.listBytes[labels["resource"]] += value
+		}
 	case "apiserver_request_duration_seconds_bucket":
 		if v := labels["verb"]; v == "WATCH" || v == "CONNECT" {
 			return
@@ -252,6 +259,8 @@ type window struct {
 	kinds []kindLatency
 	// self is the benchmark process's own cost in the window (self.go).
 	self selfWindow
+	// listBytes is what the lists returned, by resource, in bytes.
+	listBytes map[string]float64
 }
 
 func between(a, b snapshot) window {
@@ -263,6 +272,10 @@ func between(a, b snapshot) window {
 		}
 	}
 	w.p99, w.count = p99(a.latency, b.latency)
+	w.listBytes = map[string]float64{}
+	for r, v := range b.listBytes {
+		w.listBytes[r] = v - a.listBytes[r]
+	}
 	type kind struct {
 		k        reqKey
 		p99, cnt float64

@@ -76,7 +76,11 @@ func (tl *timeline) rows(t *Table, started time.Duration) {
 	for i := 1; i < len(tl.snaps); i++ {
 		from := tl.snaps[i-1].at.Sub(tl.start)
 		w := between(tl.snaps[i-1], tl.snaps[i])
-		steps = append(steps, fmt.Sprintf("%s ≤ %s (%.0f)", from.Round(time.Second), seconds(w.p99), w.count))
+		step := fmt.Sprintf("%s ≤ %s (%.0f)", from.Round(time.Second), seconds(w.p99), w.count)
+		if w.p99 >= 1 && len(w.slowest) > 0 {
+			step += fmt.Sprintf(" [slowest: %s; Leases listed %.0f KiB]", strings.Join(w.slowest, ", "), w.listBytes["leases"]/1024)
+		}
+		steps = append(steps, step)
 		if after < 0 && from >= started {
 			after = i - 1
 		}
