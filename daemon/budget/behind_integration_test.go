@@ -31,6 +31,7 @@ func TestBudgetQueueBehindOnAPIServer(t *testing.T) {
 	t.Run("KilledWaiterInTheMiddle", func(t *testing.T) { killedInTheMiddle(ctx, t, cp, kc, ns) })
 	t.Run("RestartedWaiterKeepsItsPlace", func(t *testing.T) { restartedKeepsPlace(ctx, t, cp, kc, ns) })
 	t.Run("RenewedButStuckEntryAhead", func(t *testing.T) { stuckAhead(ctx, t, cp, kc, ns) })
+	t.Run("JoinListsTheNewestEntries", func(t *testing.T) { joinListsTheNewest(ctx, t, cp, kc, ns) })
 }
 
 // entryDuration is the queue entries' lease duration in these tests.
@@ -220,7 +221,12 @@ func newTurnOrder(waiters int) *turnOrder { return &turnOrder{errs: make(chan er
 // take waits for b's slot under actx (a cancelled wait is no error), notes
 // holder's turn, holds the slot 100 ms and gives it back under ctx.
 func (o *turnOrder) take(ctx, actx context.Context, b *budget.Budget, holder string) {
-	if err := b.Acquire(actx, nil); err != nil {
+	o.takeReporting(ctx, actx, b, holder, nil)
+}
+
+// takeReporting is take, with the waiting messages to report.
+func (o *turnOrder) takeReporting(ctx, actx context.Context, b *budget.Budget, holder string, report func(string)) {
+	if err := b.Acquire(actx, report); err != nil {
 		if actx.Err() == nil {
 			o.errs <- err
 		}

@@ -24,6 +24,9 @@ type queueEntry struct {
 	// foreign is set when the entry's name is another node's (a hash
 	// collision): the daemon then waits without an entry.
 	foreign bool
+	// joined is when this daemon created the entry (its QueuedAtLabel),
+	// until it next looks at the queue (look).
+	joined time.Time
 }
 
 // entryTimeout bounds the removal of the entry when the wait ends.
@@ -78,7 +81,7 @@ func (q *queueEntry) join(ctx context.Context) error {
 	holder := q.b.cfg.Holder
 	l := &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: q.name(), Namespace: q.b.cfg.Namespace,
-			Labels: map[string]string{Label: q.b.cfg.Name, RoleLabel: RoleWaiter}},
+			Labels: map[string]string{Label: q.b.cfg.Name, RoleLabel: RoleWaiter, QueuedAtLabel: queuedAt(now.Time)}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: q.seconds(),
 			AcquireTime: &now, RenewTime: &now},
 	}
@@ -101,7 +104,7 @@ func (q *queueEntry) join(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, l.Name, err)
 	}
-	q.in, q.touched, q.lease, q.wrote = true, true, created, time.Now()
+	q.in, q.touched, q.lease, q.wrote, q.joined = true, true, created, time.Now(), now.Time
 	return nil
 }
 
@@ -213,7 +216,7 @@ type reporter struct {
 
 // note is added to the message (the slots held for a soak, soakNote).
 func (r *reporter) waiting(c Choice, now time.Time, note string) {
-	msg := waitingMessage(c.Holders, r.slots, c.Ahead) + note
+	msg := waitingMessage(c.Holders, r.slots, c.Ahead, c.AheadAtLeast) + note
 	r.pending = false
 	if msg == r.last || (r.sent > 0 && c.Ahead > 0) {
 		return
@@ -223,7 +226,7 @@ func (r *reporter) waiting(c Choice, now time.Time, note string) {
 		return
 	}
 	r.log.Info("Waiting for a disruption slot", zap.Strings("holders", c.Holders), zap.Int("ahead", c.Ahead),
-		zap.Time("firstExpiry", c.Until))
+		zap.Bool("aheadAtLeast", c.AheadAtLeast), zap.Time("firstExpiry", c.Until))
 	if r.report != nil {
 		r.report(msg)
 	}

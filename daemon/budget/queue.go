@@ -29,7 +29,8 @@ import (
 // is now in the head. So a handoff wakes the head (a constant number of
 // waiters) and the one waiter that moves into it; nobody polls; a waiting
 // daemon costs one watch. The price is one list of the queue per handoff
-// (its size grows with the queue; one request, from one daemon).
+// (its size grows with the queue; one request, from one daemon). A node
+// that has just queued lists only the newest entries (join.go).
 //
 // A daemon that dies keeps its entry (no daemon may delete another's
 // Lease); an entry therefore has a lease of its own, EntryDuration (15

@@ -68,8 +68,11 @@ type Choice struct {
 	Holders []string
 	// Until is when the first held slot expires if not renewed, when waiting.
 	Until time.Time
-	// Ahead is how many waiters of the queue come first, when waiting.
-	Ahead int
+	// Ahead is how many waiters of the queue come first, when waiting; at
+	// least that many when AheadAtLeast (the node listed only the newest
+	// part of a long queue, join.go).
+	Ahead        int
+	AheadAtLeast bool
 }
 
 // choose decides what holder does next: adopt its own slot, else try a free
@@ -113,15 +116,20 @@ func hash(s string) uint32 {
 }
 
 // waitingMessage is the Cordoned condition's message while the node waits.
-// ahead counts the waiters of the queue before it (0: next in line).
-func waitingMessage(holders []string, slots, ahead int) string {
+// ahead counts the waiters of the queue before it (0: next in line), or
+// the least of them (atLeast).
+func waitingMessage(holders []string, slots, ahead int, atLeast bool) string {
 	msg := fmt.Sprintf("Waiting for a disruption slot (%d of %d in use): held by %s",
 		len(holders), slots, strings.Join(holders, ", "))
+	count := ""
+	if atLeast {
+		count = "at least "
+	}
 	switch {
 	case ahead == 1:
-		msg += "; 1 node ahead in the queue"
+		msg += "; " + count + "1 node ahead in the queue"
 	case ahead > 1:
-		msg += fmt.Sprintf("; %d nodes ahead in the queue", ahead)
+		msg += fmt.Sprintf("; %s%d nodes ahead in the queue", count, ahead)
 	}
 	return msg
 }

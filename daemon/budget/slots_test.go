@@ -139,14 +139,20 @@ func TestWaitingMessage(t *testing.T) {
 	tests := []struct {
 		holders []string
 		slots   int
+		ahead   int
+		atLeast bool
 		want    string
 	}{
-		{[]string{"worker-1"}, 1, "Waiting for a disruption slot (1 of 1 in use): held by worker-1"},
-		{[]string{"worker-1", "worker-3"}, 2, "Waiting for a disruption slot (2 of 2 in use): held by worker-1, worker-3"},
+		{[]string{"worker-1"}, 1, 0, false, "Waiting for a disruption slot (1 of 1 in use): held by worker-1"},
+		{[]string{"worker-1", "worker-3"}, 2, 0, false, "Waiting for a disruption slot (2 of 2 in use): held by worker-1, worker-3"},
+		{[]string{"worker-1"}, 1, 1, false, "Waiting for a disruption slot (1 of 1 in use): held by worker-1; 1 node ahead in the queue"},
+		{[]string{"worker-1"}, 1, 12, false, "Waiting for a disruption slot (1 of 1 in use): held by worker-1; 12 nodes ahead in the queue"},
+		{[]string{"worker-1"}, 1, 57, true,
+			"Waiting for a disruption slot (1 of 1 in use): held by worker-1; at least 57 nodes ahead in the queue"},
 	}
 	for _, tt := range tests {
-		if got := waitingMessage(tt.holders, tt.slots, 0); got != tt.want {
-			t.Errorf("waitingMessage(%v, %d) = %q, want %q", tt.holders, tt.slots, got, tt.want)
+		if got := waitingMessage(tt.holders, tt.slots, tt.ahead, tt.atLeast); got != tt.want {
+			t.Errorf("waitingMessage(%v, %d, %d, %v) = %q, want %q", tt.holders, tt.slots, tt.ahead, tt.atLeast, got, tt.want)
 		}
 	}
 }

@@ -23,17 +23,17 @@ import (
 func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(string)) error {
 	q := &queueEntry{b: b}
 	defer q.leave(ctx, log)
-	if err := b.queueUnlessFree(ctx, q); err != nil {
+	slots, err := b.queueUnlessFree(ctx, q)
+	if err != nil {
 		return err
 	}
 	rep := reporter{report: report, log: log, slots: b.cfg.Slots}
 	st := &standing{dead: expiries{}, turns: newTurns(b.cfg.Holder, b.cfg.TurnGrace,
 		entryRenewal(b.cfg.EntryDuration))}
-	v := &view{}
+	v := &view{slots: slots}
 	for {
 		if v.found == nil {
-			var err error
-			if v.found, v.rv, err = b.listFrom(ctx, laterRV(v.rv, q.version())); err != nil {
+			if err := b.look(ctx, q, v, st.dead); err != nil {
 				return err
 			}
 		}
@@ -43,6 +43,10 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		queue := st.dead.live(waitersOf(v.found, b.cfg.EntryDuration), b.cfg.Holder, now)
 		pl := placeOf(queue, b.cfg.Holder, headSize(b.cfg.Slots))
 		if c := decide(b.cfg.Holder, slots, queue, now); pl.Head || c.Action != Wait {
+			if v.partial { // an entry ahead lapsed since look: the head needs a whole view
+				*v = view{rv: v.rv}
+				continue
+			}
 			if err := b.waitHead(ctx, log, q, &rep, v, st); !errors.Is(err, errPlace) {
 				return err
 			}
@@ -53,7 +57,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		}
 		b.synced = true // the list showed no slot of this node
 		c := waitChoice(slots)
-		c.Ahead = pl.Ahead
+		c.Ahead, c.AheadAtLeast = pl.Ahead, v.partial
 		rep.waiting(c, now, soakNote(v.found, now))
 		// Only the entry watched is kept while waiting behind: a list of
 		// the whole queue held by every waiter would cost memory growing
@@ -80,6 +84,12 @@ type standing struct {
 type view struct {
 	found map[string]*coordinationv1.Lease
 	rv    string
+	// partial: found holds only the newest queue entries (listRecent),
+	// which put the node behind the head.
+	partial bool
+	// slots are the slots as last read, for a node that has just queued
+	// and lists only the newest entries next (look).
+	slots map[string]*coordinationv1.Lease
 }
 
 // errPlace ends waitHead for a node that must find its place in the queue
@@ -90,19 +100,20 @@ type view struct {
 var errPlace = errors.New("finding the node's place in the disruption queue")
 
 // queueUnlessFree joins the queue at once when every slot is held (a read
-// of the slots alone): the node then lists the whole queue once, with its
-// own entry in it, and finds its place from that. With a free slot (or its
-// own) it looks at the queue first, which may leave it the slot.
-func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) error {
+// of the slots alone), and returns the slots read: the node then lists the
+// queue once, with its own entry in it, and finds its place from that
+// (look). With a free slot (or its own) it looks at the queue first, which
+// may leave it the slot.
+func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) (map[string]*coordinationv1.Lease, error) {
 	found, _, err := b.list(ctx)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	now := time.Now()
 	if c := choose(b.cfg.Holder, observations{}.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now); c.Action != Wait {
-		return nil
+		return nil, nil
 	}
-	return q.join(ctx)
+	return found, q.join(ctx)
 }
 
 // waitHead waits in the head of the queue, from the Leases of v: it
@@ -161,7 +172,7 @@ func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, r
 				if err := q.join(ctx); err != nil {
 					return err
 				}
-				*v = view{rv: cache.rv}
+				*v = view{rv: cache.rv, slots: slotsOf(cache.items)}
 				return errPlace
 			}
 			if err := afterLostRace(ctx, q, cache, races); err != nil {

@@ -1,0 +1,78 @@
+package budget
+
+import (
+	"fmt"
+	"testing"
+	"time"
+
+	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// entriesOf returns queue entries of the given holders, queued a second
+// apart in that order, and slots Leases.
+func entriesOf(holders ...string) map[string]*coordinationv1.Lease {
+	out := map[string]*coordinationv1.Lease{}
+	for i, h := range holders {
+		h := h
+		out[QueueName("b", h)] = &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: QueueName("b", h), ResourceVersion: "1",
+				CreationTimestamp: metav1.NewTime(t0.Add(time.Duration(i) * time.Second)),
+				Labels:            map[string]string{Label: "b", RoleLabel: RoleWaiter}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &h},
+		}
+	}
+	return out
+}
+
+func TestBehindHead(t *testing.T) {
+	cfg := Config{Name: "b", Slots: 2, Holder: "me", EntryDuration: DefaultEntryDuration}
+	many := func(n int) []string {
+		var hs []string
+		for i := 0; i < n; i++ {
+			hs = append(hs, fmt.Sprintf("n%d", i))
+		}
+		return hs
+	}
+	tests := []struct {
+		name  string
+		found map[string]*coordinationv1.Lease
+		want  bool
+	}{
+		{"alone", entriesOf("me"), false},
+		{"last of the head (4 for 2 slots)", entriesOf(append(many(3), "me")...), false},
+		{"just behind the head", entriesOf(append(many(4), "me")...), true},
+		{"far behind", entriesOf(append(many(40), "me")...), true},
+		{"own entry missing: at the end", entriesOf(many(4)...), true},
+		{"own entry missing, short queue", entriesOf(many(3)...), false},
+		{"those queued later do not count", entriesOf(append([]string{"a", "b", "me"}, many(10)...)...), false},
+	}
+	for _, tt := range tests {
+		if got := behindHead(tt.found, cfg, expiries{}, t0.Add(time.Minute)); got != tt.want {
+			t.Errorf("%s: behindHead = %v, want %v", tt.name, got, tt.want)
+		}
+	}
+	// Entries that lapsed (by their renewTime) do not put it behind.
+	found := entriesOf(append(many(4), "me")...)
+	old := metav1.NewMicroTime(t0.Add(-time.Hour))
+	found[QueueName("b", "n0")].Spec.RenewTime = &old
+	if behindHead(found, cfg, expiries{}, t0.Add(time.Minute)) {
+		t.Error("behindHead counted an entry that lapsed")
+	}
+}
+
+func TestSlotsOf(t *testing.T) {
+	items := entriesOf("a", "b")
+	items["b-0"] = &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "b-0", Labels: map[string]string{Label: "b"}}}
+	got := slotsOf(items)
+	if len(got) != 1 || got["b-0"] == nil {
+		t.Errorf("slotsOf = %v, want the slot b-0 alone", got)
+	}
+}
+
+func TestQueuedAt(t *testing.T) {
+	at := time.UnixMilli(1764631234567)
+	if got := queuedAt(at); got != "1764631234567" {
+		t.Errorf("queuedAt = %q", got)
+	}
+}
