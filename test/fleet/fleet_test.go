@@ -67,7 +67,7 @@ func BenchmarkFleet(b *testing.B) {
 		b.ReportMetric(fig.RequestsPerNode, "req/node")
 		b.ReportMetric(fig.LeaseRequestsPerHandoff, "lease-req/handoff")
 		b.ReportMetric(fig.StatusWritesPerNode, "status-writes/node")
-		b.ReportMetric(fig.LeaseListKiBPerNode, "lease-list-KiB/node")
+		b.ReportMetric(fig.LeasesListedPerNode, "leases-listed/node")
 		b.ReportMetric(fig.P99, "p99-s")
 	}
 }

@@ -13,9 +13,9 @@ type Figures struct {
 	SingleUpdateSeconds, RollSeconds, RollBound    float64
 	RequestsPerNode, LeaseRequestsPerHandoff, P99  float64
 	StatusWritesPerNode, RestartRequestsPerNode    float64
-	// LeaseListKiBPerNode is what the lists of the budget's Leases
-	// returned in the roll, per node.
-	LeaseListKiBPerNode float64
+	// LeasesListedPerNode is how many Leases the lists returned in the
+	// roll, per node.
+	LeasesListedPerNode float64
 }
 
 // measured runs fn between two snapshots of the API server and of the
@@ -203,9 +203,10 @@ func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Tabl
 	t.Add("daemon requests", "%d, %.1f per node: %s", total(daemons, true), fig.RequestsPerNode, byVerb(floats(daemons)))
 	t.Add("Lease requests per slot handoff (N handoffs)", "%.2f", fig.LeaseRequestsPerHandoff)
 	t.Add("MCN status writes per node per update", "%.2f", fig.StatusWritesPerNode)
-	fig.LeaseListKiBPerNode = w.listBytes["leases"] / 1024 / n
-	t.Add("Leases listed (all clients; the response bytes of LIST leases)", "%.0f KiB, %.1f KiB per node",
-		w.listBytes["leases"]/1024, fig.LeaseListKiBPerNode)
+	fig.LeasesListedPerNode = w.listReturned["leases"] / n
+	t.Add("Leases listed (all clients: returned, looked at, response bytes)",
+		"%.0f (%.1f per node), %.0f, %.0f KiB (%.1f per node; gzip over 128 KiB)", w.listReturned["leases"],
+		fig.LeasesListedPerNode, w.listEvaluated["leases"], w.listBytes["leases"]/1024, w.listBytes["leases"]/1024/n)
 	t.Add("API server requests (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
 	t.Add("API server peak RSS", "%d MiB", f.metrics.resetPeak()>>20)
 	apiServerRows(t, w)

@@ -57,15 +57,20 @@ type snapshot struct {
 	// listBytes is apiserver_response_sizes_sum of LIST by resource: what
 	// the lists returned, in bytes.
 	listBytes map[string]float64
-	cpu       time.Duration
-	rss       int64
+	// listReturned and listEvaluated are
+	// apiserver_storage_list_{returned,evaluated}_objects_total by
+	// resource: the objects the lists returned, and those they looked at.
+	listReturned, listEvaluated map[string]float64
+	cpu                         time.Duration
+	rss                         int64
 	// self is the benchmark process's own counters (self.go).
 	self selfSnapshot
 }
 
 func (s *scraper) snapshot(ctx context.Context) (snapshot, error) {
 	snap := snapshot{at: time.Now(), requests: map[reqKey]float64{}, latency: map[float64]float64{},
-		latencyBy: map[reqKey]map[float64]float64{}, listBytes: map[string]float64{}}
+		latencyBy: map[reqKey]map[float64]float64{}, listBytes: map[string]float64{},
+		listReturned: map[string]float64{}, listEvaluated: map[string]float64{}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
 		return snap, err
@@ -112,6 +117,10 @@ func (snap *snapshot) add(line string) {
 		}
 	case "apiserver_watch_events_total":
 		snap.watchEvents += value
+	case "apiserver_storage_list_returned_objects_total":
+		snap.listReturned[labels["resource"]] += value
+	case "apiserver_storage_list_evaluated_objects_total":
+		snap.listEvaluated[labels["resource"]] += value
 	case "apiserver_response_sizes_sum":
 		if labels["verb"] == "LIST" {
 			snap.listBytes[labels["resource"]] += value
@@ -259,8 +268,10 @@ type window struct {
 	kinds []kindLatency
 	// self is the benchmark process's own cost in the window (self.go).
 	self selfWindow
-	// listBytes is what the lists returned, by resource, in bytes.
-	listBytes map[string]float64
+	// listBytes is what the lists returned, by resource, in bytes (gzip
+	// compressed when over 128 KiB); listReturned and listEvaluated the
+	// objects they returned and looked at.
+	listBytes, listReturned, listEvaluated map[string]float64
 }
 
 func between(a, b snapshot) window {
@@ -272,10 +283,8 @@ func between(a, b snapshot) window {
 		}
 	}
 	w.p99, w.count = p99(a.latency, b.latency)
-	w.listBytes = map[string]float64{}
-	for r, v := range b.listBytes {
-		w.listBytes[r] = v - a.listBytes[r]
-	}
+	w.listBytes, w.listReturned, w.listEvaluated = diff(a.listBytes, b.listBytes), diff(a.listReturned, b.listReturned),
+		diff(a.listEvaluated, b.listEvaluated)
 	type kind struct {
 		k        reqKey
 		p99, cnt float64
@@ -294,6 +303,15 @@ func between(a, b snapshot) window {
 			seconds(kinds[i].p99), kinds[i].cnt))
 	}
 	return w
+}
+
+// diff is b − a by key.
+func diff(a, b map[string]float64) map[string]float64 {
+	out := map[string]float64{}
+	for k, v := range b {
+		out[k] = v - a[k]
+	}
+	return out
 }
 
 // p99 is the 99th percentile's bucket (an upper bound) of the requests

@@ -78,7 +78,7 @@ func (tl *timeline) rows(t *Table, started time.Duration) {
 		w := between(tl.snaps[i-1], tl.snaps[i])
 		step := fmt.Sprintf("%s ≤ %s (%.0f)", from.Round(time.Second), seconds(w.p99), w.count)
 		if w.p99 >= 1 && len(w.slowest) > 0 {
-			step += fmt.Sprintf(" [slowest: %s; Leases listed %.0f KiB]", strings.Join(w.slowest, ", "), w.listBytes["leases"]/1024)
+			step += fmt.Sprintf(" [slowest: %s; Leases listed %.0f]", strings.Join(w.slowest, ", "), w.listReturned["leases"])
 		}
 		steps = append(steps, step)
 		if after < 0 && from >= started {
