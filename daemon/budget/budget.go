@@ -107,7 +107,10 @@ type Config struct {
 	// JoinWindow is how far back a node that just queued lists the entries
 	// queued before it (join.go); 0 means DefaultJoinWindow.
 	JoinWindow time.Duration
-	Log        *zap.Logger
+	// ClockSkew bounds how far apart the nodes' clocks are, as the queue's
+	// labels assume (join.go); 0 means DefaultClockSkew.
+	ClockSkew time.Duration
+	Log       *zap.Logger
 }
 
 // Budget is one node's view of the cluster-wide disruption budget. Its
@@ -154,6 +157,9 @@ func New(cfg Config) (*Budget, error) {
 	}
 	if cfg.JoinWindow <= 0 {
 		cfg.JoinWindow = DefaultJoinWindow
+	}
+	if cfg.ClockSkew <= 0 {
+		cfg.ClockSkew = DefaultClockSkew
 	}
 	if cfg.EntryDuration < MinDuration || cfg.EntryDuration%time.Second != 0 {
 		return nil, fmt.Errorf("disruption budget %s: queue entry duration %s, want whole seconds, at least %s",

@@ -3,6 +3,7 @@ package budget
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -175,6 +176,18 @@ func (q *queueEntry) renewDue() time.Time {
 		return time.Time{}
 	}
 	return q.wrote.Add(entryRenewal(q.b.cfg.EntryDuration))
+}
+
+// queuedAt is the entry's QueuedAtLabel, when it has one.
+func (q *queueEntry) queuedAt() (time.Time, bool) {
+	if !q.in || q.lease == nil {
+		return time.Time{}, false
+	}
+	ms, err := strconv.ParseInt(q.lease.Labels[QueuedAtLabel], 10, 64)
+	if err != nil {
+		return time.Time{}, false
+	}
+	return time.UnixMilli(ms), true
 }
 
 // version is the entry's resourceVersion as last written; "" when none.

@@ -10,29 +10,37 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 )
 
-// Joining a long queue. A node that queues while the whole fleet does (a
-// rendered config reaching a pool: the starts spread over minutes, the
-// queue hundreds long) needs to know only the entry headSize places ahead
-// of it, to watch it. Listing the whole queue for that would make each
-// join cost the API server O(queue) Leases, at the rate the nodes join:
-// the longest lists at the highest rate, at the end of the spread. So each
-// entry carries QueuedAtLabel, when its node queued (its clock, unix
-// milliseconds), and a node that has just queued first lists only the
-// entries queued in the JoinWindow before it (a label selector with >,
-// served from the watch cache). Those are all the queue ahead of it near
-// its end: when they put it behind the head, it watches the entry they
-// show headSize places ahead, as a full list would have shown it, and its
-// waiting message says "at least" that many nodes are ahead. When they do
-// not (the queue is short, or the nodes join slowly) it lists the whole
-// budget, as ever: the head is only ever decided from a whole view.
+// Lists that do not grow with the queue. A waiter lists the budget's
+// Leases twice: when it joins the queue, to find the entry headSize places
+// ahead of it to watch, and when that entry goes, mostly as it comes into
+// the head. A whole list each time costs the API server O(queue) Leases
+// per node: the longest lists at the highest rate at the end of a fleet's
+// spread (a rendered config reaching a pool, the queue hundreds long). So
+// each entry carries QueuedAtLabel, when its node queued (its clock, unix
+// milliseconds), and the lists select by it (label selectors with < and
+// >, served from the watch cache):
 //
-// The window is the holders' clocks, not the API server's: an entry whose
-// node's clock is far behind (or that has no label, from a daemon of an
-// earlier version) is missing from the window, so a joiner may watch an
-// entry one place further ahead than it should; when that entry goes it
-// lists the whole queue and finds it is not in the head yet, and watches
-// again. A wrong label costs a list, never a place: the queue's order is
-// the entries' creationTimestamp, as before.
+//   - Joining: a node that has just queued lists only the entries queued in
+//     the JoinWindow before it. Near the queue's end those are all that
+//     come right before it: when they put it behind the head, it watches
+//     the entry they show headSize places ahead, as a whole list would have
+//     shown it, and its waiting message says "at least" that many nodes are
+//     ahead. When they do not (a short queue, or slow joins) it lists the
+//     whole budget.
+//   - Moving up: a waiter whose watched entry went lists the entries
+//     labelled before its own (plus ClockSkew) and, in one more list, the
+//     slots with the entries that have no label (an earlier version's):
+//     together every entry ahead of it, which is all a head waiter decides
+//     from; the entries behind it come in through its watch.
+//
+// The labels are the nodes' clocks: the queue's order is still the
+// entries' creationTimestamp. An entry missing from a joiner's window (its
+// node's clock far behind) makes the joiner watch one entry too far ahead,
+// so it lists again sooner: a list, not a place. An entry labelled more
+// than ClockSkew after its place (its node's clock far ahead, or a
+// compromised node's doing) is missing from the lists of the waiters
+// moving up behind it, which may take a slot before it: its node loses its
+// place to them, no other node does, and the slots stay as many.
 
 // QueuedAtLabel is on each queue entry: when its node queued, in unix
 // milliseconds on the node's clock.
@@ -43,16 +51,31 @@ const QueuedAtLabel = "nodeconfd.io/queued-at"
 // second (fewer than a head's worth of 12), it lists the whole queue.
 const DefaultJoinWindow = 10 * time.Second
 
+// DefaultClockSkew is how much later than its own a waiter moving into the
+// head takes the entries queued ahead of it to be labelled: the clocks of
+// nodes kept by NTP differ by far less. A node whose clock is further
+// ahead may be passed by one that queued after it.
+const DefaultClockSkew = 5 * time.Second
+
 // queuedAt is QueuedAtLabel's value for a node queued at t.
 func queuedAt(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
 
 // look lists the queue into v, from the version rv on: only the entries
 // queued just before the node's own when it has just queued (listRecent)
-// and they put it behind the head, else all the budget's Leases.
+// and they put it behind the head; only the slots and the entries ahead
+// when it comes near the head (listAhead); else all the budget's Leases.
 func (b *Budget) look(ctx context.Context, q *queueEntry, v *view, dead expiries) error {
 	rv := laterRV(v.rv, q.version())
-	joined, slots := q.joined, v.slots
-	q.joined, v.slots = time.Time{}, nil
+	joined, slots, near := q.joined, v.slots, v.near
+	q.joined, v.slots, v.near = time.Time{}, nil, false
+	if mine, ok := q.queuedAt(); near && ok {
+		found, lrv, err := b.listAhead(ctx, mine, rv)
+		if err != nil {
+			return err
+		}
+		*v = view{found: found, rv: lrv}
+		return nil
+	}
 	if !joined.IsZero() && slots != nil {
 		found, lrv, err := b.listRecent(ctx, joined, rv)
 		if err != nil {
@@ -91,6 +114,36 @@ func (b *Budget) listRecent(ctx context.Context, joined time.Time, rv string) (m
 		opts.ResourceVersion, opts.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
 	}
 	return b.listWith(ctx, opts)
+}
+
+// listAhead lists the slots, the entries without QueuedAtLabel, and the
+// entries labelled before mine (plus ClockSkew), at version rv or later; it
+// returns the earlier of the two lists' versions, for the watch to resume
+// from (what it sees again it applies again, in order).
+func (b *Budget) listAhead(ctx context.Context, mine time.Time, rv string) (map[string]*coordinationv1.Lease, string, error) {
+	opts := func(sel string) metav1.ListOptions {
+		o := metav1.ListOptions{LabelSelector: sel}
+		if rv != "" {
+			o.ResourceVersion, o.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
+		}
+		return o
+	}
+	found, rvA, err := b.listWith(ctx, opts(labels.Set{Label: b.cfg.Name}.String()+",!"+QueuedAtLabel))
+	if err != nil {
+		return nil, "", err
+	}
+	ahead, rvB, err := b.listWith(ctx, opts(labels.Set{Label: b.cfg.Name, RoleLabel: RoleWaiter}.String()+","+
+		QueuedAtLabel+"<"+queuedAt(mine.Add(b.cfg.ClockSkew))))
+	if err != nil {
+		return nil, "", err
+	}
+	for name, l := range ahead {
+		found[name] = l
+	}
+	if laterRV(rvA, rvB) == rvA {
+		return found, rvB, nil
+	}
+	return found, rvA, nil
 }
 
 // slotsOf returns the budget's slots among its Leases (not the queue).

@@ -19,14 +19,15 @@ import (
 )
 
 // Nodes joining a long queue one after another list only the entries
-// queued just before theirs, not the whole queue, and still take the slot
-// in queue order: also with a daemon of an earlier version among them,
-// whose entry has no queued-at label (so no joiner's window shows it).
+// queued just before theirs, not the whole queue; moving into the head
+// they list only what is ahead of them; and they take the slot in queue
+// order: also with a daemon of an earlier version among them, whose entry
+// has no queued-at label (so no joiner's window shows it).
 func joinListsTheNewest(ctx context.Context, t *testing.T, cp *controlplane.ControlPlane, kc kubernetes.Interface, ns string) {
 	const name, n, old, window = "join", 60, 30, 3 * time.Second
 	cfg := func(holder string) budget.Config {
 		return budget.Config{Namespace: ns, Name: name, Slots: 1, Holder: holder, Duration: 30 * time.Second,
-			JoinWindow: window}
+			JoinWindow: window, ClockSkew: 200 * time.Millisecond}
 	}
 	holder := meteredBudget(t, cp, &meter{verbs: map[string]int64{}}, cfg("node-hold"))
 	if err := holder.Acquire(ctx, nil); err != nil {
@@ -36,10 +37,12 @@ func joinListsTheNewest(ctx context.Context, t *testing.T, cp *controlplane.Cont
 	defer cancel()
 	o := newTurnOrder(n)
 	listed := make([]int64, n)
+	meters := make([]*meter, n)
 	first := make([]string, n)
 	var wg sync.WaitGroup
 	for i := 0; i < n; i++ {
 		m, msgs := &meter{verbs: map[string]int64{}}, make(chan string, 1)
+		meters[i] = m
 		c := cfg(fmt.Sprintf("node-%d", i))
 		b := meteredBudget(t, cp, m, c)
 		if i == old {
@@ -78,6 +81,19 @@ func joinListsTheNewest(ctx context.Context, t *testing.T, cp *controlplane.Cont
 	}
 	wg.Wait()
 	o.check(t, n)
+	moved := make([]int64, n)
+	for i := range moved {
+		moved[i] = meters[i].listed.Load() - listed[i]
+	}
+	t.Logf("Leases listed moving into the head, by node: %v", moved)
+	for i := 10; i < n-20; i++ {
+		// The slot, the entries ahead (up to a head's worth, 3, once the
+		// queue moves) and those queued within ClockSkew after it; a whole
+		// list would show the n-i+3 left.
+		if moved[i] > 12 {
+			t.Errorf("node-%d listed %d Leases moving into the head, want what is ahead of it (at most 12)", i, moved[i])
+		}
+	}
 }
 
 // checkAhead checks the first waiting message of each waiter node-i: i

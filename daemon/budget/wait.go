@@ -68,7 +68,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		if err != nil {
 			return err
 		}
-		v.rv = rv
+		*v = view{rv: rv, near: true}
 	}
 }
 
@@ -90,6 +90,9 @@ type view struct {
 	// slots are the slots as last read, for a node that has just queued
 	// and lists only the newest entries next (look).
 	slots map[string]*coordinationv1.Lease
+	// near: the entry the node watched went, so it lists only what is
+	// ahead of it next (look).
+	near bool
 }
 
 // errPlace ends waitHead for a node that must find its place in the queue
