@@ -3,7 +3,6 @@ package budget
 import (
 	"context"
 	"fmt"
-	"strconv"
 	"time"
 
 	"go.uber.org/zap"
@@ -25,9 +24,9 @@ type queueEntry struct {
 	// foreign is set when the entry's name is another node's (a hash
 	// collision): the daemon then waits without an entry.
 	foreign bool
-	// joined is when this daemon created the entry (its QueuedAtLabel),
-	// until it next looks at the queue (look).
-	joined time.Time
+	// fresh is set when this daemon created the entry, until it next looks
+	// at the queue (look).
+	fresh bool
 }
 
 // entryTimeout bounds the removal of the entry when the wait ends.
@@ -105,7 +104,15 @@ func (q *queueEntry) join(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("creating Lease %s/%s (queue entry): %w", q.b.cfg.Namespace, l.Name, err)
 	}
-	q.in, q.touched, q.lease, q.wrote, q.joined = true, true, created, time.Now(), now.Time
+	q.in, q.touched, q.lease, q.wrote, q.fresh = true, true, created, time.Now(), true
+	if !labelOK(created, q.b.cfg.ClockSkew) {
+		// This node's clock is off: the others would leave the entry out
+		// of the queue. touch relabels it with its creationTimestamp.
+		q.b.cfg.Log.Warn("The node's clock is off from the API server's; relabelling its queue entry",
+			zap.String("lease", created.Name), zap.String("label", created.Labels[QueuedAtLabel]),
+			zap.Time("created", created.CreationTimestamp.Time))
+		return q.touch(ctx)
+	}
 	return nil
 }
 
@@ -147,6 +154,9 @@ func (q *queueEntry) touch(ctx context.Context) error {
 		l = l.DeepCopy()
 		now := metav1.NewMicroTime(time.Now())
 		l.Spec.RenewTime, l.Spec.LeaseDurationSeconds = &now, q.seconds()
+		if !labelOK(l, q.b.cfg.ClockSkew) {
+			l.Labels[QueuedAtLabel] = queuedAt(l.CreationTimestamp.Time)
+		}
 		updated, err := leases.Update(ctx, l, metav1.UpdateOptions{})
 		if apierrors.IsConflict(err) && attempt == 0 {
 			continue
@@ -178,16 +188,12 @@ func (q *queueEntry) renewDue() time.Time {
 	return q.wrote.Add(entryRenewal(q.b.cfg.EntryDuration))
 }
 
-// queuedAt is the entry's QueuedAtLabel, when it has one.
-func (q *queueEntry) queuedAt() (time.Time, bool) {
-	if !q.in || q.lease == nil {
+// created is the entry's creationTimestamp, when it has one.
+func (q *queueEntry) created() (time.Time, bool) {
+	if !q.in || q.lease == nil || q.lease.CreationTimestamp.IsZero() {
 		return time.Time{}, false
 	}
-	ms, err := strconv.ParseInt(q.lease.Labels[QueuedAtLabel], 10, 64)
-	if err != nil {
-		return time.Time{}, false
-	}
-	return time.UnixMilli(ms), true
+	return q.lease.CreationTimestamp.Time, true
 }
 
 // version is the entry's resourceVersion as last written; "" when none.

@@ -33,14 +33,16 @@ import (
 //     together every entry ahead of it, which is all a head waiter decides
 //     from; the entries behind it come in through its watch.
 //
-// The labels are the nodes' clocks: the queue's order is still the
-// entries' creationTimestamp. An entry missing from a joiner's window (its
-// node's clock far behind) makes the joiner watch one entry too far ahead,
-// so it lists again sooner: a list, not a place. An entry labelled more
-// than ClockSkew after its place (its node's clock far ahead, or a
-// compromised node's doing) is missing from the lists of the waiters
-// moving up behind it, which may take a slot before it: its node loses its
-// place to them, no other node does, and the slots stay as many.
+// The labels are the nodes' clocks, and the lists bound them by the API
+// server's (the node's own entry's creationTimestamp), so the daemons'
+// views agree only on entries labelled within ClockSkew of their creation:
+// an entry labelled otherwise is not in the queue (labelOK). A daemon whose
+// clock is off relabels its own entry with its creationTimestamp right
+// after it creates it (or finds it after a restart), so it keeps its
+// place; a compromised node that labels its entry otherwise loses its own.
+// The queue's order is still the entries' creationTimestamp. An entry
+// missing from a joiner's window (labelled early) makes the joiner watch
+// one entry too far ahead, so it lists again sooner: a list, not a place.
 
 // QueuedAtLabel is on each queue entry: when its node queued, in unix
 // milliseconds on the node's clock.
@@ -58,7 +60,23 @@ const DefaultJoinWindow = 10 * time.Second
 const DefaultClockSkew = 5 * time.Second
 
 // queuedAt is QueuedAtLabel's value for a node queued at t.
-func queuedAt(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) }
+func queuedAt(t time.Time) string { return strconv.FormatInt(max(t.UnixMilli(), 0), 10) }
+
+// labelOK reports whether a queue entry's QueuedAtLabel, if it has one, is a
+// time within skew of its creationTimestamp (whole seconds: up to a second
+// later). Entries without the label (an earlier version's) are fine.
+func labelOK(l *coordinationv1.Lease, skew time.Duration) bool {
+	v, ok := l.Labels[QueuedAtLabel]
+	if !ok {
+		return true
+	}
+	ms, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return false
+	}
+	created := l.CreationTimestamp.UnixMilli()
+	return ms >= created-skew.Milliseconds() && ms <= created+time.Second.Milliseconds()+skew.Milliseconds()
+}
 
 // look lists the queue into v, from the version rv on: only the entries
 // queued just before the node's own when it has just queued (listRecent)
@@ -66,18 +84,19 @@ func queuedAt(t time.Time) string { return strconv.FormatInt(t.UnixMilli(), 10) 
 // when it comes near the head (listAhead); else all the budget's Leases.
 func (b *Budget) look(ctx context.Context, q *queueEntry, v *view, dead expiries) error {
 	rv := laterRV(v.rv, q.version())
-	joined, slots, near := q.joined, v.slots, v.near
-	q.joined, v.slots, v.near = time.Time{}, nil, false
-	if mine, ok := q.queuedAt(); near && ok {
-		found, lrv, err := b.listAhead(ctx, mine, rv)
+	fresh, slots, near := q.fresh, v.slots, v.near
+	q.fresh, v.slots, v.near = false, nil, false
+	created, ok := q.created()
+	if near && ok {
+		found, lrv, err := b.listAhead(ctx, created, rv)
 		if err != nil {
 			return err
 		}
 		*v = view{found: found, rv: lrv}
 		return nil
 	}
-	if !joined.IsZero() && slots != nil {
-		found, lrv, err := b.listRecent(ctx, joined, rv)
+	if fresh && ok && slots != nil {
+		found, lrv, err := b.listRecent(ctx, created, rv)
 		if err != nil {
 			return err
 		}
@@ -100,15 +119,16 @@ func (b *Budget) look(ctx context.Context, q *queueEntry, v *view, dead expiries
 // behindHead reports whether the queue entries found put the node behind
 // the head of the queue (entries missing from them can only be ahead).
 func behindHead(found map[string]*coordinationv1.Lease, cfg Config, dead expiries, now time.Time) bool {
-	queue := dead.live(waitersOf(found, cfg.EntryDuration), cfg.Holder, now)
+	queue := dead.live(waitersOf(found, cfg.EntryDuration, cfg.ClockSkew), cfg.Holder, now)
 	return !placeOf(queue, cfg.Holder, headSize(cfg.Slots)).Head
 }
 
-// listRecent lists the queue entries queued since JoinWindow before
-// joined, at version rv or later.
-func (b *Budget) listRecent(ctx context.Context, joined time.Time, rv string) (map[string]*coordinationv1.Lease, string, error) {
+// listRecent lists the queue entries labelled since JoinWindow before
+// created (the node's own entry's creationTimestamp), at version rv or
+// later.
+func (b *Budget) listRecent(ctx context.Context, created time.Time, rv string) (map[string]*coordinationv1.Lease, string, error) {
 	sel := labels.Set{Label: b.cfg.Name, RoleLabel: RoleWaiter}.String() + "," + QueuedAtLabel + ">" +
-		queuedAt(joined.Add(-b.cfg.JoinWindow))
+		queuedAt(created.Add(-b.cfg.JoinWindow))
 	opts := metav1.ListOptions{LabelSelector: sel}
 	if rv != "" {
 		opts.ResourceVersion, opts.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
@@ -117,10 +137,12 @@ func (b *Budget) listRecent(ctx context.Context, joined time.Time, rv string) (m
 }
 
 // listAhead lists the slots, the entries without QueuedAtLabel, and the
-// entries labelled before mine (plus ClockSkew), at version rv or later; it
+// entries labelled before created (the node's own entry's
+// creationTimestamp, whole seconds) and ClockSkew: every entry ahead whose
+// label is within ClockSkew of its creation (labelOK). At version rv or later; it
 // returns the earlier of the two lists' versions, for the watch to resume
 // from (what it sees again it applies again, in order).
-func (b *Budget) listAhead(ctx context.Context, mine time.Time, rv string) (map[string]*coordinationv1.Lease, string, error) {
+func (b *Budget) listAhead(ctx context.Context, created time.Time, rv string) (map[string]*coordinationv1.Lease, string, error) {
 	opts := func(sel string) metav1.ListOptions {
 		o := metav1.ListOptions{LabelSelector: sel}
 		if rv != "" {
@@ -133,7 +155,7 @@ func (b *Budget) listAhead(ctx context.Context, mine time.Time, rv string) (map[
 		return nil, "", err
 	}
 	ahead, rvB, err := b.listWith(ctx, opts(labels.Set{Label: b.cfg.Name, RoleLabel: RoleWaiter}.String()+","+
-		QueuedAtLabel+"<"+queuedAt(mine.Add(b.cfg.ClockSkew))))
+		QueuedAtLabel+"<"+queuedAt(created.Add(time.Second+b.cfg.ClockSkew))))
 	if err != nil {
 		return nil, "", err
 	}

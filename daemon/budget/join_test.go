@@ -76,3 +76,46 @@ func TestQueuedAt(t *testing.T) {
 		t.Errorf("queuedAt = %q", got)
 	}
 }
+
+func TestLabelOK(t *testing.T) {
+	created := t0 // whole seconds, as the API server sets it
+	ms := func(d time.Duration) string { return queuedAt(created.Add(d)) }
+	tests := []struct {
+		label string
+		set   bool
+		want  bool
+	}{
+		{"", false, true}, // an earlier version's entry
+		{ms(0), true, true},
+		{ms(999 * time.Millisecond), true, true}, // within the creation's second
+		{ms(-DefaultClockSkew), true, true},
+		{ms(time.Second + DefaultClockSkew), true, true},
+		{ms(-DefaultClockSkew - time.Millisecond), true, false},
+		{ms(time.Second + DefaultClockSkew + time.Millisecond), true, false},
+		{"soon", true, false},
+		{"", true, false},
+		{"99999999999999999999", true, false},
+	}
+	for _, tt := range tests {
+		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{CreationTimestamp: metav1.NewTime(created),
+			Labels: map[string]string{}}}
+		if tt.set {
+			l.Labels[QueuedAtLabel] = tt.label
+		}
+		if got := labelOK(l, DefaultClockSkew); got != tt.want {
+			t.Errorf("labelOK(%q, set %v) = %v, want %v", tt.label, tt.set, got, tt.want)
+		}
+	}
+}
+
+// An entry labelled far from its creation is in no daemon's queue, whether
+// it listed the whole budget or only by the label: their views agree.
+func TestWaitersOfLabelOff(t *testing.T) {
+	found := entriesOf("a", "b", "c")
+	found[QueueName("b", "a")].Labels[QueuedAtLabel] = queuedAt(t0.Add(time.Hour))
+	found[QueueName("b", "b")].Labels[QueuedAtLabel] = "garbage"
+	got := waitersOf(found, DefaultEntryDuration, DefaultClockSkew)
+	if len(got) != 1 || got[0].Holder != "c" {
+		t.Errorf("waitersOf = %v, want c alone (a labelled an hour late, b not a time)", got)
+	}
+}

@@ -96,11 +96,13 @@ type waiter struct {
 }
 
 // waitersOf returns the queue entries among the Leases, in queue order:
-// oldest first.
-func waitersOf(leases map[string]*coordinationv1.Lease, def time.Duration) []waiter {
+// oldest first. An entry whose QueuedAtLabel is not a time within skew of
+// its creation (labelOK) is not in the queue: the lists that select by the
+// label could not all show it, and the daemons' views must agree.
+func waitersOf(leases map[string]*coordinationv1.Lease, def, skew time.Duration) []waiter {
 	var q []waiter
 	for _, l := range leases {
-		if l.Labels[RoleLabel] != RoleWaiter || holderOf(l) == "" {
+		if l.Labels[RoleLabel] != RoleWaiter || holderOf(l) == "" || !labelOK(l, skew) {
 			continue
 		}
 		w := waiter{Name: l.Name, Holder: holderOf(l), Version: l.ResourceVersion, Since: l.CreationTimestamp.Time}

@@ -151,7 +151,7 @@ func TestWaitersOf(t *testing.T) {
 		// its oldest counts.
 		"flood-1": entry("flood-1", "a", "6", t0.Add(2*time.Second)),
 		"flood-0": entry("flood-0", "a", "7", t0.Add(-time.Second)),
-	}, time.Minute)
+	}, time.Minute, DefaultClockSkew)
 	want := []waiter{{Name: "flood-0", Holder: "a", Version: "7", Since: t0.Add(-time.Second)},
 		{Name: "q-b", Holder: "b", Version: "3", Since: t0},
 		{Name: "q-c", Holder: "c", Version: "4", Since: t0.Add(time.Second)}}
@@ -174,7 +174,7 @@ func TestWaitersOfSameSecond(t *testing.T) {
 		"q-a": entry("q-a", "a", 300*time.Millisecond),
 		"q-b": entry("q-b", "b", 100*time.Millisecond),
 		"q-c": entry("q-c", "c", 300*time.Millisecond),
-	}, time.Minute)
+	}, time.Minute, DefaultClockSkew)
 	var order []string
 	for _, w := range got {
 		order = append(order, w.Holder)

@@ -40,7 +40,7 @@ func (b *Budget) waitLocked(ctx context.Context, log *zap.Logger, report func(st
 		q.saw(v.found)
 		now := time.Now()
 		slots := observations{}.slots(b.cfg.Name, b.cfg.Slots, v.found, b.cfg.Duration, now)
-		queue := st.dead.live(waitersOf(v.found, b.cfg.EntryDuration), b.cfg.Holder, now)
+		queue := st.dead.live(waitersOf(v.found, b.cfg.EntryDuration, b.cfg.ClockSkew), b.cfg.Holder, now)
 		pl := placeOf(queue, b.cfg.Holder, headSize(b.cfg.Slots))
 		if c := decide(b.cfg.Holder, slots, queue, now); pl.Head || c.Action != Wait {
 			if v.partial { // an entry ahead lapsed since look: the head needs a whole view
@@ -145,7 +145,7 @@ func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, r
 				free++
 			}
 		}
-		all := st.dead.live(waitersOf(cache.items, b.cfg.EntryDuration), b.cfg.Holder, now)
+		all := st.dead.live(waitersOf(cache.items, b.cfg.EntryDuration, b.cfg.ClockSkew), b.cfg.Holder, now)
 		queue, turnEnds := t.live(all, free, now)
 		if len(queue) < len(all) {
 			log.Debug("Skipping waiters whose turn lapsed", zap.Int("skipped", len(all)-len(queue)))
@@ -168,6 +168,9 @@ func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, r
 		}
 		l, err := b.take(ctx, c, cache.items)
 		if lost(err) {
+			if l != nil {
+				cache.items[l.Name] = l // the slot as it is (a create found it taken)
+			}
 			races++
 			log.Debug("Lost a race for a disruption slot", zap.String("lease", SlotName(b.cfg.Name, c.Slot)),
 				zap.Stringer("action", c.Action), zap.Bool("queued", q.in), zap.Int("free", free), zap.Int("queue", len(queue)), zap.Error(err))
@@ -315,6 +318,9 @@ func (b *Budget) create(ctx context.Context, name string) (*coordinationv1.Lease
 		if gerr == nil && cur.Labels[Label] != b.cfg.Name {
 			return nil, fmt.Errorf("Lease %s/%s exists without label %s=%s, so it is not a slot of disruption budget %s: "+
 				"delete it, or choose another --disruption-budget", b.cfg.Namespace, name, Label, b.cfg.Name, b.cfg.Name)
+		}
+		if gerr == nil {
+			return cur, err // the slot as it is, for a view that did not show it
 		}
 		return nil, err
 	}
