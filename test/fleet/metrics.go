@@ -57,12 +57,11 @@ type snapshot struct {
 	// listBytes is apiserver_response_sizes_sum of LIST by resource: what
 	// the lists returned, in bytes.
 	listBytes map[string]float64
-	// listReturned and listEvaluated are
-	// apiserver_storage_list_{returned,evaluated}_objects_total by
-	// resource: the objects the lists returned, and those they looked at.
-	listReturned, listEvaluated map[string]float64
-	cpu                         time.Duration
-	rss                         int64
+	// listReturned is apiserver_storage_list_returned_objects_total by
+	// resource: the objects the lists returned.
+	listReturned map[string]float64
+	cpu          time.Duration
+	rss          int64
 	// self is the benchmark process's own counters (self.go).
 	self selfSnapshot
 }
@@ -70,7 +69,7 @@ type snapshot struct {
 func (s *scraper) snapshot(ctx context.Context) (snapshot, error) {
 	snap := snapshot{at: time.Now(), requests: map[reqKey]float64{}, latency: map[float64]float64{},
 		latencyBy: map[reqKey]map[float64]float64{}, listBytes: map[string]float64{},
-		listReturned: map[string]float64{}, listEvaluated: map[string]float64{}}
+		listReturned: map[string]float64{}}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url, nil)
 	if err != nil {
 		return snap, err
@@ -119,8 +118,6 @@ func (snap *snapshot) add(line string) {
 		snap.watchEvents += value
 	case "apiserver_storage_list_returned_objects_total":
 		snap.listReturned[labels["resource"]] += value
-	case "apiserver_storage_list_evaluated_objects_total":
-		snap.listEvaluated[labels["resource"]] += value
 	case "apiserver_response_sizes_sum":
 		if labels["verb"] == "LIST" {
 			snap.listBytes[labels["resource"]] += value
@@ -269,9 +266,9 @@ type window struct {
 	// self is the benchmark process's own cost in the window (self.go).
 	self selfWindow
 	// listBytes is what the lists returned, by resource, in bytes (gzip
-	// compressed when over 128 KiB); listReturned and listEvaluated the
-	// objects they returned and looked at.
-	listBytes, listReturned, listEvaluated map[string]float64
+	// compressed when over 128 KiB); listReturned the objects they
+	// returned.
+	listBytes, listReturned map[string]float64
 }
 
 func between(a, b snapshot) window {
@@ -283,8 +280,7 @@ func between(a, b snapshot) window {
 		}
 	}
 	w.p99, w.count = p99(a.latency, b.latency)
-	w.listBytes, w.listReturned, w.listEvaluated = diff(a.listBytes, b.listBytes), diff(a.listReturned, b.listReturned),
-		diff(a.listEvaluated, b.listEvaluated)
+	w.listBytes, w.listReturned = diff(a.listBytes, b.listBytes), diff(a.listReturned, b.listReturned)
 	type kind struct {
 		k        reqKey
 		p99, cnt float64

@@ -102,7 +102,7 @@ func wanted(line []byte) bool {
 	}
 	for _, p := range []string{"apiserver_request_total{", "apiserver_longrunning_requests{", "apiserver_watch_events_total",
 		"apiserver_request_duration_seconds_bucket{", "apiserver_response_sizes_sum{",
-		"apiserver_storage_list_returned_objects_total{", "apiserver_storage_list_evaluated_objects_total{"} {
+		"apiserver_storage_list_returned_objects_total{"} {
 		if bytes.HasPrefix(line, []byte(p)) {
 			return true
 		}
