@@ -22,11 +22,17 @@ import (
 // its own last write, or the event that sent it to look again; so the list
 // shows its own entry and all that came before.
 func (b *Budget) listFrom(ctx context.Context, rv string) (map[string]*coordinationv1.Lease, string, error) {
-	opts := metav1.ListOptions{LabelSelector: labels.Set{Label: b.cfg.Name}.String()}
+	return b.listWith(ctx, notOlderThan(labels.Set{Label: b.cfg.Name}.String(), rv))
+}
+
+// notOlderThan selects by sel, at resourceVersion rv or later (from the
+// API server's watch cache); with rv empty, as they are now.
+func notOlderThan(sel, rv string) metav1.ListOptions {
+	opts := metav1.ListOptions{LabelSelector: sel}
 	if rv != "" {
 		opts.ResourceVersion, opts.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
 	}
-	return b.listWith(ctx, opts)
+	return opts
 }
 
 // waitBehind waits, outside the head of the queue, until the entry target

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -53,10 +52,10 @@ const QueuedAtLabel = "nodeconfd.io/queued-at"
 // second (fewer than a head's worth of 12), it lists the whole queue.
 const DefaultJoinWindow = 10 * time.Second
 
-// DefaultClockSkew is how much later than its own a waiter moving into the
-// head takes the entries queued ahead of it to be labelled: the clocks of
-// nodes kept by NTP differ by far less. A node whose clock is further
-// ahead may be passed by one that queued after it.
+// DefaultClockSkew is how far an entry's label may be from its
+// creationTimestamp and still be in the queue (labelOK): the clocks of
+// nodes kept by NTP differ from the API server's by far less, and a daemon
+// whose clock is further off relabels its entry.
 const DefaultClockSkew = 5 * time.Second
 
 // queuedAt is QueuedAtLabel's value for a node queued at t.
@@ -129,33 +128,24 @@ func behindHead(found map[string]*coordinationv1.Lease, cfg Config, dead expirie
 func (b *Budget) listRecent(ctx context.Context, created time.Time, rv string) (map[string]*coordinationv1.Lease, string, error) {
 	sel := labels.Set{Label: b.cfg.Name, RoleLabel: RoleWaiter}.String() + "," + QueuedAtLabel + ">" +
 		queuedAt(created.Add(-b.cfg.JoinWindow))
-	opts := metav1.ListOptions{LabelSelector: sel}
-	if rv != "" {
-		opts.ResourceVersion, opts.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
-	}
-	return b.listWith(ctx, opts)
+	return b.listWith(ctx, notOlderThan(sel, rv))
 }
 
 // listAhead lists the slots, the entries without QueuedAtLabel, and the
 // entries labelled before created (the node's own entry's
-// creationTimestamp, whole seconds) and ClockSkew: every entry ahead whose
-// label is within ClockSkew of its creation (labelOK). At version rv or later; it
+// creationTimestamp, whole seconds) plus a second and ClockSkew: every
+// entry ahead that is in the queue (labelOK). At version rv or later; it
 // returns the earlier of the two lists' versions, for the watch to resume
 // from (what it sees again it applies again, in order).
 func (b *Budget) listAhead(ctx context.Context, created time.Time, rv string) (map[string]*coordinationv1.Lease, string, error) {
-	opts := func(sel string) metav1.ListOptions {
-		o := metav1.ListOptions{LabelSelector: sel}
-		if rv != "" {
-			o.ResourceVersion, o.ResourceVersionMatch = rv, metav1.ResourceVersionMatchNotOlderThan
-		}
-		return o
-	}
-	found, rvA, err := b.listWith(ctx, opts(labels.Set{Label: b.cfg.Name}.String()+",!"+QueuedAtLabel))
+	found, rvA, err := b.listWith(ctx, notOlderThan(labels.Set{Label: b.cfg.Name}.String()+",!"+QueuedAtLabel, rv))
 	if err != nil {
 		return nil, "", err
 	}
-	ahead, rvB, err := b.listWith(ctx, opts(labels.Set{Label: b.cfg.Name, RoleLabel: RoleWaiter}.String()+","+
-		QueuedAtLabel+"<"+queuedAt(created.Add(time.Second+b.cfg.ClockSkew))))
+	// < the latest label labelOK allows, plus a millisecond.
+	bound := queuedAt(created.Add(time.Second + b.cfg.ClockSkew + time.Millisecond))
+	ahead, rvB, err := b.listWith(ctx, notOlderThan(labels.Set{Label: b.cfg.Name, RoleLabel: RoleWaiter}.String()+","+
+		QueuedAtLabel+"<"+bound, rv))
 	if err != nil {
 		return nil, "", err
 	}
