@@ -67,9 +67,15 @@ func TestBudgetHandoffCostOnAPIServer(t *testing.T) {
 	if all := per[100].events; all > 100 {
 		t.Errorf("watch events per handoff at 100 waiters, start-up included: %.1f, want at most 100", all)
 	}
-	if per[100].lateRequests > per[10].lateRequests+3 || per[100].requests > per[10].requests+3 {
-		t.Errorf("requests per handoff grow with the waiters: %.1f at 10, %.1f at 100 (second halves %.1f, %.1f)",
-			per[10].requests, per[100].requests, per[10].lateRequests, per[100].lateRequests)
+	// A waiter moving into the head lists twice (join.go's listAhead), and
+	// at 10 waiters for 3 slots few waiters are ever behind the head: one
+	// request more per handoff from 10 to 100, not a growth with N, which
+	// 30 against 100 shows.
+	if per[100].lateRequests > per[10].lateRequests+4 || per[100].requests > per[10].requests+4 ||
+		per[100].lateRequests > per[30].lateRequests+3 {
+		t.Errorf("requests per handoff grow with the waiters: %.1f at 10, %.1f at 30, %.1f at 100 (second halves %.1f, %.1f, %.1f)",
+			per[10].requests, per[30].requests, per[100].requests, per[10].lateRequests, per[30].lateRequests,
+			per[100].lateRequests)
 	}
 }
 
