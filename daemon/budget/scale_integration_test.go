@@ -70,8 +70,9 @@ func TestBudgetHandoffCostOnAPIServer(t *testing.T) {
 	// A waiter moving into the head lists twice (join.go's listAhead), and
 	// at 10 waiters for 3 slots few waiters are ever behind the head: one
 	// request more per handoff from 10 to 100, not a growth with N, which
-	// 30 against 100 shows.
-	if per[100].lateRequests > per[10].lateRequests+4 || per[100].requests > per[10].requests+4 ||
+	// 30 against 100 shows. The whole rollout's count at 10 is mostly the
+	// start-up's race, 7.5 to 9.6 in four runs: it is compared at 30.
+	if per[100].lateRequests > per[10].lateRequests+4 || per[100].requests > per[30].requests+4 ||
 		per[100].lateRequests > per[30].lateRequests+3 {
 		t.Errorf("requests per handoff grow with the waiters: %.1f at 10, %.1f at 30, %.1f at 100 (second halves %.1f, %.1f, %.1f)",
 			per[10].requests, per[30].requests, per[100].requests, per[10].lateRequests, per[30].lateRequests,

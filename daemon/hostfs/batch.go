@@ -69,12 +69,18 @@ func (b *batch) close() {
 }
 
 // dir returns the directory rel, creating it (and its parents, 0755) when
-// create is set. Without create it returns nil, nil when rel is missing.
+// create is set. Without create it returns nil, nil when rel is missing,
+// or cannot exist: a name longer than NAME_MAX (the drop-in folder of a
+// unit whose name is 254 or 255 bytes, which plan allows without drop-ins).
 func (b *batch) dir(rel string, create bool) (*os.Root, error) {
 	if d, ok := b.dirs[rel]; ok && (d != nil || !create) {
 		return d, nil
 	}
 	d, err := b.f.root.OpenRoot(rel)
+	if !create && errors.Is(err, syscall.ENAMETOOLONG) {
+		b.dirs[rel] = nil
+		return nil, nil
+	}
 	if isNotExist(err) {
 		if !create {
 			b.dirs[rel] = nil

@@ -80,3 +80,53 @@ func TestNameMax(t *testing.T) {
 		}
 	}
 }
+
+// A unit whose name is 255 bytes has no room for a drop-in folder (plan
+// refuses drop-ins for it): it is written, checked, rolled back and
+// removed without the folder, whose name Linux would refuse.
+func TestNameMaxUnitWithoutDropins(t *testing.T) {
+	node, f := newNode(t)
+	contents := "[Unit]\n"
+	unit := plan.Unit{Name: strings.Repeat("n", 247) + ".service", Contents: &contents}
+	if len(unit.Name) != 255 {
+		t.Fatalf("unit name is %d bytes", len(unit.Name))
+	}
+	unitFile := filepath.Join(node, "etc/systemd/system", unit.Name)
+	for _, commit := range []bool{false, true} {
+		tx, err := f.BeginTxn("long-unit")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := tx.WriteUnit(unit); err != nil {
+			t.Fatal(err)
+		}
+		if err := f.CheckUnit(unit); err != nil {
+			t.Error(err)
+		}
+		if commit {
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			break
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Lstat(unitFile); !os.IsNotExist(err) {
+			t.Errorf("unit file after the rollback: %v", err)
+		}
+	}
+	tx, err := f.BeginTxn("long-unit-gone")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.RemoveUnit(unit); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Lstat(unitFile); !os.IsNotExist(err) {
+		t.Errorf("unit file after its removal: %v", err)
+	}
+}

@@ -55,16 +55,17 @@ func FuzzApply(f *testing.F) {
 // reports whether the update was written.
 func checkUpdate(t *testing.T, ignition []byte, kargs, osImage string, withBase bool) (written bool) {
 	dir, host := newNode(t)
+	units := &systemdtest.Fake{} // the node's systemd, for both updates
 	current := ""
 	if withBase {
 		current = "rendered-base"
-		if err := runUpdate(host, "", current, mc(current, []byte(baseIgnition), "", "")); err != nil {
+		if err := runUpdate(host, units, "", current, mc(current, []byte(baseIgnition), "", "")); err != nil {
 			t.Fatalf("applying the base config: %v", err)
 		}
 	}
 	desired := mc("rendered-fuzz", ignition, kargs, osImage)
 	before := snapshot(t, dir)
-	err := runUpdate(host, current, desired.Name, desired)
+	err := runUpdate(host, units, current, desired.Name, desired)
 	after := snapshot(t, dir)
 	var se *phases.StepError
 	switch {
@@ -124,8 +125,9 @@ func inState(rel string) bool {
 
 // runUpdate runs the daemon's prepare, write and validate phases for the
 // update from current to desired (the configs are mcs), as the daemon
-// would on a node without an OS updater, with systemd faked.
-func runUpdate(host *hostfs.FS, current, desired string, mcs ...*mcfgv1.MachineConfig) error {
+// would on a node without an OS updater, with systemd faked (units, which
+// a rollback also restores the units' enablement through).
+func runUpdate(host *hostfs.FS, units *systemdtest.Fake, current, desired string, mcs ...*mcfgv1.MachineConfig) error {
 	configs := configSource{}
 	for _, m := range mcs {
 		configs[m.Name] = m
@@ -134,7 +136,7 @@ func runUpdate(host *hostfs.FS, current, desired string, mcs ...*mcfgv1.MachineC
 		configs[current] = mc(current, []byte(baseIgnition), "", "")
 	}
 	r := &phases.Runner{
-		Env: phases.Env{Configs: configs, Host: daemon.Host{FS: host}, Units: &systemdtest.Fake{},
+		Env: phases.Env{Configs: configs, Host: daemon.Host{FS: host, Units: units}, Units: units,
 			Policy: plan.DefaultPolicy()},
 		Status: status.NewStager(nopStatus{}, time.Now, status.Snapshot{}), Log: zap.NewNop(), Now: time.Now, Node: "fuzz",
 		Phases: []phases.Phase{phases.Prepare(), phases.Write(), phases.Validate()},
