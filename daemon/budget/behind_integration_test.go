@@ -32,6 +32,7 @@ func TestBudgetQueueBehindOnAPIServer(t *testing.T) {
 	t.Run("RestartedWaiterKeepsItsPlace", func(t *testing.T) { restartedKeepsPlace(ctx, t, cp, kc, ns) })
 	t.Run("RenewedButStuckEntryAhead", func(t *testing.T) { stuckAhead(ctx, t, cp, kc, ns) })
 	t.Run("JoinListsTheNewestEntries", func(t *testing.T) { joinListsTheNewest(ctx, t, cp, kc, ns) })
+	t.Run("FreeSlotLongQueue", func(t *testing.T) { freeSlotLongQueue(ctx, t, cp, kc, ns) })
 }
 
 // entryDuration is the queue entries' lease duration in these tests.

@@ -2,10 +2,12 @@ package budget
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"time"
 
 	coordinationv1 "k8s.io/api/coordination/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
 
@@ -31,6 +33,11 @@ import (
 //     slots with the entries that have no label (an earlier version's):
 //     together every entry ahead of it, which is all a head waiter decides
 //     from; the entries behind it come in through its watch.
+//   - Coming to wait with a slot free: mostly a handoff under way, the
+//     queue's head about to take it. The node lists a head's worth of
+//     entries (a limit): when they take every free slot it queues at once,
+//     as with every slot held; else the queue is short, or the slot is
+//     its, and it lists the whole budget (queueUnlessFree).
 //
 // The labels are the nodes' clocks, and the lists bound them by the API
 // server's (the node's own entry's creationTimestamp), so the daemons'
@@ -75,6 +82,64 @@ func labelOK(l *coordinationv1.Lease, skew time.Duration) bool {
 	}
 	created := l.CreationTimestamp.UnixMilli()
 	return ms >= created-skew.Milliseconds() && ms <= created+time.Second.Milliseconds()+skew.Milliseconds()
+}
+
+// queueUnlessFree joins the queue at once when every slot is held (a read
+// of the slots alone), or when the free slots are the queue's (queueTakes),
+// and returns the slots read: the node then lists the queue once, with its
+// own entry in it, and finds its place from that (look). With a slot of its
+// own, or one that the queue may leave it, it looks at the queue first.
+func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) (map[string]*coordinationv1.Lease, error) {
+	found, _, err := b.list(ctx)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	slots := observations{}.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now)
+	switch c := choose(b.cfg.Holder, slots, now); c.Action {
+	case Adopt:
+		return nil, nil
+	case Wait:
+		return found, q.join(ctx)
+	}
+	free := 0
+	for _, s := range slots {
+		if s.free(now) {
+			free++
+		}
+	}
+	taken, err := b.queueTakes(ctx, free, now)
+	if err != nil || !taken {
+		return nil, err
+	}
+	return found, q.join(ctx)
+}
+
+// queueTakes reports whether the queue holds at least free live entries of
+// other nodes, which come before this node and take the free slots: a slot
+// is mostly free for the moment of a handoff, the queue's head about to
+// take it. It lists at most a head's worth of entries (a limit), not the
+// whole queue, which may be thousands long; a shorter queue the node lists
+// whole next (look).
+func (b *Budget) queueTakes(ctx context.Context, free int, now time.Time) (bool, error) {
+	list, err := b.cfg.Client.Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{
+		LabelSelector: labels.Set{Label: b.cfg.Name, RoleLabel: RoleWaiter}.String(),
+		Limit:         int64(max(headSize(b.cfg.Slots), free)),
+	})
+	if err != nil {
+		return false, fmt.Errorf("listing the queue of disruption budget %s in namespace %s: %w", b.cfg.Name, b.cfg.Namespace, err)
+	}
+	found := make(map[string]*coordinationv1.Lease, len(list.Items))
+	for i := range list.Items {
+		found[list.Items[i].Name] = &list.Items[i]
+	}
+	others := 0
+	for _, w := range (expiries{}).live(waitersOf(found, b.cfg.EntryDuration, b.cfg.ClockSkew), b.cfg.Holder, now) {
+		if w.Holder != b.cfg.Holder {
+			others++
+		}
+	}
+	return others >= free, nil
 }
 
 // look lists the queue into v, from the version rv on: only the entries

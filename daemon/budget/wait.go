@@ -102,23 +102,6 @@ type view struct {
 // once with its own entry in it, rather than all following all).
 var errPlace = errors.New("finding the node's place in the disruption queue")
 
-// queueUnlessFree joins the queue at once when every slot is held (a read
-// of the slots alone), and returns the slots read: the node then lists the
-// queue once, with its own entry in it, and finds its place from that
-// (look). With a free slot (or its own) it looks at the queue first, which
-// may leave it the slot.
-func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) (map[string]*coordinationv1.Lease, error) {
-	found, _, err := b.list(ctx)
-	if err != nil {
-		return nil, err
-	}
-	now := time.Now()
-	if c := choose(b.cfg.Holder, observations{}.slots(b.cfg.Name, b.cfg.Slots, found, b.cfg.Duration, now), now); c.Action != Wait {
-		return nil, nil
-	}
-	return found, q.join(ctx)
-}
-
 // waitHead waits in the head of the queue, from the Leases of v: it
 // follows them with one watch; each time they change it does what decide
 // says: take the slot that is its turn, or wait for the next change or the
