@@ -27,24 +27,20 @@ const DefaultStartJitter = 30 * time.Second
 // cluster large enough the window is the update spread's instead,
 // (nodes-1) × UpdateSpread (one LIST of one Node counts them): measured at
 // 2,000 nodes, 30 s made 67 registrations a second, which the test bed's
-// API server answered in up to 15 s (make bench-fleet).
+// API server answered in up to 15 s (make bench-fleet). Every start counts
+// the nodes, a restart too: the count also sizes the watches' window after
+// an outage (kube.Client.ReconnectJitter).
 func (d *Daemon) startDelay(ctx context.Context) time.Duration {
-	if d.StartJitter <= 0 {
+	nodes, err := d.API.CountNodes(ctx)
+	if err != nil {
+		d.Log.Warn("Cannot count the cluster's nodes; a first registration spreads over --start-jitter only, "+
+			"and the watches' reconnect window stays at its least", zap.String("node", d.API.NodeName),
+			zap.Duration("window", d.API.ReconnectJitter()), zap.Error(err))
+	}
+	if _, err := d.Env.Host.ReadState(phases.AppliedFileName); err == nil || d.StartJitter <= 0 {
 		return 0
 	}
-	if _, err := d.Env.Host.ReadState(phases.AppliedFileName); err == nil {
-		return 0
-	}
-	window := d.StartJitter
-	if d.UpdateSpread > 0 {
-		nodes, err := d.API.CountNodes(ctx)
-		if err != nil {
-			d.Log.Warn("Cannot count the cluster's nodes; spreading the first registration over --start-jitter",
-				zap.String("node", d.API.NodeName), zap.Error(err))
-		}
-		window = max(window, spreadWindow(nodes, d.UpdateSpread))
-	}
-	return rand.N(window)
+	return rand.N(max(d.StartJitter, spreadWindow(nodes, d.UpdateSpread)))
 }
 
 // waitStartDelay waits startDelay, or until ctx ends (then its error).

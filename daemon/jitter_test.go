@@ -36,9 +36,11 @@ func TestStartDelay(t *testing.T) {
 		wantMax  time.Duration // 0: no delay
 		wantOver time.Duration
 	}{
-		{name: "no jitter", wantMax: 0},
-		{name: "ran here before", jitter: time.Minute, applied: true, wantMax: 0},
-		{name: "first start on the node", jitter: time.Minute, wantMax: time.Minute},
+		{name: "no jitter", nodes: &countingNodes{nodes: 3}, wantMax: 0},
+		{name: "ran here before", jitter: time.Minute, applied: true, nodes: &countingNodes{nodes: 1000}, wantMax: 0},
+		{name: "ran here before, count fails", jitter: time.Minute, applied: true,
+			nodes: &countingNodes{err: errors.New("forbidden")}, wantMax: 0},
+		{name: "first start on the node", jitter: time.Minute, nodes: &countingNodes{nodes: 3}, wantMax: time.Minute},
 		{name: "a small cluster: the start jitter", jitter: 30 * time.Second, spread: DefaultUpdateSpread,
 			nodes: &countingNodes{nodes: 10}, wantMax: 30 * time.Second},
 		{name: "a large cluster: the spread's window", jitter: 30 * time.Second, spread: DefaultUpdateSpread,
@@ -49,9 +51,7 @@ func TestStartDelay(t *testing.T) {
 	for _, tt := range tests {
 		d := &Daemon{StartJitter: tt.jitter, UpdateSpread: tt.spread, Env: phases.Env{Host: stateHost{applied: tt.applied}},
 			Log: zaptest.NewLogger(t)}
-		if tt.nodes != nil {
-			d.API = &kube.Client{API: nodesAPI{nodes: tt.nodes}, NodeName: "worker-1"}
-		}
+		d.API = &kube.Client{API: nodesAPI{nodes: tt.nodes}, NodeName: "worker-1"}
 		spread := map[time.Duration]bool{}
 		over := false
 		for i := 0; i < 20; i++ {
@@ -67,6 +67,15 @@ func TestStartDelay(t *testing.T) {
 		}
 		if tt.wantOver > 0 && !over {
 			t.Errorf("%s: no delay of 20 over %s", tt.name, tt.wantOver)
+		}
+		// Every start counts the nodes once, a restart too: the watches'
+		// reconnect window grows with the cluster.
+		if tt.nodes.lists != 20 {
+			t.Errorf("%s: 20 starts listed the Nodes %d times, want 20", tt.name, tt.nodes.lists)
+		}
+		if want := kube.MinReconnectJitter; tt.nodes.nodes >= 1000 && d.API.ReconnectJitter() <= want {
+			t.Errorf("%s: the reconnect window for %d nodes is %s, want over %s", tt.name, tt.nodes.nodes,
+				d.API.ReconnectJitter(), want)
 		}
 	}
 }

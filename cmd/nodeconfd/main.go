@@ -260,7 +260,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	}
 	defer slots.Close()
 	objects := kube.NewWatch(api)
-	holds, err := o.waits.source(o, kapi, objects.Node)
+	holds, err := o.waits.source(o, api, objects.Node)
 	if err != nil {
 		return err
 	}

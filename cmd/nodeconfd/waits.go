@@ -81,15 +81,15 @@ func (w *waitOptions) check() error {
 }
 
 // source builds the node's waits.
-func (w *waitOptions) source(o options, api kube.API, node func() (*corev1.Node, bool)) (*waits.Source, error) {
+func (w *waitOptions) source(o options, api *kube.Client, node func() (*corev1.Node, bool)) (*waits.Source, error) {
 	s := &waits.Source{
 		Node: node, Pool: func(n *corev1.Node) string { return kube.Pool(n.Labels, o.pool) }, Now: time.Now,
 		Windows: w.windows, AllUpdates: w.allUpdates,
-		Namespace: o.namespace, ConfigMapName: w.configMap,
-		Pods: api.Pods(""), NodeName: o.nodeName, Blocking: w.blockingSel,
+		Namespace: o.namespace, ConfigMapName: w.configMap, ReconnectJitter: api.ReconnectJitter,
+		Pods: api.API.Pods(""), NodeName: o.nodeName, Blocking: w.blockingSel,
 	}
 	if w.configMap != "" {
-		cms, err := kube.ConfigMaps(api, o.namespace)
+		cms, err := kube.ConfigMaps(api.API, o.namespace)
 		if err != nil {
 			return nil, err
 		}

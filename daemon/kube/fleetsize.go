@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -11,7 +12,8 @@ import (
 // Node: the API server counts the rest (metadata.remainingItemCount), so
 // the answer costs one small response whatever the cluster's size. It is
 // what a node knows of the burst its own update is part of: a rendered
-// config reaches a whole pool at once (see daemon.UpdateSpread).
+// config reaches a whole pool at once (see daemon.UpdateSpread), and the
+// fleet comes back at once after an API server outage (ReconnectJitter).
 func (c *Client) CountNodes(ctx context.Context) (int, error) {
 	list, err := c.API.Nodes().List(ctx, metav1.ListOptions{Limit: 1})
 	if err != nil {
@@ -25,5 +27,11 @@ func (c *Client) CountNodes(ctx context.Context) (int, error) {
 		// served where it cannot) says only that there are more.
 		return 0, fmt.Errorf("counting the cluster's nodes: the API server did not count them (no remainingItemCount)")
 	}
+	c.nodes.Store(int64(n))
 	return n, nil
 }
+
+// ReconnectJitter is the window the watches of the node's objects spread
+// their next attempt over after a failure: it grows with the cluster as
+// last counted (reconnect.go).
+func (c *Client) ReconnectJitter() time.Duration { return reconnectJitter(c.nodes.Load()) }

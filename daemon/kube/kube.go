@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"sync/atomic"
 
 	"github.com/nodeconfd/nodeconfd/phases/status"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -49,6 +50,8 @@ type Client struct {
 	// written, and (by the daemon) of the status it finds at start: the
 	// metrics read the node's health from them.
 	StatusWritten func(conds []metav1.Condition)
+	// nodes is the cluster's size as last counted (CountNodes), 0 before.
+	nodes atomic.Int64
 }
 
 // MachineConfig GETs one rendered MachineConfig by name.

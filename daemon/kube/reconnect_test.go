@@ -11,7 +11,7 @@ import (
 func TestReconnect(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel() // a wait would end at once with the context's error
-	r := &reconnect{jitter: time.Hour}
+	r := &reconnect{jitter: func() time.Duration { return time.Hour }}
 	if err := r.before(cancelled); err != nil {
 		t.Fatalf("first attempt waited: %v", err)
 	}
@@ -22,5 +22,24 @@ func TestReconnect(t *testing.T) {
 	r.after(nil)
 	if err := r.before(cancelled); err != nil {
 		t.Fatalf("attempt after a success waited: %v", err)
+	}
+}
+
+func TestReconnectJitter(t *testing.T) {
+	for _, tt := range []struct {
+		nodes int64
+		want  time.Duration
+	}{
+		{0, MinReconnectJitter}, // not counted yet
+		{3, MinReconnectJitter},
+		{500, MinReconnectJitter},
+		{1000, 20 * time.Second},
+		{2000, 40 * time.Second},
+		{6000, MaxReconnectJitter},
+		{1 << 40, MaxReconnectJitter},
+	} {
+		if got := reconnectJitter(tt.nodes); got != tt.want {
+			t.Errorf("reconnectJitter(%d) = %s, want %s", tt.nodes, got, tt.want)
+		}
 	}
 }

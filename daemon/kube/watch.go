@@ -29,9 +29,10 @@ func NewWatch(c *Client) *Watch {
 	nodes := c.API.Nodes()
 	mcns := c.API.MachineConfigNodes()
 	w := &Watch{Client: c, changes: make(chan struct{}, 1)}
-	w.node = cache.NewSharedIndexInformer(byName(c.NodeName, nodes.List, nodes.Watch), &corev1.Node{}, 0, cache.Indexers{})
-	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, mcns.List, mcns.Watch), &mcfgv1.MachineConfigNode{}, 0,
+	w.node = cache.NewSharedIndexInformer(byName(c.NodeName, c.ReconnectJitter, nodes.List, nodes.Watch), &corev1.Node{}, 0,
 		cache.Indexers{})
+	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, c.ReconnectJitter, mcns.List, mcns.Watch),
+		&mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
 	return w
 }
 
@@ -47,13 +48,14 @@ func watchTimeout() *int64 {
 
 // byName is a list+watch of the one object with the given name. After a
 // failed list or watch (the API server gone, or refusing while it starts)
-// the next attempt waits a random time up to ReconnectJitter first.
-func byName[L runtime.Object](name string,
+// the next attempt waits a random time up to jitter() first (see
+// reconnect.go).
+func byName[L runtime.Object](name string, jitter func() time.Duration,
 	list func(context.Context, metav1.ListOptions) (L, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
 ) *cache.ListWatch {
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	r := &reconnect{jitter: ReconnectJitter}
+	r := &reconnect{jitter: jitter}
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			if err := r.before(ctx); err != nil {
