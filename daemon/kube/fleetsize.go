@@ -34,4 +34,4 @@ func (c *Client) CountNodes(ctx context.Context) (int, error) {
 // ReconnectJitter is the window the watches of the node's objects spread
 // their next attempt over after a failure: it grows with the cluster as
 // last counted (reconnect.go).
-func (c *Client) ReconnectJitter() time.Duration { return reconnectJitter(c.nodes.Load()) }
+func (c *Client) ReconnectJitter() time.Duration { return ReconnectJitterFor(int(c.nodes.Load())) }

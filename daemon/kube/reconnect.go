@@ -27,12 +27,12 @@ const (
 	MaxReconnectJitter = 2 * time.Minute
 )
 
-// reconnectJitter is the reconnect window for a cluster of nodes nodes.
-func reconnectJitter(nodes int64) time.Duration {
+// ReconnectJitterFor is the reconnect window for a cluster of nodes nodes.
+func ReconnectJitterFor(nodes int) time.Duration {
 	if nodes <= 0 {
 		return MinReconnectJitter
 	}
-	if nodes >= int64(MaxReconnectJitter/ReconnectPerNode) {
+	if nodes >= int(MaxReconnectJitter/ReconnectPerNode) {
 		return MaxReconnectJitter
 	}
 	return max(time.Duration(nodes)*ReconnectPerNode, MinReconnectJitter)

@@ -27,7 +27,7 @@ func TestReconnect(t *testing.T) {
 
 func TestReconnectJitter(t *testing.T) {
 	for _, tt := range []struct {
-		nodes int64
+		nodes int
 		want  time.Duration
 	}{
 		{0, MinReconnectJitter}, // not counted yet
@@ -38,8 +38,8 @@ func TestReconnectJitter(t *testing.T) {
 		{6000, MaxReconnectJitter},
 		{1 << 40, MaxReconnectJitter},
 	} {
-		if got := reconnectJitter(tt.nodes); got != tt.want {
-			t.Errorf("reconnectJitter(%d) = %s, want %s", tt.nodes, got, tt.want)
+		if got := ReconnectJitterFor(tt.nodes); got != tt.want {
+			t.Errorf("ReconnectJitterFor(%d) = %s, want %s", tt.nodes, got, tt.want)
 		}
 	}
 }

@@ -13,6 +13,8 @@ import (
 type counter struct {
 	mu     sync.Mutex
 	counts map[reqKey]int64
+	// watching counts the watches the API server opened (200 OK).
+	watching int64
 }
 
 // reqKey is a request's kind as apiserver_request_total labels it.
@@ -31,6 +33,13 @@ func (c *counter) snapshot() map[reqKey]int64 {
 	return maps.Clone(c.counts)
 }
 
+// watchesOpened is how many watches the API server has opened so far.
+func (c *counter) watchesOpened() int64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.watching
+}
+
 type countingRT struct {
 	rt http.RoundTripper
 	c  *counter
@@ -41,7 +50,13 @@ func (r countingRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.c.mu.Lock()
 	r.c.counts[k]++
 	r.c.mu.Unlock()
-	return r.rt.RoundTrip(req)
+	resp, err := r.rt.RoundTrip(req)
+	if k.Verb == "WATCH" && err == nil && resp.StatusCode == http.StatusOK {
+		r.c.mu.Lock()
+		r.c.watching++
+		r.c.mu.Unlock()
+	}
+	return resp, err
 }
 
 // classify names a request as the API server's metrics do: verb GET, LIST,

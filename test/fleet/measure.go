@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // Figures are the headline numbers of the measurements, for the
@@ -220,16 +222,18 @@ func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Tabl
 // Restart restarts kube-apiserver under the settled fleet and counts what
 // the daemons send in the settle time after it: resumed watches, relists.
 func (f *Fleet) Restart(ctx context.Context, settle time.Duration, fig *Figures) (*Table, error) {
-	c0 := f.counter.snapshot()
+	c0, opened := f.counter.snapshot(), f.counter.watchesOpened()
 	start := time.Now()
 	if err := f.bed.CP.RestartAPIServer(ctx); err != nil {
 		return nil, err
 	}
 	back := time.Since(start)
-	select {
-	case <-ctx.Done():
-		return nil, ctx.Err()
-	case <-time.After(settle):
+	watching, err := f.watchingAgain(ctx, start, opened, 5*time.Minute)
+	if err != nil {
+		return nil, err
+	}
+	if err := sleep(ctx, settle); err != nil {
+		return nil, err
 	}
 	after, err := f.metrics.snapshot(ctx)
 	if err != nil {
@@ -242,11 +246,29 @@ func (f *Fleet) Restart(ctx context.Context, settle time.Duration, fig *Figures)
 	fig.RestartRequestsPerNode = float64(total(daemons, true)) / n
 	t := &Table{Title: fmt.Sprintf("kube-apiserver restart under %d idle daemons", len(f.nodes))}
 	t.Add("API server back after", "%s", back.Round(100*time.Millisecond))
-	t.Add("daemon requests in the next "+settle.String(), "%d, %.2f per node: %s", total(daemons, true),
+	t.Add("every daemon watching again after (the reconnect window)", "%s (%s)", watching.Round(100*time.Millisecond),
+		kube.ReconnectJitterFor(len(f.nodes)))
+	t.Add("daemon requests until then and "+settle.String()+" more", "%d, %.2f per node: %s", total(daemons, true),
 		fig.RestartRequestsPerNode, byVerb(floats(daemons)))
 	t.Add("API server requests since its start (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
 	apiServerRows(t, w)
 	return t, nil
+}
+
+// watchingAgain waits until the daemons' watches opened since opened
+// number two per daemon (its Node's and its MachineConfigNode's), at most
+// bound, and returns how long after the restart began that was.
+func (f *Fleet) watchingAgain(ctx context.Context, start time.Time, opened int64, bound time.Duration) (time.Duration, error) {
+	for f.counter.watchesOpened()-opened < int64(2*len(f.nodes)) {
+		if time.Since(start) > bound {
+			return 0, fmt.Errorf("after %s, %d of the %d daemons' watches are open again", bound,
+				f.counter.watchesOpened()-opened, 2*len(f.nodes))
+		}
+		if err := sleep(ctx, 100*time.Millisecond); err != nil {
+			return 0, err
+		}
+	}
+	return time.Since(start), nil
 }
 
 // Redeploy stops every daemon and starts them all again at once (a
