@@ -124,7 +124,7 @@ func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) (map[string
 func (b *Budget) queueTakes(ctx context.Context, free int, now time.Time) (bool, error) {
 	list, err := b.cfg.Client.Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{Label: b.cfg.Name, RoleLabel: RoleWaiter}.String(),
-		Limit:         int64(max(headSize(b.cfg.Slots), free)),
+		Limit:         int64(headSize(b.cfg.Slots)), // more than the slots, so more than free
 	})
 	if err != nil {
 		return false, fmt.Errorf("listing the queue of disruption budget %s in namespace %s: %w", b.cfg.Name, b.cfg.Namespace, err)
