@@ -86,6 +86,8 @@ type Daemon struct {
 	pausedSince time.Time
 	// spread is the update start put off last (spread.go).
 	spread spread
+	// keptNodes is the node count kept on the node (nodecount.go).
+	keptNodes int
 	// heldOn is the failed config the node holds its previous one against
 	// (health.go), so that the hold is logged once.
 	heldOn string

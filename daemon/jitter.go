@@ -27,17 +27,25 @@ const DefaultStartJitter = 30 * time.Second
 // cluster large enough the window is the update spread's instead,
 // (nodes-1) × UpdateSpread (one LIST of one Node counts them): measured at
 // 2,000 nodes, 30 s made 67 registrations a second, which the test bed's
-// API server answered in up to 15 s (make bench-fleet). Every start counts
-// the nodes, a restart too: the count also sizes the watches' window after
-// an outage (kube.Client.ReconnectJitter).
+// API server answered in up to 15 s (make bench-fleet). The count also
+// sizes the watches' window after an outage (kube.Client.ReconnectJitter):
+// a restart reads the count kept on the node, or counts when there is none
+// (nodecount.go).
 func (d *Daemon) startDelay(ctx context.Context) time.Duration {
-	nodes, err := d.API.CountNodes(ctx)
-	if err != nil {
-		d.Log.Warn("Cannot count the cluster's nodes; a first registration spreads over --start-jitter only, "+
-			"and the watches' reconnect window stays at its least", zap.String("node", d.API.NodeName),
-			zap.Duration("window", d.API.ReconnectJitter()), zap.Error(err))
+	_, err := d.Env.Host.ReadState(phases.AppliedFileName)
+	ranHere := err == nil
+	nodes, kept := 0, false
+	if ranHere {
+		nodes, kept = d.keptNodeCount()
 	}
-	if _, err := d.Env.Host.ReadState(phases.AppliedFileName); err == nil || d.StartJitter <= 0 {
+	if !kept {
+		if nodes, err = d.countNodes(ctx); err != nil {
+			d.Log.Warn("Cannot count the cluster's nodes; a first registration spreads over --start-jitter only, "+
+				"and the watches' reconnect window stays at its least", zap.String("node", d.API.NodeName),
+				zap.Duration("window", d.API.ReconnectJitter()), zap.Error(err))
+		}
+	}
+	if ranHere || d.StartJitter <= 0 {
 		return 0
 	}
 	return rand.N(max(d.StartJitter, spreadWindow(nodes, d.UpdateSpread)))

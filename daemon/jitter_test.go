@@ -3,6 +3,7 @@ package daemon
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"testing"
 	"time"
@@ -13,17 +14,23 @@ import (
 	"github.com/nodeconfd/nodeconfd/phases"
 )
 
-// stateHost is a host whose only state file is the applied config, or none.
+// stateHost is a host whose state files are in files (the applied config's
+// among them, or not).
 type stateHost struct {
 	phases.Host
-	applied bool
+	files map[string]string
 }
 
-func (h stateHost) ReadState(name string) ([]byte, error) {
-	if h.applied && name == phases.AppliedFileName {
-		return []byte("{}"), nil
+func (h *stateHost) ReadState(name string) ([]byte, error) {
+	if data, ok := h.files[name]; ok {
+		return []byte(data), nil
 	}
 	return nil, fs.ErrNotExist
+}
+
+func (h *stateHost) WriteState(name string, data []byte) error {
+	h.files[name] = string(data)
+	return nil
 }
 
 func TestStartDelay(t *testing.T) {
@@ -31,6 +38,7 @@ func TestStartDelay(t *testing.T) {
 		name     string
 		jitter   time.Duration
 		applied  bool
+		kept     string // the node count kept on the node
 		spread   time.Duration
 		nodes    *countingNodes
 		wantMax  time.Duration // 0: no delay
@@ -38,6 +46,10 @@ func TestStartDelay(t *testing.T) {
 	}{
 		{name: "no jitter", nodes: &countingNodes{nodes: 3}, wantMax: 0},
 		{name: "ran here before", jitter: time.Minute, applied: true, nodes: &countingNodes{nodes: 1000}, wantMax: 0},
+		{name: "ran here before, count kept", jitter: time.Minute, applied: true, kept: "1000\n",
+			nodes: &countingNodes{nodes: 1001}, wantMax: 0},
+		{name: "ran here before, kept count garbled", jitter: time.Minute, applied: true, kept: "-5",
+			nodes: &countingNodes{nodes: 1000}, wantMax: 0},
 		{name: "ran here before, count fails", jitter: time.Minute, applied: true,
 			nodes: &countingNodes{err: errors.New("forbidden")}, wantMax: 0},
 		{name: "first start on the node", jitter: time.Minute, nodes: &countingNodes{nodes: 3}, wantMax: time.Minute},
@@ -49,7 +61,14 @@ func TestStartDelay(t *testing.T) {
 			nodes: &countingNodes{err: errors.New("forbidden")}, wantMax: 30 * time.Second},
 	}
 	for _, tt := range tests {
-		d := &Daemon{StartJitter: tt.jitter, UpdateSpread: tt.spread, Env: phases.Env{Host: stateHost{applied: tt.applied}},
+		host := &stateHost{files: map[string]string{}}
+		if tt.applied {
+			host.files[phases.AppliedFileName] = "{}"
+		}
+		if tt.kept != "" {
+			host.files[NodeCountFileName] = tt.kept
+		}
+		d := &Daemon{StartJitter: tt.jitter, UpdateSpread: tt.spread, Env: phases.Env{Host: host},
 			Log: zaptest.NewLogger(t)}
 		d.API = &kube.Client{API: nodesAPI{nodes: tt.nodes}, NodeName: "worker-1"}
 		spread := map[time.Duration]bool{}
@@ -68,12 +87,23 @@ func TestStartDelay(t *testing.T) {
 		if tt.wantOver > 0 && !over {
 			t.Errorf("%s: no delay of 20 over %s", tt.name, tt.wantOver)
 		}
-		// Every start counts the nodes once, a restart too: the watches'
-		// reconnect window grows with the cluster.
-		if tt.nodes.lists != 20 {
-			t.Errorf("%s: 20 starts listed the Nodes %d times, want 20", tt.name, tt.nodes.lists)
+		// A first start counts the nodes; a restart reads the count kept
+		// on the node, and counts (then keeps) it only when there is none
+		// to read; each start's count sizes the watches' reconnect window.
+		wantLists := 20
+		switch {
+		case tt.applied && tt.kept == "1000\n":
+			wantLists = 0
+		case tt.applied && tt.nodes.err == nil:
+			wantLists = 1
 		}
-		if want := kube.MinReconnectJitter; tt.nodes.nodes >= 1000 && d.API.ReconnectJitter() <= want {
+		if tt.nodes.lists != wantLists {
+			t.Errorf("%s: 20 starts listed the Nodes %d times, want %d", tt.name, tt.nodes.lists, wantLists)
+		}
+		if tt.nodes.err == nil && tt.kept != "1000\n" && host.files[NodeCountFileName] != fmt.Sprintln(tt.nodes.nodes) {
+			t.Errorf("%s: node count kept %q, want %d", tt.name, host.files[NodeCountFileName], tt.nodes.nodes)
+		}
+		if want := kube.MinReconnectJitter; (tt.nodes.nodes >= 1000 || tt.kept == "1000\n") && d.API.ReconnectJitter() <= want {
 			t.Errorf("%s: the reconnect window for %d nodes is %s, want over %s", tt.name, tt.nodes.nodes,
 				d.API.ReconnectJitter(), want)
 		}

@@ -102,7 +102,7 @@ func (d *Daemon) spreadLeft(ctx context.Context, current, desired string, underW
 	}
 	if d.spread.config != desired {
 		d.spread = spread{config: desired, until: d.Now(), waiting: d.spread.waiting}
-		nodes, err := d.API.CountNodes(ctx)
+		nodes, err := d.countNodes(ctx)
 		log := d.Log.With(zap.String("node", d.API.NodeName), zap.String("config", desired))
 		if err != nil {
 			log.Warn("Cannot count the cluster's nodes; starting the update without spreading it", zap.Error(err))

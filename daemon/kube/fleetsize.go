@@ -31,6 +31,10 @@ func (c *Client) CountNodes(ctx context.Context) (int, error) {
 	return n, nil
 }
 
+// SetNodeCount gives the client a count of the cluster's nodes made
+// earlier (kept on the node), as CountNodes would.
+func (c *Client) SetNodeCount(n int) { c.nodes.Store(int64(n)) }
+
 // ReconnectJitter is the window the watches of the node's objects spread
 // their next attempt over after a failure: it grows with the cluster as
 // last counted (reconnect.go).

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -52,6 +54,7 @@ func TestUnreadableProgressRecord(t *testing.T) {
 		{"a folder", "", true, "it is a folder"},
 	}
 	recPath := filepath.Join(n.Sys.Root, stateDir, progress.FileName)
+	wantNodeCount(t, n) // kept at the daemon's first start
 	current := "rendered-r9-0"
 	for i, tc := range cases {
 		if tc.newConfig {
@@ -73,6 +76,11 @@ func TestUnreadableProgressRecord(t *testing.T) {
 			}
 		} else if err := os.WriteFile(recPath, []byte(tc.data), 0o600); err != nil {
 			t.Fatal(err)
+		}
+		if tc.name == "garbage" { // the node count kept too: the daemon counts again
+			if err := os.WriteFile(filepath.Join(n.Sys.Root, stateDir, daemon.NodeCountFileName), []byte(tc.data), 0o600); err != nil {
+				t.Fatal(err)
+			}
 		}
 		if err := n.SetDesired(ctx, current); err != nil {
 			t.Fatal(err)
@@ -104,6 +112,7 @@ func TestUnreadableProgressRecord(t *testing.T) {
 		if !folder {
 			wantAside(t, n, tc.data)
 		}
+		wantNodeCount(t, n)
 		if st := getNode(t, "r9").Annotations["machineconfiguration.openshift.io/state"]; st != "Done" {
 			t.Errorf("%s: state = %q, want Done", tc.name, st)
 		}
@@ -149,6 +158,23 @@ func asideCopies(t *testing.T, n *testbed.Node) []string {
 		}
 	}
 	return names
+}
+
+// wantNodeCount checks the cluster's node count kept on the node: a
+// count, mode 0600.
+func wantNodeCount(t *testing.T, n *testbed.Node) {
+	t.Helper()
+	p := filepath.Join(n.Sys.Root, stateDir, daemon.NodeCountFileName)
+	data, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatalf("the node count kept on the node: %v", err)
+	}
+	if k, err := strconv.Atoi(strings.TrimSpace(string(data))); err != nil || k < 1 {
+		t.Errorf("the node count kept on the node is %q, want a count", data)
+	}
+	if fi, err := os.Stat(p); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("%s: mode %v, %v; want 0600", p, fi.Mode(), err)
+	}
 }
 
 // wantAside checks that a copy moved aside holds data, mode 0600.
