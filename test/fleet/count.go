@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"io"
 	"maps"
 	"net/http"
 	"strings"
@@ -13,8 +14,9 @@ import (
 type counter struct {
 	mu     sync.Mutex
 	counts map[reqKey]int64
-	// watching counts the watches the API server opened (200 OK).
-	watching int64
+	// open counts the daemons' watches open now: answered 200 OK, and
+	// their response body not closed yet.
+	open int64
 }
 
 // reqKey is a request's kind as apiserver_request_total labels it.
@@ -33,11 +35,30 @@ func (c *counter) snapshot() map[reqKey]int64 {
 	return maps.Clone(c.counts)
 }
 
-// watchesOpened is how many watches the API server has opened so far.
-func (c *counter) watchesOpened() int64 {
+// watchesOpen is how many of the daemons' watches are open now.
+func (c *counter) watchesOpen() int64 {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.watching
+	return c.open
+}
+
+func (c *counter) watchOpened(delta int64) {
+	c.mu.Lock()
+	c.open += delta
+	c.mu.Unlock()
+}
+
+// watchBody is an open watch's response body: closing it (the watch ends)
+// counts the watch closed, once.
+type watchBody struct {
+	io.ReadCloser
+	c      *counter
+	closed sync.Once
+}
+
+func (b *watchBody) Close() error {
+	b.closed.Do(func() { b.c.watchOpened(-1) })
+	return b.ReadCloser.Close()
 }
 
 type countingRT struct {
@@ -52,9 +73,8 @@ func (r countingRT) RoundTrip(req *http.Request) (*http.Response, error) {
 	r.c.mu.Unlock()
 	resp, err := r.rt.RoundTrip(req)
 	if k.Verb == "WATCH" && err == nil && resp.StatusCode == http.StatusOK {
-		r.c.mu.Lock()
-		r.c.watching++
-		r.c.mu.Unlock()
+		r.c.watchOpened(1)
+		resp.Body = &watchBody{ReadCloser: resp.Body, c: r.c}
 	}
 	return resp, err
 }
