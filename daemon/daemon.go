@@ -64,7 +64,7 @@ type Daemon struct {
 	ImageModeStatus bool
 
 	// StartJitter spreads the first start of daemons on new nodes (see
-	// startDelay); 0 means none.
+	// waitStartDelay); 0 means none.
 	StartJitter time.Duration
 	// UpdateSpread spreads the start of updates over the cluster's nodes,
 	// this much per node (see spreadWait); 0 means none.

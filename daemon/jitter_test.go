@@ -3,8 +3,9 @@ package daemon
 import (
 	"context"
 	"errors"
-	"fmt"
 	"io/fs"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -33,32 +34,55 @@ func (h *stateHost) WriteState(name string, data []byte) error {
 	return nil
 }
 
-func TestStartDelay(t *testing.T) {
-	tests := []struct {
-		name     string
-		jitter   time.Duration
-		applied  bool
-		kept     string // the node count kept on the node
-		spread   time.Duration
-		nodes    *countingNodes
-		wantMax  time.Duration // 0: no delay
-		wantOver time.Duration
+func TestFirstStartDelays(t *testing.T) {
+	for _, tt := range []struct {
+		u              float64
+		jitter, spread time.Duration
+		before, left   time.Duration
 	}{
-		{name: "no jitter", nodes: &countingNodes{nodes: 3}, wantMax: 0},
-		{name: "ran here before", jitter: time.Minute, applied: true, nodes: &countingNodes{nodes: 1000}, wantMax: 0},
+		{0, 30 * time.Second, 200 * time.Second, 0, 0},
+		{0.5, 30 * time.Second, 0, 15 * time.Second, 0},                                // a small cluster: the jitter alone
+		{0.5, 30 * time.Second, 10 * time.Second, 15 * time.Second, 0},                 // its spread shorter than the jitter
+		{0.5, 30 * time.Second, 200 * time.Second, 15 * time.Second, 85 * time.Second}, // a large one: its spread
+		{0.999, 30 * time.Second, 200 * time.Second, 29970 * time.Millisecond, 169830 * time.Millisecond},
+	} {
+		before, left := firstStartDelays(tt.u, tt.jitter, tt.spread)
+		if before != tt.before || left != tt.left {
+			t.Errorf("firstStartDelays(%v, %s, %s) = %s, %s; want %s, %s", tt.u, tt.jitter, tt.spread, before, left, tt.before, tt.left)
+		}
+	}
+}
+
+// Which starts count the cluster's nodes (one LIST of one Node), and what
+// is kept: a first start counts after its first wait (none with the
+// context cancelled during it), a restart reads the count kept on the
+// node and counts only without one, and every count is kept and sizes the
+// watches' reconnect window.
+func TestStartCounts(t *testing.T) {
+	cancelled, cancel := context.WithCancel(context.Background())
+	cancel()
+	tests := []struct {
+		name      string
+		jitter    time.Duration
+		applied   bool
+		kept      string
+		nodes     *countingNodes
+		ctx       context.Context
+		wantLists int // over 5 starts
+		wantKept  string
+	}{
+		{name: "no jitter", nodes: &countingNodes{nodes: 3}, wantLists: 5, wantKept: "3\n"},
+		{name: "first start", jitter: time.Millisecond, nodes: &countingNodes{nodes: 2001}, wantLists: 5, wantKept: "2001\n"},
+		{name: "first start, cancelled in its first wait", jitter: time.Hour, nodes: &countingNodes{nodes: 2001},
+			ctx: cancelled, wantLists: 0},
+		{name: "ran here before", jitter: time.Minute, applied: true, nodes: &countingNodes{nodes: 1000}, wantLists: 1,
+			wantKept: "1000\n"},
 		{name: "ran here before, count kept", jitter: time.Minute, applied: true, kept: "1000\n",
-			nodes: &countingNodes{nodes: 1001}, wantMax: 0},
+			nodes: &countingNodes{nodes: 1001}, wantLists: 0, wantKept: "1000\n"},
 		{name: "ran here before, kept count garbled", jitter: time.Minute, applied: true, kept: "-5",
-			nodes: &countingNodes{nodes: 1000}, wantMax: 0},
+			nodes: &countingNodes{nodes: 1000}, wantLists: 1, wantKept: "1000\n"},
 		{name: "ran here before, count fails", jitter: time.Minute, applied: true,
-			nodes: &countingNodes{err: errors.New("forbidden")}, wantMax: 0},
-		{name: "first start on the node", jitter: time.Minute, nodes: &countingNodes{nodes: 3}, wantMax: time.Minute},
-		{name: "a small cluster: the start jitter", jitter: 30 * time.Second, spread: DefaultUpdateSpread,
-			nodes: &countingNodes{nodes: 10}, wantMax: 30 * time.Second},
-		{name: "a large cluster: the spread's window", jitter: 30 * time.Second, spread: DefaultUpdateSpread,
-			nodes: &countingNodes{nodes: 2001}, wantMax: 200 * time.Second, wantOver: 30 * time.Second},
-		{name: "count fails: the start jitter", jitter: 30 * time.Second, spread: DefaultUpdateSpread,
-			nodes: &countingNodes{err: errors.New("forbidden")}, wantMax: 30 * time.Second},
+			nodes: &countingNodes{err: errors.New("forbidden")}, wantLists: 5},
 	}
 	for _, tt := range tests {
 		host := &stateHost{files: map[string]string{}}
@@ -68,44 +92,27 @@ func TestStartDelay(t *testing.T) {
 		if tt.kept != "" {
 			host.files[NodeCountFileName] = tt.kept
 		}
-		d := &Daemon{StartJitter: tt.jitter, UpdateSpread: tt.spread, Env: phases.Env{Host: host},
-			Log: zaptest.NewLogger(t)}
-		d.API = &kube.Client{API: nodesAPI{nodes: tt.nodes}, NodeName: "worker-1"}
-		spread := map[time.Duration]bool{}
-		over := false
-		for i := 0; i < 20; i++ {
-			got := d.startDelay(context.Background())
-			if got < 0 || got > tt.wantMax || (tt.wantMax > 0 && got == tt.wantMax) {
-				t.Fatalf("%s: delay %s, want in [0, %s)", tt.name, got, tt.wantMax)
+		ctx := tt.ctx
+		if ctx == nil {
+			ctx = context.Background()
+		}
+		d := &Daemon{StartJitter: tt.jitter, UpdateSpread: time.Microsecond, Env: phases.Env{Host: host},
+			Log: zaptest.NewLogger(t), API: &kube.Client{API: nodesAPI{nodes: tt.nodes}, NodeName: "worker-1"}}
+		for i := 0; i < 5; i++ {
+			err := d.waitStartDelay(ctx)
+			if (err != nil) != (tt.ctx != nil) {
+				t.Fatalf("%s: waitStartDelay: %v", tt.name, err)
 			}
-			spread[got] = true
-			over = over || got > tt.wantOver
 		}
-		if tt.wantMax > 0 && len(spread) < 10 {
-			t.Errorf("%s: 20 delays took only %d values", tt.name, len(spread))
+		if tt.nodes.lists != tt.wantLists {
+			t.Errorf("%s: 5 starts listed the Nodes %d times, want %d", tt.name, tt.nodes.lists, tt.wantLists)
 		}
-		if tt.wantOver > 0 && !over {
-			t.Errorf("%s: no delay of 20 over %s", tt.name, tt.wantOver)
+		if got := host.files[NodeCountFileName]; got != tt.wantKept && !(tt.wantKept == "" && got == tt.kept) {
+			t.Errorf("%s: node count kept %q, want %q", tt.name, got, tt.wantKept)
 		}
-		// A first start counts the nodes; a restart reads the count kept
-		// on the node, and counts (then keeps) it only when there is none
-		// to read; each start's count sizes the watches' reconnect window.
-		wantLists := 20
-		switch {
-		case tt.applied && tt.kept == "1000\n":
-			wantLists = 0
-		case tt.applied && tt.nodes.err == nil:
-			wantLists = 1
-		}
-		if tt.nodes.lists != wantLists {
-			t.Errorf("%s: 20 starts listed the Nodes %d times, want %d", tt.name, tt.nodes.lists, wantLists)
-		}
-		if tt.nodes.err == nil && tt.kept != "1000\n" && host.files[NodeCountFileName] != fmt.Sprintln(tt.nodes.nodes) {
-			t.Errorf("%s: node count kept %q, want %d", tt.name, host.files[NodeCountFileName], tt.nodes.nodes)
-		}
-		if want := kube.MinReconnectJitter; (tt.nodes.nodes >= 1000 || tt.kept == "1000\n") && d.API.ReconnectJitter() <= want {
-			t.Errorf("%s: the reconnect window for %d nodes is %s, want over %s", tt.name, tt.nodes.nodes,
-				d.API.ReconnectJitter(), want)
+		counted, _ := strconv.Atoi(strings.TrimSpace(tt.wantKept)) // 0: none
+		if want := kube.ReconnectJitterFor(counted); d.API.ReconnectJitter() != want {
+			t.Errorf("%s: reconnect window %s, want %s (%d nodes)", tt.name, d.API.ReconnectJitter(), want, counted)
 		}
 	}
 }

@@ -40,18 +40,18 @@ func (d *Daemon) countNodes(ctx context.Context) (int, error) {
 
 // keptNodeCount reads the count kept on the node, and gives it to the
 // client; false when there is none, or it is not a count.
-func (d *Daemon) keptNodeCount() (int, bool) {
+func (d *Daemon) keptNodeCount() bool {
 	data, err := d.Env.Host.ReadState(NodeCountFileName)
 	if err != nil {
-		return 0, false
+		return false
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || n < 1 || n > maxNodeCount {
 		d.Log.Warn("The cluster's node count kept on the node is not a count; counting again",
 			zap.String("node", d.API.NodeName), zap.String("file", NodeCountFileName))
-		return 0, false
+		return false
 	}
 	d.keptNodes = n
 	d.API.SetNodeCount(n)
-	return n, true
+	return true
 }
