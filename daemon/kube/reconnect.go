@@ -38,6 +38,13 @@ func ReconnectJitterFor(nodes int) time.Duration {
 	return max(time.Duration(nodes)*ReconnectPerNode, MinReconnectJitter)
 }
 
+// healthyWatch is how long a watch must have lived for the attempt after it
+// to go at once: a watch ends normally after its timeout (watchTimeout,
+// 30 minutes or more), and one that ends sooner ended with its server (a
+// restart: the old server answers while it shuts down), so the next
+// attempt waits within the window as after a failure.
+const healthyWatch = time.Minute
+
 // reconnect spreads the next attempt of one list+watch after a failure.
 // Only the reflector's goroutine calls it, but the informer may call the
 // list and the watch from different goroutines over its life: hence the
@@ -48,14 +55,17 @@ type reconnect struct {
 	jitter func() time.Duration
 	mu     sync.Mutex
 	failed bool
+	// opened is when the last attempt, a watch, opened; zero after a list.
+	opened time.Time
 }
 
-// before waits, after a failed attempt, a random time in [0, jitter).
+// before waits a random time in [0, jitter) after a failed attempt, or a
+// watch that lived less than healthyWatch.
 func (r *reconnect) before(ctx context.Context) error {
 	r.mu.Lock()
-	failed := r.failed
+	wait := r.failed || !r.opened.IsZero() && time.Since(r.opened) < healthyWatch
 	r.mu.Unlock()
-	if !failed {
+	if !wait {
 		return nil
 	}
 	jitter := r.jitter()
@@ -65,9 +75,14 @@ func (r *reconnect) before(ctx context.Context) error {
 	return phases.Sleep(ctx, rand.N(jitter))
 }
 
-// after notes whether the attempt failed.
-func (r *reconnect) after(err error) {
+// after notes whether the attempt failed and, for a watch that opened,
+// when.
+func (r *reconnect) after(err error, watch bool) {
 	r.mu.Lock()
 	r.failed = err != nil
+	r.opened = time.Time{}
+	if err == nil && watch {
+		r.opened = time.Now()
+	}
 	r.mu.Unlock()
 }

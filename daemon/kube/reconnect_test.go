@@ -15,13 +15,21 @@ func TestReconnect(t *testing.T) {
 	if err := r.before(cancelled); err != nil {
 		t.Fatalf("first attempt waited: %v", err)
 	}
-	r.after(errors.New("connection refused"))
+	r.after(errors.New("connection refused"), true)
 	if err := r.before(cancelled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("attempt after a failure: %v, want a wait", err)
 	}
-	r.after(nil)
+	r.after(nil, false)
 	if err := r.before(cancelled); err != nil {
-		t.Fatalf("attempt after a success waited: %v", err)
+		t.Fatalf("attempt after a list that succeeded waited: %v", err)
+	}
+	r.after(nil, true)
+	if err := r.before(cancelled); !errors.Is(err, context.Canceled) {
+		t.Fatalf("attempt after a watch that ended at once: %v, want a wait", err)
+	}
+	r.opened = time.Now().Add(-healthyWatch - time.Second)
+	if err := r.before(cancelled); err != nil {
+		t.Fatalf("attempt after a watch that lived past healthyWatch waited: %v", err)
 	}
 }
 

@@ -63,7 +63,7 @@ func byName[L runtime.Object](name string, jitter func() time.Duration,
 			}
 			o.FieldSelector = selector
 			l, err := list(ctx, o)
-			r.after(err)
+			r.after(err, false)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -73,7 +73,7 @@ func byName[L runtime.Object](name string, jitter func() time.Duration,
 			o.FieldSelector = selector
 			o.TimeoutSeconds = watchTimeout()
 			w, err := watchFn(ctx, o)
-			r.after(err)
+			r.after(err, true)
 			return w, err
 		},
 	}
