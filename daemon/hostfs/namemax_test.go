@@ -29,17 +29,12 @@ func TestNameMax(t *testing.T) {
 	if err := f.Preflight(plan.Config{}, plan.Config{}, plan.Diff{ChangedFiles: files, ChangedUnits: []plan.Unit{unit}}); err != nil {
 		t.Fatal(err)
 	}
-	for _, commit := range []bool{false, true} {
-		tx, err := f.BeginTxn("long")
-		if err != nil {
-			t.Fatal(err)
-		}
+	rollBackThenCommit(t, f, "long", func(tx *Txn) error {
 		if err := tx.WriteFiles(files); err != nil {
-			t.Fatal(err)
+			return err
 		}
-		if err := tx.WriteUnit(unit); err != nil {
-			t.Fatal(err)
-		}
+		return tx.WriteUnit(unit)
+	}, func() {
 		for _, file := range files {
 			if err := f.CheckFile(file); err != nil {
 				t.Error(err)
@@ -48,17 +43,7 @@ func TestNameMax(t *testing.T) {
 		if err := f.CheckUnit(unit); err != nil {
 			t.Error(err)
 		}
-		if commit {
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-		if err := tx.Rollback(); err != nil {
-			t.Fatal(err)
-		}
-		assertSame(t, before, tree(t, node, "var/lib/nodeconfd"))
-	}
+	}, func() { assertSame(t, before, tree(t, node, "var/lib/nodeconfd")) })
 	if got := stateOf(t, filepath.Join(node, "var/lib/nodeconfd/orig/etc/long", long)); got.Data != "original" {
 		t.Errorf("backup %+v", got)
 	}
@@ -92,30 +77,15 @@ func TestNameMaxUnitWithoutDropins(t *testing.T) {
 		t.Fatalf("unit name is %d bytes", len(unit.Name))
 	}
 	unitFile := filepath.Join(node, "etc/systemd/system", unit.Name)
-	for _, commit := range []bool{false, true} {
-		tx, err := f.BeginTxn("long-unit")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := tx.WriteUnit(unit); err != nil {
-			t.Fatal(err)
-		}
+	rollBackThenCommit(t, f, "long-unit", func(tx *Txn) error { return tx.WriteUnit(unit) }, func() {
 		if err := f.CheckUnit(unit); err != nil {
 			t.Error(err)
 		}
-		if commit {
-			if err := tx.Commit(); err != nil {
-				t.Fatal(err)
-			}
-			break
-		}
-		if err := tx.Rollback(); err != nil {
-			t.Fatal(err)
-		}
+	}, func() {
 		if _, err := os.Lstat(unitFile); !os.IsNotExist(err) {
 			t.Errorf("unit file after the rollback: %v", err)
 		}
-	}
+	})
 	tx, err := f.BeginTxn("long-unit-gone")
 	if err != nil {
 		t.Fatal(err)
@@ -128,5 +98,32 @@ func TestNameMaxUnitWithoutDropins(t *testing.T) {
 	}
 	if _, err := os.Lstat(unitFile); !os.IsNotExist(err) {
 		t.Errorf("unit file after its removal: %v", err)
+	}
+}
+
+// rollBackThenCommit runs write in a transaction id twice: rolled back
+// (then rolledBack checks the node), then committed; check runs after each
+// write.
+func rollBackThenCommit(t *testing.T, f *FS, id string, write func(*Txn) error, check, rolledBack func()) {
+	t.Helper()
+	for _, commit := range []bool{false, true} {
+		tx, err := f.BeginTxn(id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := write(tx); err != nil {
+			t.Fatal(err)
+		}
+		check()
+		if commit {
+			if err := tx.Commit(); err != nil {
+				t.Fatal(err)
+			}
+			return
+		}
+		if err := tx.Rollback(); err != nil {
+			t.Fatal(err)
+		}
+		rolledBack()
 	}
 }
