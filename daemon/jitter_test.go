@@ -116,3 +116,21 @@ func TestStartCounts(t *testing.T) {
 		}
 	}
 }
+
+// A count no cluster has (an API server's made-up remainingItemCount) does
+// not overflow, is not kept on the node, and gives the widest window.
+func TestCountNodesMadeUp(t *testing.T) {
+	host := &stateHost{files: map[string]string{}}
+	d := &Daemon{Env: phases.Env{Host: host}, Log: zaptest.NewLogger(t),
+		API: &kube.Client{API: nodesAPI{nodes: &countingNodes{nodes: 1 << 62}}, NodeName: "worker-1"}}
+	n, err := d.countNodes(context.Background())
+	if err != nil || n != maxNodeCount+1 {
+		t.Fatalf("countNodes = %d, %v; want %d (clamped)", n, err, maxNodeCount+1)
+	}
+	if kept, ok := host.files[NodeCountFileName]; ok {
+		t.Errorf("kept %q on the node", kept)
+	}
+	if got := d.API.ReconnectJitter(); got != kube.MaxReconnectJitter {
+		t.Errorf("reconnect window %s, want %s", got, kube.MaxReconnectJitter)
+	}
+}

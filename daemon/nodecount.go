@@ -19,14 +19,15 @@ import (
 // spread counts again, which keeps it fresh.
 const NodeCountFileName = "cluster-nodes"
 
-// maxNodeCount bounds a kept count that is read back: more is no cluster's.
+// maxNodeCount bounds a kept count that is read back: more is no cluster's
+// (kube.Client.CountNodes clamps to the same).
 const maxNodeCount = 1 << 20
 
 // countNodes counts the cluster's nodes and keeps the count on the node
 // when it changed.
 func (d *Daemon) countNodes(ctx context.Context) (int, error) {
 	n, err := d.API.CountNodes(ctx)
-	if err != nil || n == d.keptNodes {
+	if err != nil || n == d.keptNodes || n < 1 || n > maxNodeCount {
 		return n, err
 	}
 	if werr := d.Env.Host.WriteState(NodeCountFileName, []byte(strconv.Itoa(n)+"\n")); werr != nil {

@@ -119,10 +119,16 @@ func hash(s string) uint32 {
 // ahead counts the waiters of the queue before it (0: next in line), or
 // the least of them (atLeast).
 func waitingMessage(holders []string, slots, ahead int, atLeast bool) string {
-	msg := fmt.Sprintf("Waiting for a disruption slot (%d of %d in use)", len(holders), slots)
+	msg := fmt.Sprintf("Waiting for a disruption slot (%d of %d in use", len(holders), slots)
+	if len(holders) < slots && ahead > 0 {
+		// Free for the moment of a handoff: the nodes ahead take them. The
+		// message stays while the node waits behind, so it says so.
+		msg += ", the free ones going to the nodes ahead"
+	}
+	msg += ")"
 	if len(holders) > 0 {
 		msg += ": held by " + strings.Join(holders, ", ")
-	} // else the slots are free for the moment of a handoff, which the queue's head takes
+	}
 	count := ""
 	if atLeast {
 		count = "at least "

@@ -150,7 +150,10 @@ func TestWaitingMessage(t *testing.T) {
 		{[]string{"worker-1"}, 1, 57, true,
 			"Waiting for a disruption slot (1 of 1 in use): held by worker-1; at least 57 nodes ahead in the queue"},
 		// The slots free for a handoff's moment, which the queue takes.
-		{nil, 2, 60, true, "Waiting for a disruption slot (0 of 2 in use); at least 60 nodes ahead in the queue"},
+		{nil, 2, 60, true, "Waiting for a disruption slot (0 of 2 in use, the free ones going to the nodes ahead); " +
+			"at least 60 nodes ahead in the queue"},
+		{[]string{"worker-1"}, 2, 3, false, "Waiting for a disruption slot (1 of 2 in use, the free ones going to the nodes ahead): " +
+			"held by worker-1; 3 nodes ahead in the queue"},
 	}
 	for _, tt := range tests {
 		if got := waitingMessage(tt.holders, tt.slots, tt.ahead, tt.atLeast); got != tt.want {

@@ -8,6 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
+// maxNodes bounds what the API server's count adds: more is no cluster's.
+const maxNodes = 1 << 20
+
 // CountNodes returns how many Nodes the cluster has, from a LIST of one
 // Node: the API server counts the rest (metadata.remainingItemCount), so
 // the answer costs one small response whatever the cluster's size. It is
@@ -21,7 +24,7 @@ func (c *Client) CountNodes(ctx context.Context) (int, error) {
 	}
 	n := len(list.Items)
 	if rest := list.RemainingItemCount; rest != nil && *rest > 0 {
-		n += int(*rest)
+		n += int(min(*rest, maxNodes)) // a count the server made up must not overflow
 	} else if list.Continue != "" {
 		// An API server that does not count (an older one, or a list
 		// served where it cannot) says only that there are more.
