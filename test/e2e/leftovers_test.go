@@ -370,8 +370,12 @@ func TestOrphanJournalRolledBack(t *testing.T) {
 		t.Errorf("%d entries left in %s, want only the original f010.conf as it was", len(entries), dir)
 	}
 	wantNoTempFiles(t, n)
-	if c := log.Condition("Updated"); c == nil || c.Status != "True" {
-		t.Errorf("Updated = %+v", c)
+	// The daemon writes Updated=True after the rollback, once it idles:
+	// the journal can be gone a moment before.
+	wctx, wcancel := context.WithTimeout(ctx, time.Minute)
+	defer wcancel()
+	if err := log.WaitFor(wctx, "Updated", "True", ""); err != nil {
+		t.Errorf("Updated = %+v: %v", log.Condition("Updated"), err)
 	}
 	if !strings.Contains(n.DaemonLog(), "Rolled back the unfinished write of rendered-lo3-b") {
 		t.Error("the daemon log does not say it rolled back the orphan journal")
