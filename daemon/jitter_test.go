@@ -124,8 +124,8 @@ func TestCountNodesMadeUp(t *testing.T) {
 	d := &Daemon{Env: phases.Env{Host: host}, Log: zaptest.NewLogger(t),
 		API: &kube.Client{API: nodesAPI{nodes: &countingNodes{nodes: 1 << 62}}, NodeName: "worker-1"}}
 	n, err := d.countNodes(context.Background())
-	if err != nil || n != maxNodeCount+1 {
-		t.Fatalf("countNodes = %d, %v; want %d (clamped)", n, err, maxNodeCount+1)
+	if err != nil || n != kube.MaxNodes+1 {
+		t.Fatalf("countNodes = %d, %v; want %d (clamped)", n, err, kube.MaxNodes+1)
 	}
 	if kept, ok := host.files[NodeCountFileName]; ok {
 		t.Errorf("kept %q on the node", kept)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"go.uber.org/zap"
 )
 
@@ -19,15 +20,11 @@ import (
 // spread counts again, which keeps it fresh.
 const NodeCountFileName = "cluster-nodes"
 
-// maxNodeCount bounds a kept count that is read back: more is no cluster's
-// (kube.Client.CountNodes clamps to the same).
-const maxNodeCount = 1 << 20
-
 // countNodes counts the cluster's nodes and keeps the count on the node
 // when it changed.
 func (d *Daemon) countNodes(ctx context.Context) (int, error) {
 	n, err := d.API.CountNodes(ctx)
-	if err != nil || n == d.keptNodes || n < 1 || n > maxNodeCount {
+	if err != nil || n == d.keptNodes || n < 1 || n > kube.MaxNodes {
 		return n, err
 	}
 	if werr := d.Env.Host.WriteState(NodeCountFileName, []byte(strconv.Itoa(n)+"\n")); werr != nil {
@@ -47,7 +44,7 @@ func (d *Daemon) keptNodeCount() bool {
 		return false
 	}
 	n, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || n < 1 || n > maxNodeCount {
+	if err != nil || n < 1 || n > kube.MaxNodes {
 		d.Log.Warn("The cluster's node count kept on the node is not a count; counting again",
 			zap.String("node", d.API.NodeName), zap.String("file", NodeCountFileName))
 		return false

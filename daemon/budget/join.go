@@ -2,7 +2,6 @@ package budget
 
 import (
 	"context"
-	"fmt"
 	"strconv"
 	"time"
 
@@ -102,13 +101,7 @@ func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) (map[string
 	case Wait:
 		return found, q.join(ctx)
 	}
-	free := 0
-	for _, s := range slots {
-		if s.free(now) {
-			free++
-		}
-	}
-	taken, err := b.queueTakes(ctx, free, now)
+	taken, err := b.queueTakes(ctx, freeSlots(slots, now), now)
 	if err != nil || !taken {
 		return nil, err
 	}
@@ -122,16 +115,12 @@ func (b *Budget) queueUnlessFree(ctx context.Context, q *queueEntry) (map[string
 // whole queue, which may be thousands long; a shorter queue the node lists
 // whole next (look).
 func (b *Budget) queueTakes(ctx context.Context, free int, now time.Time) (bool, error) {
-	list, err := b.cfg.Client.Leases(b.cfg.Namespace).List(ctx, metav1.ListOptions{
+	found, _, err := b.listWith(ctx, metav1.ListOptions{
 		LabelSelector: labels.Set{Label: b.cfg.Name, RoleLabel: RoleWaiter}.String(),
 		Limit:         int64(headSize(b.cfg.Slots)), // more than the slots, so more than free
 	})
 	if err != nil {
-		return false, fmt.Errorf("listing the queue of disruption budget %s in namespace %s: %w", b.cfg.Name, b.cfg.Namespace, err)
-	}
-	found := make(map[string]*coordinationv1.Lease, len(list.Items))
-	for i := range list.Items {
-		found[list.Items[i].Name] = &list.Items[i]
+		return false, err
 	}
 	others := 0
 	for _, w := range (expiries{}).live(waitersOf(found, b.cfg.EntryDuration, b.cfg.ClockSkew), b.cfg.Holder, now) {

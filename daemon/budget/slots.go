@@ -39,6 +39,17 @@ func (s slot) free(now time.Time) bool {
 	return !s.Exists || s.Holder == "" || s.expired(now)
 }
 
+// freeSlots counts the slots free now.
+func freeSlots(slots []slot, now time.Time) int {
+	n := 0
+	for _, s := range slots {
+		if s.free(now) {
+			n++
+		}
+	}
+	return n
+}
+
 // Action is what a daemon does next to hold a slot.
 type Action int
 

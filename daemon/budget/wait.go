@@ -122,12 +122,7 @@ func (b *Budget) waitHead(ctx context.Context, log *zap.Logger, q *queueEntry, r
 		}
 		now := time.Now()
 		slots := obs.slots(b.cfg.Name, b.cfg.Slots, cache.items, b.cfg.Duration, now)
-		free := 0
-		for _, s := range slots {
-			if s.free(now) {
-				free++
-			}
-		}
+		free := freeSlots(slots, now)
 		all := st.dead.live(waitersOf(cache.items, b.cfg.EntryDuration, b.cfg.ClockSkew), b.cfg.Holder, now)
 		queue, turnEnds := t.live(all, free, now)
 		if len(queue) < len(all) {

@@ -8,8 +8,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// maxNodes bounds what the API server's count adds: more is no cluster's.
-const maxNodes = 1 << 20
+// MaxNodes bounds a count of the cluster's nodes: more is no cluster's
+// (a count the API server made up must not overflow).
+const MaxNodes = 1 << 20
 
 // CountNodes returns how many Nodes the cluster has, from a LIST of one
 // Node: the API server counts the rest (metadata.remainingItemCount), so
@@ -24,13 +25,13 @@ func (c *Client) CountNodes(ctx context.Context) (int, error) {
 	}
 	n := len(list.Items)
 	if rest := list.RemainingItemCount; rest != nil && *rest > 0 {
-		n += int(min(*rest, maxNodes)) // a count the server made up must not overflow
+		n += int(min(*rest, MaxNodes))
 	} else if list.Continue != "" {
 		// An API server that does not count (an older one, or a list
 		// served where it cannot) says only that there are more.
 		return 0, fmt.Errorf("counting the cluster's nodes: the API server did not count them (no remainingItemCount)")
 	}
-	c.nodes.Store(int64(n))
+	c.SetNodeCount(n)
 	return n, nil
 }
 
