@@ -20,8 +20,6 @@ import (
 
 	"go.uber.org/zap"
 	k8stypes "k8s.io/apimachinery/pkg/types"
-	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/budget"
@@ -215,27 +213,11 @@ func start(args []string) error {
 	return runDaemon(ctx, o, policy, log)
 }
 
-// apiClient builds the daemon's API client, its requests counted in m.
-func apiClient(o options, m *metrics.Metrics) (kube.API, error) {
-	cfg, err := restConfig(o.kubeconfig)
-	if err != nil {
-		return nil, err
-	}
-	cfg.UserAgent = "nodeconfd/" + o.nodeName
-	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
-	m.CountRequests(cfg)
-	kapi, err := kube.NewAPI(cfg)
-	if err != nil {
-		return nil, fmt.Errorf("building the API client: %w", err)
-	}
-	return kapi, nil
-}
-
 // runDaemon builds every real dependency of the daemon and runs it until
 // ctx ends.
 func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logger) error {
 	m := metrics.New()
-	kapi, err := apiClient(o, m)
+	kapi, ready, err := apiClient(o, m)
 	if err != nil {
 		return err
 	}
@@ -252,7 +234,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	if err != nil {
 		return err
 	}
-	api := &kube.Client{API: kapi, NodeName: o.nodeName, StatusWritten: m.StatusWritten}
+	api := &kube.Client{API: kapi, NodeName: o.nodeName, StatusWritten: m.StatusWritten, Readiness: ready}
 	slots, err := budget.New(budget.Config{Client: kapi, Namespace: o.namespace, Name: o.budgetName, Slots: o.slots,
 		Holder: o.nodeName, Duration: o.leaseDuration, Soak: o.waits.soak, Log: log.Named("budget")})
 	if err != nil {
@@ -370,12 +352,6 @@ func releaseMemory(log *zap.Logger, node string) {
 		zap.Uint64("heapReleasedKiBBefore", before.HeapReleased>>10), zap.Uint64("heapReleasedKiBAfter", after.HeapReleased>>10))
 }
 
-// cluster joins the API adapter and the drainer into what the phases see.
-type cluster struct {
-	*kube.Client
-	*drain.Drainer
-}
-
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {
 		return v
@@ -383,17 +359,8 @@ func envOr(name, def string) string {
 	return def
 }
 
-func restConfig(kubeconfig string) (*rest.Config, error) {
-	if kubeconfig == "" {
-		cfg, err := rest.InClusterConfig()
-		if err != nil {
-			return nil, fmt.Errorf("in-cluster config (or pass --kubeconfig): %w", err)
-		}
-		return cfg, nil
-	}
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		return nil, fmt.Errorf("reading --kubeconfig %s: %w", kubeconfig, err)
-	}
-	return cfg, nil
+// cluster joins the API adapter and the drainer into what the phases see.
+type cluster struct {
+	*kube.Client
+	*drain.Drainer
 }

@@ -85,7 +85,7 @@ func (w *waitOptions) source(o options, api *kube.Client, node func() (*corev1.N
 	s := &waits.Source{
 		Node: node, Pool: func(n *corev1.Node) string { return kube.Pool(n.Labels, o.pool) }, Now: time.Now,
 		Windows: w.windows, AllUpdates: w.allUpdates,
-		Namespace: o.namespace, ConfigMapName: w.configMap, ReconnectJitter: api.ReconnectJitter,
+		Namespace: o.namespace, ConfigMapName: w.configMap, Retry: api.Retry(),
 		Pods: api.API.Pods(""), NodeName: o.nodeName, Blocking: w.blockingSel,
 	}
 	if w.configMap != "" {

@@ -2,7 +2,6 @@ package kube
 
 import (
 	"fmt"
-	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/client-go/tools/cache"
@@ -27,12 +26,9 @@ func ConfigMaps(a API, namespace string) (Resource[*corev1.ConfigMap, *corev1.Co
 
 // NewConfigMapWatch is an informer on the one ConfigMap name (a list+watch
 // with fieldSelector metadata.name, so RBAC can grant it by resourceNames).
-// After a failure it tries again within jitter() (Client.ReconnectJitter;
-// nil: MinReconnectJitter).
+// After a failure it tries again as retry says (Client.Retry; the zero
+// Retry: within MinReconnectJitter, no probe).
 func NewConfigMapWatch(r Resource[*corev1.ConfigMap, *corev1.ConfigMapList], name string,
-	jitter func() time.Duration) cache.SharedIndexInformer {
-	if jitter == nil {
-		jitter = func() time.Duration { return MinReconnectJitter }
-	}
-	return cache.NewSharedIndexInformer(byName(name, jitter, r.List, r.Watch), &corev1.ConfigMap{}, 0, cache.Indexers{})
+	retry Retry) cache.SharedIndexInformer {
+	return cache.NewSharedIndexInformer(byName(name, retry, r.List, r.Watch), &corev1.ConfigMap{}, 0, cache.Indexers{})
 }

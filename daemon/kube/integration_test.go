@@ -222,6 +222,9 @@ func TestAPIOnAPIServer(t *testing.T) {
 			}
 		}
 	})
+
+	// Last: it restarts the API server.
+	t.Run("ReadinessAcrossRestart", func(t *testing.T) { readinessAcrossRestart(ctx, t, cp) })
 }
 
 // contentTypes: the daemon reads and watches Kubernetes' own types in

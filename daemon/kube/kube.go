@@ -50,6 +50,9 @@ type Client struct {
 	// written, and (by the daemon) of the status it finds at start: the
 	// metrics read the node's health from them.
 	StatusWritten func(conds []metav1.Condition)
+	// Readiness, when set, is asked before the watches of the node's
+	// objects try again after a failure (Retry).
+	Readiness *Readiness
 	// nodes is the cluster's size as last counted (CountNodes), 0 before.
 	nodes atomic.Int64
 }

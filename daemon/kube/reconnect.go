@@ -47,22 +47,52 @@ func ReconnectJitterFor(nodes int) time.Duration {
 // every reconnect wait.
 const healthyWatch = 10 * time.Second
 
+// Retry is how a watch of one object tries again after a failure: after a
+// random time within Window() (nil: MinReconnectJitter), and then only if
+// Ready says the API server is ready (nil: no probe); while it is not, it
+// waits within the window again, so that the fleet's attempts stay spread
+// over the window after the server comes back rather than all going when it
+// turns ready. After maxNotReady such answers the attempt goes anyway: a
+// server whose /readyz fails while it serves (one failing check) must not
+// keep the daemon from its watches.
+type Retry struct {
+	Window func() time.Duration
+	Ready  func(context.Context) bool
+}
+
+// maxNotReady is how many probes in a row may find the server not ready
+// before an attempt goes anyway. During a long outage each watch so sends
+// one attempt and two anonymous probes per three windows, where it sent
+// three attempts: no more requests, cheaper ones.
+const maxNotReady = 2
+
+// Retry is the retry of the watches of the node's objects: within
+// ReconnectJitter, probing Readiness.
+func (c *Client) Retry() Retry { return Retry{Window: c.ReconnectJitter, Ready: c.Readiness.Ready} }
+
 // reconnect spreads the next attempt of one list+watch after a failure.
 // Only the reflector's goroutine calls it, but the informer may call the
 // list and the watch from different goroutines over its life: hence the
 // lock.
 type reconnect struct {
-	// jitter is the window, read at each wait (the cluster's count may
-	// change).
-	jitter func() time.Duration
+	// retry's window is read at each wait (the cluster's count may change).
+	retry  Retry
 	mu     sync.Mutex
 	failed bool
 	// opened is when the last attempt, a watch, opened; zero after a list.
 	opened time.Time
 }
 
-// before waits a random time in [0, jitter) after a failed attempt, or a
-// watch that lived less than healthyWatch.
+func newReconnect(retry Retry) *reconnect {
+	if retry.Window == nil {
+		retry.Window = func() time.Duration { return MinReconnectJitter }
+	}
+	return &reconnect{retry: retry}
+}
+
+// before waits a random time in [0, window) after a failed attempt, or a
+// watch that lived less than healthyWatch, and again while the server is
+// not ready (up to maxNotReady times).
 func (r *reconnect) before(ctx context.Context) error {
 	r.mu.Lock()
 	wait := r.failed || !r.opened.IsZero() && time.Since(r.opened) < healthyWatch
@@ -70,11 +100,18 @@ func (r *reconnect) before(ctx context.Context) error {
 	if !wait {
 		return nil
 	}
-	jitter := r.jitter()
-	if jitter <= 0 {
-		return nil
+	for notReady := 0; ; notReady++ {
+		window := r.retry.Window()
+		if window <= 0 {
+			return nil
+		}
+		if err := phases.Sleep(ctx, rand.N(window)); err != nil {
+			return err
+		}
+		if r.retry.Ready == nil || notReady == maxNotReady || r.retry.Ready(ctx) {
+			return nil
+		}
 	}
-	return phases.Sleep(ctx, rand.N(jitter))
 }
 
 // after notes whether the attempt failed and, for a watch that opened,

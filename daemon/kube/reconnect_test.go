@@ -11,7 +11,7 @@ import (
 func TestReconnect(t *testing.T) {
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel() // a wait would end at once with the context's error
-	r := &reconnect{jitter: func() time.Duration { return time.Hour }}
+	r := newReconnect(Retry{Window: func() time.Duration { return time.Hour }})
 	if err := r.before(cancelled); err != nil {
 		t.Fatalf("first attempt waited: %v", err)
 	}
@@ -30,6 +30,57 @@ func TestReconnect(t *testing.T) {
 	r.opened = time.Now().Add(-healthyWatch - time.Second)
 	if err := r.before(cancelled); err != nil {
 		t.Fatalf("attempt after a watch that lived past healthyWatch waited: %v", err)
+	}
+}
+
+// After a failure the attempt goes once a probe finds the server ready, or
+// after maxNotReady probes that did not; without a failure, or without a
+// probe, nothing is asked.
+func TestReconnectProbes(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		answers    []bool // the probe's answers in turn; the last repeats
+		noProbe    bool
+		noFailure  bool
+		wantProbes int
+	}{
+		{name: "Ready", answers: []bool{true}, wantProbes: 1},
+		{name: "ReadyOnTheSecond", answers: []bool{false, true}, wantProbes: 2},
+		{name: "NeverReady", answers: []bool{false}, wantProbes: maxNotReady},
+		{name: "NoProbe", noProbe: true},
+		{name: "NoFailure", answers: []bool{false}, noFailure: true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			probes := 0
+			retry := Retry{Window: func() time.Duration { return time.Millisecond }}
+			if !tt.noProbe {
+				retry.Ready = func(context.Context) bool {
+					probes++
+					return tt.answers[min(probes, len(tt.answers))-1]
+				}
+			}
+			r := newReconnect(retry)
+			if !tt.noFailure {
+				r.after(errors.New("connection refused"), false)
+			}
+			if err := r.before(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if probes != tt.wantProbes {
+				t.Errorf("%d probes, want %d", probes, tt.wantProbes)
+			}
+		})
+	}
+}
+
+// A cancelled wait ends with the context's error, probe or not.
+func TestReconnectProbeCancelled(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	r := newReconnect(Retry{Window: func() time.Duration { return time.Millisecond },
+		Ready: func(context.Context) bool { cancel(); return false }})
+	r.after(errors.New("connection refused"), false)
+	if err := r.before(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("before = %v, want the context's error", err)
 	}
 }
 

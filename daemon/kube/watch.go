@@ -29,9 +29,9 @@ func NewWatch(c *Client) *Watch {
 	nodes := c.API.Nodes()
 	mcns := c.API.MachineConfigNodes()
 	w := &Watch{Client: c, changes: make(chan struct{}, 1)}
-	w.node = cache.NewSharedIndexInformer(byName(c.NodeName, c.ReconnectJitter, nodes.List, nodes.Watch), &corev1.Node{}, 0,
+	w.node = cache.NewSharedIndexInformer(byName(c.NodeName, c.Retry(), nodes.List, nodes.Watch), &corev1.Node{}, 0,
 		cache.Indexers{})
-	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, c.ReconnectJitter, mcns.List, mcns.Watch),
+	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, c.Retry(), mcns.List, mcns.Watch),
 		&mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
 	return w
 }
@@ -48,14 +48,13 @@ func watchTimeout() *int64 {
 
 // byName is a list+watch of the one object with the given name. After a
 // failed list or watch (the API server gone, or refusing while it starts)
-// the next attempt waits a random time up to jitter() first (see
-// reconnect.go).
-func byName[L runtime.Object](name string, jitter func() time.Duration,
+// the next attempt waits as retry says first (see reconnect.go).
+func byName[L runtime.Object](name string, retry Retry,
 	list func(context.Context, metav1.ListOptions) (L, error),
 	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
 ) *cache.ListWatch {
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
-	r := &reconnect{jitter: jitter}
+	r := newReconnect(retry)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			if err := r.before(ctx); err != nil {

@@ -46,10 +46,9 @@ type Source struct {
 	ConfigMaps    kube.Resource[*corev1.ConfigMap, *corev1.ConfigMapList]
 	Namespace     string
 	ConfigMapName string
-	// ReconnectJitter is the window the ConfigMap's watch spreads its next
-	// attempt over after a failure (kube.Client.ReconnectJitter; nil:
-	// kube.MinReconnectJitter).
-	ReconnectJitter func() time.Duration
+	// Retry is how the ConfigMap's watch tries again after a failure
+	// (kube.Client.Retry; the zero Retry: within kube.MinReconnectJitter).
+	Retry kube.Retry
 
 	// Pods lists the node's pods; Blocking selects those that block a
 	// disruptive update (nil: none do).
@@ -191,7 +190,7 @@ func (s *Source) watch(name string) *configMapWatch {
 		base = context.Background()
 	}
 	ctx, stop := context.WithCancel(base)
-	w := &configMapWatch{name: name, inf: kube.NewConfigMapWatch(s.ConfigMaps, name, s.ReconnectJitter), stop: stop}
+	w := &configMapWatch{name: name, inf: kube.NewConfigMapWatch(s.ConfigMaps, name, s.Retry), stop: stop}
 	_ = w.inf.SetWatchErrorHandlerWithContext(func(_ context.Context, _ *cache.Reflector, err error) {
 		s.mu.Lock()
 		w.lastErr = err

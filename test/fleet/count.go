@@ -81,9 +81,13 @@ func (r countingRT) RoundTrip(req *http.Request) (*http.Response, error) {
 
 // classify names a request as the API server's metrics do: verb GET, LIST,
 // WATCH, POST, PUT, PATCH, DELETE; resource with its subresource
-// ("machineconfignodes/status").
+// ("machineconfignodes/status"); a path outside the API (the readiness
+// probe's /readyz) is its own resource, verb GET.
 func classify(req *http.Request) reqKey {
 	parts := strings.Split(strings.Trim(req.URL.Path, "/"), "/")
+	if parts[0] != "api" && parts[0] != "apis" {
+		return reqKey{Verb: req.Method, Resource: req.URL.Path}
+	}
 	// /api/v1/... or /apis/group/version/...
 	if len(parts) > 0 && parts[0] == "apis" && len(parts) > 2 {
 		parts = parts[3:]

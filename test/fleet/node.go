@@ -3,7 +3,7 @@ package fleet
 import (
 	"context"
 	"io"
-	"net"
+	"slices"
 	"sync"
 	"time"
 
@@ -133,17 +133,24 @@ func (n *node) daemon(ctx context.Context) {
 	cfg := rest.CopyConfig(n.cfg)
 	cfg.UserAgent = "nodeconfd/" + n.name
 	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
-	// A dialer of its own makes client-go build this daemon a transport of
-	// its own (transports are shared by configs that do not set one): one
+	// client-go shares a transport between configs whose TLS settings are
+	// the same; a CA of its own (the same certificate, told apart by a
+	// comment outside its PEM block) gives this daemon a transport of its
+	// own, shared by its API client and its readiness probe: one
 	// connection per daemon, as on real nodes.
-	cfg.Dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	cfg.CAData = append(slices.Clip(cfg.CAData), "\n# "+n.name+"\n"...)
 	cfg.WrapTransport = n.f.counter.wrap
 	kapi, err := kube.NewAPI(cfg)
 	if err != nil {
 		log.Error("Building the API client", zap.Error(err))
 		return
 	}
-	api := &kube.Client{API: kapi, NodeName: n.name, StatusWritten: n.wrote}
+	ready, err := kube.NewReadiness(cfg)
+	if err != nil {
+		log.Error("Building the readiness probe", zap.Error(err))
+		return
+	}
+	api := &kube.Client{API: kapi, NodeName: n.name, StatusWritten: n.wrote, Readiness: ready}
 	slots, err := budget.New(budget.Config{Client: kapi, Namespace: testbed.Namespace, Name: BudgetName,
 		Slots: n.f.opts.Slots, Holder: n.name, Duration: n.f.opts.LeaseDuration, Log: log.Named("budget")})
 	if err != nil {
