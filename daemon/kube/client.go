@@ -30,6 +30,18 @@ type client[T object, L runtime.Object] struct {
 	namespace string // "" for cluster-scoped resources
 	newT      func() T
 	newL      func() L
+	// once makes each List and Watch a single attempt (see attemptsOf).
+	once bool
+}
+
+// list is a GET of the collection: the request of a List or a Watch.
+func (c *client[T, L]) list(opts *metav1.ListOptions) *rest.Request {
+	r := c.rest.Get().NamespaceIfScoped(c.namespace, c.namespace != "").Resource(c.resource).
+		VersionedParams(opts, c.params).Timeout(timeout(*opts))
+	if c.once {
+		r = r.MaxRetries(0)
+	}
+	return r
 }
 
 func (c *client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOptions) (T, error) {
@@ -41,15 +53,13 @@ func (c *client[T, L]) Get(ctx context.Context, name string, opts metav1.GetOpti
 
 func (c *client[T, L]) List(ctx context.Context, opts metav1.ListOptions) (L, error) {
 	out := c.newL()
-	err := c.rest.Get().NamespaceIfScoped(c.namespace, c.namespace != "").Resource(c.resource).
-		VersionedParams(&opts, c.params).Timeout(timeout(opts)).Do(ctx).Into(out)
+	err := c.list(&opts).Do(ctx).Into(out)
 	return out, err
 }
 
 func (c *client[T, L]) Watch(ctx context.Context, opts metav1.ListOptions) (watch.Interface, error) {
 	opts.Watch = true
-	return c.rest.Get().NamespaceIfScoped(c.namespace, c.namespace != "").Resource(c.resource).
-		VersionedParams(&opts, c.params).Timeout(timeout(opts)).Watch(ctx)
+	return c.list(&opts).Watch(ctx)
 }
 
 func (c *client[T, L]) Create(ctx context.Context, obj T, opts metav1.CreateOptions) (T, error) {

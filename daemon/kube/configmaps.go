@@ -30,5 +30,5 @@ func ConfigMaps(a API, namespace string) (Resource[*corev1.ConfigMap, *corev1.Co
 // Retry: within MinReconnectJitter, no probe).
 func NewConfigMapWatch(r Resource[*corev1.ConfigMap, *corev1.ConfigMapList], name string,
 	retry Retry) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(byName(name, retry, r.List, r.Watch), &corev1.ConfigMap{}, 0, cache.Indexers{})
+	return cache.NewSharedIndexInformer(byName(name, retry, r), &corev1.ConfigMap{}, 0, cache.Indexers{})
 }

@@ -23,10 +23,13 @@ import (
 // own objects ask it first, after a failure, and wait again while it is
 // not ready.
 //
-// A server that does not answer anonymous requests (anonymous
-// authentication off: 401), or a proxy that does not pass /readyz on (403,
-// 404, ...), cannot tell: the probe is then dropped for the client's life
-// and every attempt goes as it would without it.
+// A server that does not take anonymous requests (anonymous authentication
+// off: 401), or a proxy that does not pass /readyz on (404), cannot tell:
+// the probe is then dropped for the client's life and every attempt goes as
+// it would without it. A 403 is not ready: a starting server answers it
+// until its authorizers are up (measured: the first 3 s of a start on the
+// test bed); a cluster that forbids anonymous /readyz for good only makes
+// each reconnect wait the window out (maxNotReady).
 type Readiness struct {
 	client *http.Client
 	url    string
@@ -60,9 +63,10 @@ func NewReadiness(cfg *rest.Config) (*Readiness, error) {
 }
 
 // Ready reports whether an attempt should go now: the server answered
-// /readyz with 200, or cannot tell. A server that does not answer, or
-// answers 429 or 5xx (not ready, shutting down, a proxy without a ready
-// backend), is not ready. A nil Readiness is always ready.
+// /readyz with 200, or cannot tell (401, 404). A server that does not
+// answer, or answers anything else (500 while it starts or shuts down, 403
+// and 429 while it starts, 503 from a proxy without a ready backend), is
+// not ready. A nil Readiness is always ready.
 func (r *Readiness) Ready(ctx context.Context) bool {
 	if r == nil || r.cannotTell.Load() {
 		return true
@@ -80,13 +84,13 @@ func (r *Readiness) Ready(ctx context.Context) bool {
 	// Drained (bounded) so that the connection is kept for the attempt.
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
 	_ = resp.Body.Close()
-	switch code := resp.StatusCode; {
-	case code == http.StatusOK:
+	switch resp.StatusCode {
+	case http.StatusOK:
 		return true
-	case code == http.StatusTooManyRequests || code >= 500:
-		return false
-	default:
+	case http.StatusUnauthorized, http.StatusNotFound:
 		r.cannotTell.Store(true)
 		return true
+	default:
+		return false
 	}
 }

@@ -76,7 +76,8 @@ func TestReadinessAnswers(t *testing.T) {
 		{http.StatusServiceUnavailable, false, false},  // a proxy without a ready backend
 		{http.StatusTooManyRequests, false, false},
 		{http.StatusUnauthorized, true, true}, // anonymous authentication off
-		{http.StatusForbidden, true, true},
+		{http.StatusForbidden, false, false}, // a server starting: its authorizers not up
+		{http.StatusBadRequest, false, false},
 		{http.StatusNotFound, true, true}, // a proxy that does not pass /readyz on
 	} {
 		s := newProbeServer(t)
@@ -160,5 +161,45 @@ func TestReadinessURL(t *testing.T) {
 		if r.url != want {
 			t.Errorf("%s: probes %s, want %s", host, r.url, want)
 		}
+	}
+}
+
+// The watches of the node's objects make one attempt per call (attemptsOf):
+// client-go's own retries of a Retry-After answer, which the same client's
+// Watch makes, would reach a restarting server out of the reconnect's
+// pacing.
+func TestAttemptsOfOneRequest(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		requests.Add(1)
+		w.Header().Set("Retry-After", "0")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
+	api, err := NewAPI(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, watchOnce := attemptsOf(api.Nodes())
+	if _, err := watchOnce(context.Background(), metav1.ListOptions{}); err == nil {
+		t.Fatal("a watch answered 429 succeeded")
+	}
+	if n := requests.Swap(0); n != 1 {
+		t.Errorf("attemptsOf's watch sent %d requests, want 1", n)
+	}
+	listOnce, _ := attemptsOf(api.Nodes())
+	if _, err := listOnce(context.Background(), metav1.ListOptions{}); err == nil {
+		t.Fatal("a list answered 429 succeeded")
+	}
+	if n := requests.Swap(0); n != 1 {
+		t.Errorf("attemptsOf's list sent %d requests, want 1", n)
+	}
+	// The reason: the client's own Watch retries.
+	if _, err := api.Nodes().Watch(context.Background(), metav1.ListOptions{}); err == nil {
+		t.Fatal("a watch answered 429 succeeded")
+	}
+	if n := requests.Load(); n < 2 {
+		t.Errorf("the client's Watch sent %d requests: client-go no longer retries, attemptsOf may go", n)
 	}
 }

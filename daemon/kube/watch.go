@@ -29,9 +29,9 @@ func NewWatch(c *Client) *Watch {
 	nodes := c.API.Nodes()
 	mcns := c.API.MachineConfigNodes()
 	w := &Watch{Client: c, changes: make(chan struct{}, 1)}
-	w.node = cache.NewSharedIndexInformer(byName(c.NodeName, c.Retry(), nodes.List, nodes.Watch), &corev1.Node{}, 0,
+	w.node = cache.NewSharedIndexInformer(byName(c.NodeName, c.Retry(), nodes), &corev1.Node{}, 0,
 		cache.Indexers{})
-	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, c.Retry(), mcns.List, mcns.Watch),
+	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, c.Retry(), mcns),
 		&mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
 	return w
 }
@@ -46,13 +46,12 @@ func watchTimeout() *int64 {
 	return &s
 }
 
-// byName is a list+watch of the one object with the given name. After a
-// failed list or watch (the API server gone, or refusing while it starts)
-// the next attempt waits as retry says first (see reconnect.go).
-func byName[L runtime.Object](name string, retry Retry,
-	list func(context.Context, metav1.ListOptions) (L, error),
-	watchFn func(context.Context, metav1.ListOptions) (watch.Interface, error),
-) *cache.ListWatch {
+// byName is a list+watch of the one object with the given name, through
+// res's single attempts (attemptsOf). After a failed list or watch (the API
+// server gone, or refusing while it starts) the next attempt waits as
+// retry says first (see reconnect.go).
+func byName[T object, L runtime.Object](name string, retry Retry, res Resource[T, L]) *cache.ListWatch {
+	list, watchFn := attemptsOf(res)
 	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	r := newReconnect(retry)
 	return &cache.ListWatch{
@@ -76,6 +75,27 @@ func byName[L runtime.Object](name string, retry Retry,
 			return w, err
 		},
 	}
+}
+
+// attemptsOf is r's List and Watch, each one attempt where r is the
+// daemon's own client: client-go retries a GET that met a reset connection
+// or a Retry-After answer up to 10 times, a second apart, out of the
+// reconnect's sight. After an API server restart those retries were what
+// reached the new server all at once while it started (half the fleet's
+// watches in one second, each a token check against cold caches); a
+// watch's attempts are the reflector's and the reconnect's to pace. Other
+// implementations (client-go's typed clients, in tests) are used as they
+// are.
+func attemptsOf[T object, L runtime.Object](r Resource[T, L]) (
+	func(context.Context, metav1.ListOptions) (L, error),
+	func(context.Context, metav1.ListOptions) (watch.Interface, error),
+) {
+	if c, ok := r.(*client[T, L]); ok {
+		once := *c
+		once.once = true
+		return once.List, once.Watch
+	}
+	return r.List, r.Watch
 }
 
 // Start starts both watches and waits for their first lists.
