@@ -76,7 +76,7 @@ func TestReadinessAnswers(t *testing.T) {
 		{http.StatusServiceUnavailable, false, false},  // a proxy without a ready backend
 		{http.StatusTooManyRequests, false, false},
 		{http.StatusUnauthorized, true, true}, // anonymous authentication off
-		{http.StatusForbidden, false, false}, // a server starting: its authorizers not up
+		{http.StatusForbidden, false, false},  // a server starting: its authorizers not up
 		{http.StatusBadRequest, false, false},
 		{http.StatusNotFound, true, true}, // a proxy that does not pass /readyz on
 	} {

@@ -39,13 +39,18 @@ func ReconnectJitterFor(nodes int) time.Duration {
 }
 
 // healthyWatch is how long a watch must have lived for the attempt after it
-// to go at once: a watch ends normally after its timeout (watchTimeout,
-// 30 minutes or more), and one the old server of a restart opened while it
-// shut down ends within its shutdown (2.4 s on the test bed), so the next
-// attempt waits within the window as after a failure. Short, so that a
-// proxy that cuts idle connections (commonly after a minute) does not make
-// every reconnect wait.
+// to go without waiting: a watch normally ends after its timeout
+// (watchTimeout, 30 minutes or more), and one the old server of a restart
+// opened while it shut down ends within its shutdown (2.4 s on the test
+// bed), so the next attempt waits within the window as after a failure.
+// Short, so that a proxy that cuts idle connections (commonly after a
+// minute) does not make every reconnect wait.
 const healthyWatch = 10 * time.Second
+
+// timeoutSlack is how much sooner than its timeout a watch may end and
+// still count as ended by it (the server starts its clock before the
+// client does).
+const timeoutSlack = 5 * time.Second
 
 // Retry is how a watch of one object tries again after a failure: after a
 // random time within Window() (nil: MinReconnectJitter), and then only if
@@ -79,8 +84,10 @@ type reconnect struct {
 	retry  Retry
 	mu     sync.Mutex
 	failed bool
-	// opened is when the last attempt, a watch, opened; zero after a list.
-	opened time.Time
+	// opened is when the last attempt, a watch, opened (zero after a list),
+	// and timeout that watch's timeout.
+	opened  time.Time
+	timeout time.Duration
 }
 
 func newReconnect(retry Retry) *reconnect {
@@ -90,14 +97,27 @@ func newReconnect(retry Retry) *reconnect {
 	return &reconnect{retry: retry}
 }
 
-// before waits a random time in [0, window) after a failed attempt, or a
-// watch that lived less than healthyWatch, and again while the server is
-// not ready (up to maxNotReady times).
+// before waits before the next attempt:
+//   - after a failed attempt, or a watch that lived less than healthyWatch,
+//     a random time in [0, window), and again while the server is not ready
+//     (up to maxNotReady times);
+//   - after a watch that lived but ended before its timeout (the server
+//     closed it: it may be shutting down), only if a probe finds the server
+//     not ready, and then as after a failure. The first attempt after an
+//     API server's shutdown would otherwise go at once and, the new
+//     server's port open before it serves, wait in its accept queue to
+//     reach it all together with the rest of the fleet's, while it starts.
+//
+// After a watch that ended at its timeout, or a list, the attempt goes at
+// once.
 func (r *reconnect) before(ctx context.Context) error {
 	r.mu.Lock()
-	wait := r.failed || !r.opened.IsZero() && time.Since(r.opened) < healthyWatch
+	lived := time.Since(r.opened)
+	watched := !r.opened.IsZero()
+	wait := r.failed || watched && lived < healthyWatch
+	early := watched && lived < r.timeout-timeoutSlack
 	r.mu.Unlock()
-	if !wait {
+	if !wait && (!early || r.retry.Ready == nil || r.retry.Ready(ctx)) {
 		return nil
 	}
 	for notReady := 0; ; notReady++ {
@@ -114,14 +134,14 @@ func (r *reconnect) before(ctx context.Context) error {
 	}
 }
 
-// after notes whether the attempt failed and, for a watch that opened,
-// when.
-func (r *reconnect) after(err error, watch bool) {
+// after notes whether the attempt failed and, for a watch that opened
+// (timeout > 0), when, and its timeout.
+func (r *reconnect) after(err error, timeout time.Duration) {
 	r.mu.Lock()
 	r.failed = err != nil
-	r.opened = time.Time{}
-	if err == nil && watch {
-		r.opened = time.Now()
+	r.opened, r.timeout = time.Time{}, 0
+	if err == nil && timeout > 0 {
+		r.opened, r.timeout = time.Now(), timeout
 	}
 	r.mu.Unlock()
 }

@@ -15,15 +15,15 @@ func TestReconnect(t *testing.T) {
 	if err := r.before(cancelled); err != nil {
 		t.Fatalf("first attempt waited: %v", err)
 	}
-	r.after(errors.New("connection refused"), true)
+	r.after(errors.New("connection refused"), time.Hour)
 	if err := r.before(cancelled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("attempt after a failure: %v, want a wait", err)
 	}
-	r.after(nil, false)
+	r.after(nil, 0)
 	if err := r.before(cancelled); err != nil {
 		t.Fatalf("attempt after a list that succeeded waited: %v", err)
 	}
-	r.after(nil, true)
+	r.after(nil, time.Hour)
 	if err := r.before(cancelled); !errors.Is(err, context.Canceled) {
 		t.Fatalf("attempt after a watch that ended at once: %v, want a wait", err)
 	}
@@ -61,10 +61,45 @@ func TestReconnectProbes(t *testing.T) {
 			}
 			r := newReconnect(retry)
 			if !tt.noFailure {
-				r.after(errors.New("connection refused"), false)
+				r.after(errors.New("connection refused"), 0)
 			}
 			if err := r.before(context.Background()); err != nil {
 				t.Fatal(err)
+			}
+			if probes != tt.wantProbes {
+				t.Errorf("%d probes, want %d", probes, tt.wantProbes)
+			}
+		})
+	}
+}
+
+// After a watch that lived, the attempt goes at once if the watch ended at
+// its timeout; if it ended sooner (the server closed it), only once a probe
+// finds the server ready, and else as after a failure.
+func TestReconnectAfterWatch(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		lived      time.Duration // of a 30-minute watch
+		ready      bool
+		wantProbes int
+		wantWait   bool
+	}{
+		{name: "EndedAtItsTimeout", lived: 30 * time.Minute, ready: false, wantProbes: 0},
+		{name: "ClosedSoonerServerReady", lived: 20 * time.Minute, ready: true, wantProbes: 1},
+		{name: "ClosedSoonerServerNotReady", lived: 20 * time.Minute, ready: false, wantProbes: 1, wantWait: true},
+		{name: "ClosedAtOnce", lived: time.Second, ready: true, wantProbes: 0, wantWait: true}, // waits first
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			probes := 0
+			r := newReconnect(Retry{Window: func() time.Duration { return time.Hour },
+				Ready: func(context.Context) bool { probes++; return tt.ready }})
+			r.after(nil, 30*time.Minute)
+			r.opened = time.Now().Add(-tt.lived)
+			cancelled, cancel := context.WithCancel(context.Background())
+			cancel() // a wait ends at once with the context's error
+			err := r.before(cancelled)
+			if waited := errors.Is(err, context.Canceled); waited != tt.wantWait {
+				t.Errorf("waited: %v (%v), want %v", waited, err, tt.wantWait)
 			}
 			if probes != tt.wantProbes {
 				t.Errorf("%d probes, want %d", probes, tt.wantProbes)
@@ -78,7 +113,7 @@ func TestReconnectProbeCancelled(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	r := newReconnect(Retry{Window: func() time.Duration { return time.Millisecond },
 		Ready: func(context.Context) bool { cancel(); return false }})
-	r.after(errors.New("connection refused"), false)
+	r.after(errors.New("connection refused"), 0)
 	if err := r.before(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("before = %v, want the context's error", err)
 	}

@@ -61,7 +61,7 @@ func byName[T object, L runtime.Object](name string, retry Retry, res Resource[T
 			}
 			o.FieldSelector = selector
 			l, err := list(ctx, o)
-			r.after(err, false)
+			r.after(err, 0)
 			return l, err
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
@@ -71,7 +71,7 @@ func byName[T object, L runtime.Object](name string, retry Retry, res Resource[T
 			o.FieldSelector = selector
 			o.TimeoutSeconds = watchTimeout()
 			w, err := watchFn(ctx, o)
-			r.after(err, true)
+			r.after(err, timeout(o))
 			return w, err
 		},
 	}
