@@ -30,6 +30,7 @@ var (
 	traceFlag   = flag.Bool("fleet.trace-status", false, "print the first node's status writes")
 	jitterFlag  = flag.Duration("fleet.start-jitter", daemon.DefaultStartJitter, "the daemons' --start-jitter")
 	spreadFlag  = flag.Duration("fleet.update-spread", daemon.DefaultUpdateSpread, "the daemons' --update-spread")
+	niceFlag    = flag.Int("fleet.control-plane-nice", -10, "the nice value of kube-apiserver and etcd (0: as started): the simulated daemons share their cores")
 	apfFlag     = flag.Bool("fleet.apf", false, "run kube-apiserver with API Priority and Fairness, as real clusters do (the test bed runs without)")
 )
 
@@ -42,7 +43,7 @@ func TestMain(m *testing.M) {
 		f := flag.Lookup("test.bench")
 		return f != nil && f.Value.String() != ""
 	}, func() controlplane.Options {
-		return controlplane.Options{PriorityAndFairness: *apfFlag}
+		return controlplane.Options{PriorityAndFairness: *apfFlag, Nice: *niceFlag}
 	}, func(b *testbed.Bed) { bed = b })
 }
 

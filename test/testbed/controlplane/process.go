@@ -29,8 +29,9 @@ type process struct {
 	err     error         // exit status, valid once done is closed
 }
 
-// startProcess starts bin with args; its output is appended to <dir>/<name>.log.
-func startProcess(dir, name, bin string, args []string) (*process, error) {
+// startProcess starts bin with args at nice value nice; its output is
+// appended to <dir>/<name>.log.
+func startProcess(dir, name, bin string, nice int, args []string) (*process, error) {
 	logPath := filepath.Join(dir, name+".log")
 	f, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
@@ -46,6 +47,12 @@ func startProcess(dir, name, bin string, args []string) (*process, error) {
 		return nil, fmt.Errorf("starting %s: %w", bin, err)
 	}
 	p := &process{name: name, cmd: cmd, logPath: logPath, done: make(chan struct{})}
+	if err := setNice(cmd.Process.Pid, nice); err != nil {
+		_ = cmd.Process.Kill()
+		_ = cmd.Wait()
+		f.Close()
+		return nil, fmt.Errorf("starting %s: %w", bin, err)
+	}
 	go func() {
 		p.err = cmd.Wait()
 		f.Close()
