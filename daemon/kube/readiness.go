@@ -27,8 +27,8 @@ import (
 // off: 401), or a proxy that does not pass /readyz on (404), cannot tell:
 // the probe is then dropped for the client's life and every attempt goes as
 // it would without it. A 403 is not ready: a starting server answers it
-// until its authorizers are up (measured: the first 3 s of a start on the
-// test bed); a cluster that forbids anonymous /readyz for good only makes
+// until its authorizers are up (seen for 1 to 5 s of a start on the test
+// bed); a cluster that forbids anonymous /readyz for good only makes
 // each reconnect wait the window out (maxNotReady).
 type Readiness struct {
 	client *http.Client
