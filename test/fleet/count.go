@@ -89,7 +89,7 @@ func classify(req *http.Request) reqKey {
 		return reqKey{Verb: req.Method, Resource: req.URL.Path}
 	}
 	// /api/v1/... or /apis/group/version/...
-	if len(parts) > 0 && parts[0] == "apis" && len(parts) > 2 {
+	if parts[0] == "apis" && len(parts) > 2 {
 		parts = parts[3:]
 	} else if len(parts) > 1 {
 		parts = parts[2:]
