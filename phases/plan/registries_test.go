@@ -202,3 +202,109 @@ func checkRegistriesChange(t *testing.T, old, new, want string) {
 		t.Errorf("unsafe = %q, want it to start with %q", got, want)
 	}
 }
+
+// reg is one [[registry]] entry with the given keys and mirrors.
+func reg(keys string, mirrors ...string) string {
+	s := "\n[[registry]]\n" + keys + "\n"
+	for _, m := range mirrors {
+		s += "[[registry.mirror]]\n" + m + "\n"
+	}
+	return s
+}
+
+// TestRegistriesChangeRules covers the cases upstream's tests leave out:
+// every rule of docs/registries.md, file added and removed, and each
+// deliberate difference from upstream (marked "differs").
+func TestRegistriesChangeRules(t *testing.T) {
+	quay := `location = "quay.io/openshift"`
+	digest := `location = "mirror.example.com/oc"` + "\npull-from-mirror = \"digest-only\""
+	all := `location = "mirror.example.com/oc"`
+	other := `location = "other.example.com/oc"` + "\npull-from-mirror = \"digest-only\""
+	base := reg(quay, digest)
+	cases := []struct {
+		name, old, new, unsafe string
+	}{
+		{"file added, empty", "", "", ""},
+		{"file added with a digest-only registry", "", base, ""},
+		{"file added with search registries", "", `unqualified-search-registries = ["a.io"]`, ""},
+		{"file added with a registry not digest-only", "", reg(quay, all),
+			`registry "quay.io/openshift" added with mirror "mirror.example.com/oc" pull-from-mirror "all" (not digest-only)`},
+		{"file removed", base, "", `registry "quay.io/openshift" removed`},
+		{"file removed, search list only", `unqualified-search-registries = ["a.io"]`, "",
+			`unqualified-search-registries: "a.io" removed`},
+		{"search list reordered", `unqualified-search-registries = ["a.io", "b.io"]`,
+			`unqualified-search-registries = ["b.io", "a.io"]`,
+			`unqualified-search-registries: order changed ("a.io" moved from position 1)`},
+		{"search list: trailing slash is the same registry", `unqualified-search-registries = ["a.io"]`,
+			`unqualified-search-registries = ["a.io/", "b.io"]`, ""},
+		{"location changed", reg(`prefix = "quay.io/openshift"`+"\n"+quay, digest),
+			reg(`prefix = "quay.io/openshift"`+"\n"+`location = "quay.io/other"`, digest),
+			`registry "quay.io/openshift": location changed from "quay.io/openshift" to "quay.io/other"`},
+		{"insecure changed", base, reg(quay+"\ninsecure = true", digest),
+			`registry "quay.io/openshift": insecure changed from false to true`},
+		{"mirror made digest-only", reg(quay, all), base, ""},
+		{"mirror no longer digest-only", base, reg(quay, all),
+			`registry "quay.io/openshift": mirror "mirror.example.com/oc" pull-from-mirror changed from "digest-only" to "all"`},
+		{"mirror made tag-only", reg(quay, all), reg(quay, all+"\npull-from-mirror = \"tag-only\""),
+			`registry "quay.io/openshift": mirror "mirror.example.com/oc" pull-from-mirror changed from "all" to "tag-only"`},
+		{"mirrors reordered", reg(quay, digest, other), reg(quay, other, digest), ""},
+		{"two unsafe changes", reg(quay, digest, other), reg(quay + "\nblocked = true"),
+			`registry "quay.io/openshift": blocked changed from false to true (and 2 more unsafe changes)`},
+		{"other settings unchanged, entries reordered",
+			reg(quay, digest) + reg(`location = "b.io"`, digest), reg(`location = "b.io"`, digest) + reg(quay, digest), ""},
+
+		// differs: upstream compares raw strings; we compare what the
+		// library uses, so these spellings of the same entry are safe.
+		{"differs: prefix spelled out as the location", base,
+			reg(`prefix = "quay.io/openshift"`+"\n"+quay, digest), ""},
+		{"differs: trailing slash", base, reg(`location = "quay.io/openshift/"`, digest), ""},
+		{"differs: pull-from-mirror all spelled out", reg(quay, all), reg(quay, all+"\npull-from-mirror = \"all\""), ""},
+		{"differs: the library uses the first entry of a scope", base + reg(quay, all), base + reg(quay, other), ""},
+		// differs: a new registry whose mirrors are digest-only through
+		// mirror-by-digest-only is safe (upstream wants pull-from-mirror).
+		{"differs: registry added with mirror-by-digest-only", "",
+			reg(quay+"\nmirror-by-digest-only = true", all), ""},
+		// differs: upstream lets these through.
+		{"differs: mirror-by-digest-only unset", reg(quay+"\nmirror-by-digest-only = true", all), reg(quay, all),
+			`registry "quay.io/openshift": mirror "mirror.example.com/oc" pull-from-mirror changed from "digest-only" to "all"`},
+		{"mirror-by-digest-only set", reg(quay, all), reg(quay+"\nmirror-by-digest-only = true", all), ""},
+		{"differs: mirror insecure changed", base, reg(quay, digest+"\ninsecure = true"),
+			`registry "quay.io/openshift": mirror "mirror.example.com/oc" insecure changed from false to true`},
+		{"differs: namespace-proxy changed", base, reg(quay+"\nnamespace-proxy = \"ns\"", digest),
+			`registry "quay.io/openshift": namespace-proxy changed`},
+		{"differs: mirror namespace-proxy changed", base, reg(quay, digest+"\nnamespace-proxy = \"ns\""),
+			`registry "quay.io/openshift": mirror "mirror.example.com/oc" namespace-proxy changed`},
+		{"differs: registry added blocked", "", reg(quay + "\nblocked = true\nmirror-by-digest-only = true"),
+			`registry "quay.io/openshift" added blocked`},
+		{"differs: registry added insecure", "", reg(quay+"\ninsecure = true", digest),
+			`registry "quay.io/openshift" added insecure`},
+		{"differs: registry added rewriting its prefix", "", reg(`prefix = "quay.io/openshift"`+"\n"+`location = "other.io/x"`, digest),
+			`registry "quay.io/openshift" added with location "other.io/x" (pulls rewritten to another location)`},
+		{"differs: short-name-mode changed", "", `short-name-mode = "enforcing"`,
+			`short-name-mode changed from "" to "enforcing"`},
+		{"differs: alias added", "", "[aliases]\nfoo = \"quay.io/foo\"", `short-name alias "foo" added`},
+		{"differs: alias changed", "[aliases]\nfoo = \"quay.io/foo\"", "[aliases]\nfoo = \"quay.io/bar\"",
+			`short-name alias "foo" changed or removed`},
+		{"differs: credential-helpers changed", "", `credential-helpers = ["pass"]`, "credential-helpers changed"},
+		{"differs: old file does not parse", "[[registry]\n", base, "the current registries.conf does not parse"},
+		{"differs: old file in the v1 format", "[registries.search]\nregistries = []\n", base,
+			"the current registries.conf does not parse (the file is in the v1 format"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			checkRegistriesChange(t, c.old, c.new, c.unsafe)
+		})
+	}
+}
+
+// TestRegistriesChangeNewDoesNotParse: upstream fails the update when
+// either file does not decode; a desired file that does not is an error here
+// too (ValidateRegistriesConf refuses it in the prepare step first).
+func TestRegistriesChangeNewDoesNotParse(t *testing.T) {
+	for _, bad := range []string{"[[registry]\n", "[[registry]]\ninsecure = \"yes\"\n", "[registries.block]\nregistries = [\"a.io\"]\n"} {
+		got, err := RegistriesChange(nil, []byte(bad))
+		if err == nil || got != "" {
+			t.Errorf("RegistriesChange(nil, %q) = %q, %v; want an error", bad, got, err)
+		}
+	}
+}
