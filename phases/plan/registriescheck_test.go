@@ -13,14 +13,13 @@ import (
 
 // registriesValidationCases are registries.conf files and the start of the
 // first problem ValidateRegistriesConf reports ("" when it accepts).
-var registriesValidationCases = []struct {
-	name, conf, problem string
-}{
-	{"empty", "", ""},
-	{"upstream's mc1", regMC1, ""},
-	{"upstream's mc11", regMC11, ""},
-	{"upstream's mc13", regMC13, ""},
-	{"everything valid", `unqualified-search-registries = ["registry.fedoraproject.org", "localhost:5000"]
+func registriesValidationCases() []registriesValidationCase {
+	return []registriesValidationCase{
+		{"empty", "", ""},
+		{"upstream's mc1", regMC1, ""},
+		{"upstream's mc11", regMC11, ""},
+		{"upstream's mc13", regMC13, ""},
+		{"everything valid", `unqualified-search-registries = ["registry.fedoraproject.org", "localhost:5000"]
 short-name-mode = "enforcing"
 credential-helpers = ["containers-auth.json"]
 [[registry]]
@@ -35,55 +34,60 @@ pull-from-mirror = "tag-only"
 "fedora" = "registry.fedoraproject.org/fedora"
 "reset" = ""
 `, ""},
-	{"unknown keys are ignored, as the library does", "[[registry]]\nlocation = \"a.io\"\nfrobnicate = true\n", ""},
-	{"TOML syntax", "[[registry]\n", "toml: line 2"},
-	{"TOML type", "[[registry]]\nlocation = \"a.io\"\nblocked = \"yes\"\n", "toml: line 3"},
-	{"v1 format", "[registries.search]\nregistries = [\"a.io\"]\n", "the file is in the v1 format"},
-	{"v1 format, empty list", "[registries.insecure]\nregistries = []\n", "the file is in the v1 format"},
-	{"location scheme", "[[registry]]\nlocation = \"https://a.io\"\n",
-		`registry[0] (location "https://a.io"): location must not have a URI scheme`},
-	{"prefix scheme", "[[registry]]\nprefix = \"http://a.io\"\nlocation = \"a.io\"\n",
-		`registry[0] (prefix "http://a.io", location "a.io"): prefix must not have a URI scheme`},
-	{"neither set", "[[registry]]\nblocked = true\n", `registry[0] (location ""): neither location nor prefix is set`},
-	{"slash only", "[[registry]]\nlocation = \"/\"\n", `registry[0] (location "/"): neither location nor prefix is set`},
-	{"prefix without location", "[[registry]]\nprefix = \"a.io\"\n",
-		`registry[0] (prefix "a.io"): location is unset and the prefix is not a wildcard`},
-	{"wildcard with a path", "[[registry]]\nprefix = \"*.a.io/foo\"\n",
-		`registry[0] (prefix "*.a.io/foo"): a wildcard prefix must be a bare domain`},
-	{"wildcard location", "[[registry]]\nlocation = \"*.a.io:5000\"\n",
-		`registry[0] (location "*.a.io:5000"): a wildcard prefix must be a bare domain`},
-	{"pull-from-mirror on the registry", "[[registry]]\nlocation = \"a.io\"\npull-from-mirror = \"all\"\n",
-		`registry[0] (location "a.io"): pull-from-mirror is set on the registry itself`},
-	{"mirror without location", "[[registry]]\nlocation = \"a.io\"\n[[registry.mirror]]\ninsecure = true\n",
-		`registry[0] (location "a.io"): mirror[0]: location is unset`},
-	{"mirror scheme", "[[registry]]\nlocation = \"a.io\"\n[[registry.mirror]]\nlocation = \"http://m.io\"\n",
-		`registry[0] (location "a.io"): mirror[0] (location "http://m.io"): location must not have a URI scheme`},
-	{"mirror mode unknown", "[[registry]]\nlocation = \"a.io\"\n[[registry.mirror]]\nlocation = \"m.io\"\npull-from-mirror = \"digest\"\n",
-		`registry[0] (location "a.io"): mirror[0] (location "m.io"): pull-from-mirror "digest" is not one of`},
-	{"both digest-only settings", "[[registry]]\nlocation = \"a.io\"\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = \"m.io\"\npull-from-mirror = \"digest-only\"\n",
-		`registry[0] (location "a.io"): mirror[0] (location "m.io"): pull-from-mirror is set while the registry sets mirror-by-digest-only`},
-	{"conflicting insecure", "[[registry]]\nprefix = \"a.io/x\"\nlocation = \"a.io\"\n[[registry]]\nprefix = \"a.io/y\"\nlocation = \"a.io/\"\ninsecure = true\n",
-		`registry[1] (prefix "a.io/y", location "a.io/"): insecure conflicts with registry[0]`},
-	{"conflicting blocked", "[[registry]]\nprefix = \"a.io/x\"\nlocation = \"a.io\"\n[[registry]]\nprefix = \"a.io/y\"\nlocation = \"a.io\"\nblocked = true\n",
-		`registry[1] (prefix "a.io/y", location "a.io"): blocked conflicts with registry[0]`},
-	{"duplicate scope, same settings", "[[registry]]\nlocation = \"a.io\"\n[[registry]]\nlocation = \"a.io\"\n", ""},
-	{"search registry with a path", `unqualified-search-registries = ["a.io/foo"]`,
-		`unqualified-search-registries[0] "a.io/foo" is not a host[:port]`},
-	{"search registry with a scheme", `unqualified-search-registries = ["https://a.io"]`,
-		`unqualified-search-registries[0] "https://a.io" is not a host[:port]`},
-	{"search registry with a trailing slash", `unqualified-search-registries = ["a.io/"]`, ""},
-	{"short-name-mode", `short-name-mode = "strict"`, `short-name-mode "strict" is not one of`},
-	{"alias name with a registry", "[aliases]\n\"a.io/foo\" = \"a.io/foo\"\n", `aliases: short name "a.io/foo" must not name a registry`},
-	{"alias name with a tag", "[aliases]\n\"foo:1\" = \"a.io/foo\"\n", `aliases: short name "foo:1" must not have a tag`},
-	{"alias name does not parse", "[aliases]\n\"Foo\" = \"a.io/foo\"\n", `aliases: short name "Foo" does not parse`},
-	{"alias value without a registry", "[aliases]\nfoo = \"library/foo\"\n", `aliases: the value of "foo", "library/foo": must name a registry`},
-	{"alias value with a digest", "[aliases]\nfoo = \"a.io/foo@sha256:" + strings.Repeat("a", 64) + "\"\n",
-		`aliases: the value of "foo", "a.io/foo@sha256:`},
-	{"alias value with a tag", "[aliases]\nfoo = \"a.io/foo:1\"\n", `aliases: the value of "foo", "a.io/foo:1": must not have a tag`},
+		{"unknown keys are ignored, as the library does", "[[registry]]\nlocation = \"a.io\"\nfrobnicate = true\n", ""},
+		{"TOML syntax", "[[registry]\n", "toml: line 2"},
+		{"TOML type", "[[registry]]\nlocation = \"a.io\"\nblocked = \"yes\"\n", "toml: line 3"},
+		{"v1 format", "[registries.search]\nregistries = [\"a.io\"]\n", "the file is in the v1 format"},
+		{"v1 format, empty list", "[registries.insecure]\nregistries = []\n", "the file is in the v1 format"},
+		{"location scheme", "[[registry]]\nlocation = \"https://a.io\"\n",
+			`registry[0] (location "https://a.io"): location must not have a URI scheme`},
+		{"prefix scheme", "[[registry]]\nprefix = \"http://a.io\"\nlocation = \"a.io\"\n",
+			`registry[0] (prefix "http://a.io", location "a.io"): prefix must not have a URI scheme`},
+		{"neither set", "[[registry]]\nblocked = true\n", `registry[0] (location ""): neither location nor prefix is set`},
+		{"slash only", "[[registry]]\nlocation = \"/\"\n", `registry[0] (location "/"): neither location nor prefix is set`},
+		{"prefix without location", "[[registry]]\nprefix = \"a.io\"\n",
+			`registry[0] (prefix "a.io"): location is unset and the prefix is not a wildcard`},
+		{"wildcard with a path", "[[registry]]\nprefix = \"*.a.io/foo\"\n",
+			`registry[0] (prefix "*.a.io/foo"): a wildcard prefix must be a bare domain`},
+		{"wildcard location", "[[registry]]\nlocation = \"*.a.io:5000\"\n",
+			`registry[0] (location "*.a.io:5000"): a wildcard prefix must be a bare domain`},
+		{"pull-from-mirror on the registry", "[[registry]]\nlocation = \"a.io\"\npull-from-mirror = \"all\"\n",
+			`registry[0] (location "a.io"): pull-from-mirror is set on the registry itself`},
+		{"mirror without location", "[[registry]]\nlocation = \"a.io\"\n[[registry.mirror]]\ninsecure = true\n",
+			`registry[0] (location "a.io"): mirror[0]: location is unset`},
+		{"mirror scheme", "[[registry]]\nlocation = \"a.io\"\n[[registry.mirror]]\nlocation = \"http://m.io\"\n",
+			`registry[0] (location "a.io"): mirror[0] (location "http://m.io"): location must not have a URI scheme`},
+		{"mirror mode unknown", "[[registry]]\nlocation = \"a.io\"\n[[registry.mirror]]\nlocation = \"m.io\"\npull-from-mirror = \"digest\"\n",
+			`registry[0] (location "a.io"): mirror[0] (location "m.io"): pull-from-mirror "digest" is not one of`},
+		{"both digest-only settings", "[[registry]]\nlocation = \"a.io\"\nmirror-by-digest-only = true\n[[registry.mirror]]\nlocation = \"m.io\"\npull-from-mirror = \"digest-only\"\n",
+			`registry[0] (location "a.io"): mirror[0] (location "m.io"): pull-from-mirror is set while the registry sets mirror-by-digest-only`},
+		{"conflicting insecure", "[[registry]]\nprefix = \"a.io/x\"\nlocation = \"a.io\"\n[[registry]]\nprefix = \"a.io/y\"\nlocation = \"a.io/\"\ninsecure = true\n",
+			`registry[1] (prefix "a.io/y", location "a.io/"): insecure conflicts with registry[0]`},
+		{"conflicting blocked", "[[registry]]\nprefix = \"a.io/x\"\nlocation = \"a.io\"\n[[registry]]\nprefix = \"a.io/y\"\nlocation = \"a.io\"\nblocked = true\n",
+			`registry[1] (prefix "a.io/y", location "a.io"): blocked conflicts with registry[0]`},
+		{"duplicate scope, same settings", "[[registry]]\nlocation = \"a.io\"\n[[registry]]\nlocation = \"a.io\"\n", ""},
+		{"search registry with a path", `unqualified-search-registries = ["a.io/foo"]`,
+			`unqualified-search-registries[0] "a.io/foo" is not a host[:port]`},
+		{"search registry with a scheme", `unqualified-search-registries = ["https://a.io"]`,
+			`unqualified-search-registries[0] "https://a.io" is not a host[:port]`},
+		{"search registry with a trailing slash", `unqualified-search-registries = ["a.io/"]`, ""},
+		{"short-name-mode", `short-name-mode = "strict"`, `short-name-mode "strict" is not one of`},
+		{"alias name with a registry", "[aliases]\n\"a.io/foo\" = \"a.io/foo\"\n", `aliases: short name "a.io/foo" must not name a registry`},
+		{"alias name with a tag", "[aliases]\n\"foo:1\" = \"a.io/foo\"\n", `aliases: short name "foo:1" must not have a tag`},
+		{"alias name does not parse", "[aliases]\n\"Foo\" = \"a.io/foo\"\n", `aliases: short name "Foo" does not parse`},
+		{"alias value without a registry", "[aliases]\nfoo = \"library/foo\"\n", `aliases: the value of "foo", "library/foo": must name a registry`},
+		{"alias value with a digest", "[aliases]\nfoo = \"a.io/foo@sha256:" + strings.Repeat("a", 64) + "\"\n",
+			`aliases: the value of "foo", "a.io/foo@sha256:`},
+		{"alias value with a tag", "[aliases]\nfoo = \"a.io/foo:1\"\n", `aliases: the value of "foo", "a.io/foo:1": must not have a tag`},
+	}
+}
+
+type registriesValidationCase struct {
+	name, conf, problem string
 }
 
 func TestValidateRegistriesConf(t *testing.T) {
-	for _, c := range registriesValidationCases {
+	for _, c := range registriesValidationCases() {
 		t.Run(c.name, func(t *testing.T) {
 			cfg := Config{Name: "mc", Files: map[string]File{
 				RegistriesConfPath: {Field: "spec.config.storage.files[2]", Path: RegistriesConfPath, Contents: []byte(c.conf)},
@@ -112,7 +116,7 @@ func TestValidateRegistriesConf(t *testing.T) {
 // from disk, as CRI-O loads it.
 func TestValidateRegistriesConfMatchesLibrary(t *testing.T) {
 	dropIns := t.TempDir()
-	for i, c := range registriesValidationCases {
+	for i, c := range registriesValidationCases() {
 		t.Run(c.name, func(t *testing.T) {
 			file := filepath.Join(t.TempDir(), "registries.conf")
 			if err := os.WriteFile(file, []byte(c.conf), 0o600); err != nil {
