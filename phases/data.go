@@ -246,7 +246,9 @@ type Data interface {
 	Units() Units
 	// OS is nil when the node has no OS updater.
 	OS() OSUpdater
-	Policy() plan.Policy
+	// Policy is the node disruption policy in force, or why there is none
+	// (prepare then refuses the update, naming the policy's field).
+	Policy() (plan.Policy, error)
 	Drift() Drift
 	// Limits caps the decoded size of the configs parsed.
 	Limits() plan.Limits

@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"slices"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 
@@ -20,6 +21,13 @@ func Decide(current, desired plan.Config) (plan.Diff, error) {
 	}
 	if field, msg := plan.UnsupportedOSFields(diff); field != "" {
 		return diff, &UnsupportedError{Object: desired.Name, Field: field, Msg: msg}
+	}
+	// A registries.conf CRI-O would refuse is refused before anything is
+	// written; one the node already runs unchanged is left alone.
+	if slices.ContainsFunc(diff.ChangedFiles, func(f plan.File) bool { return plan.IsRegistriesFile(f.Path) }) {
+		if err := plan.ValidateRegistriesConf(desired); err != nil {
+			return diff, err
+		}
 	}
 	return diff, nil
 }
@@ -58,7 +66,7 @@ func PlanConfigs(current, desired *mcfgv1.MachineConfig, policy plan.Policy, rul
 	if dec.Diff, err = Decide(dec.Current, dec.Desired); err != nil {
 		return dec, err
 	}
-	dec.Action = policy.PostAction(dec.Diff)
+	dec.Action = policy.PostAction(dec.Current, dec.Desired, dec.Diff)
 	return dec, nil
 }
 
@@ -73,6 +81,6 @@ func CheckOnNode(ctx context.Context, host Host, osu OSUpdater, policy plan.Poli
 	if err := host.Preflight(dec.Current, dec.Desired, dec.Diff); err != nil {
 		return err
 	}
-	dec.Action = policy.PostAction(dec.Diff)
+	dec.Action = policy.PostAction(dec.Current, dec.Desired, dec.Diff)
 	return nil
 }

@@ -71,63 +71,115 @@ func Reboot() Phase {
 	}
 }
 
-// ReloadCRIO reloads crio.service and waits for the job's result.
+// ReloadCRIO runs the post action's list when it reloads or restarts CRI-O
+// (the ReloadedCRIO condition says so); PostAction runs it otherwise. Either
+// way the list runs once, in its order.
 func ReloadCRIO() Phase {
 	return Phase{
 		Name: progress.StepReloadCRIO, Group: status.UpdatePostActionComplete, Condition: status.ReloadedCRIO,
 		Starting: "Reloading " + plan.CRIOUnit,
 		Needed:   actionIs(plan.ActionReloadCRIO),
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
-			if err := d.Units().Reload(ctx, plan.CRIOUnit); err != nil {
-				return Outcome{}, fmt.Errorf("reloading %s: %w", plan.CRIOUnit, err)
+			done, err := runActions(ctx, d)
+			if err != nil {
+				return Outcome{}, err
 			}
-			return Outcome{Message: "Reloaded " + plan.CRIOUnit}, nil
+			return Outcome{Message: actionsMessage(d.Update().Action, done)}, nil
 		},
 	}
 }
 
-// PostAction reloads or restarts the units the policy named, runs a
-// daemon-reload when that is all the change needs, and closes the post
-// action with a message saying what was done.
+// PostAction runs the node disruption policy's actions, in order (when the
+// ReloadCRIO step did not), and closes the post action with a message
+// saying what was done.
 func PostAction() Phase {
 	return Phase{
 		Name: progress.StepPostAction, Group: status.UpdatePostActionComplete,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			a := d.Update().Action
-			var done []string
-			if a.Kind == plan.ActionDaemonReload || a.DaemonReload {
-				if err := d.Units().DaemonReload(ctx); err != nil {
-					return Outcome{}, fmt.Errorf("reloading systemd: %w", err)
-				}
-				done = append(done, "reloaded systemd")
-			}
-			for _, u := range a.ReloadUnits {
-				if u == plan.CRIOUnit && a.Kind == plan.ActionReloadCRIO {
-					continue // done by the ReloadCRIO phase
-				}
-				if err := d.Units().Reload(ctx, u); err != nil {
-					return Outcome{}, fmt.Errorf("reloading %s: %w", u, err)
-				}
-				done = append(done, "reloaded "+u)
-			}
-			for _, u := range a.RestartUnits {
-				if err := d.Units().Restart(ctx, u); err != nil {
-					return Outcome{}, fmt.Errorf("restarting %s: %w", u, err)
-				}
-				done = append(done, "restarted "+u)
-			}
-			switch {
-			case a.Kind == plan.ActionReboot:
+			switch a.Kind {
+			case plan.ActionReboot:
 				return Outcome{Message: "Rebooted into " + d.Update().DesiredName}, nil
-			case a.Kind == plan.ActionReloadCRIO && len(done) == 0:
-				return Outcome{Message: "Reloaded " + plan.CRIOUnit}, nil
-			case a.Kind == plan.ActionReloadCRIO:
-				return Outcome{Message: "Reloaded " + plan.CRIOUnit + "; " + strings.Join(done, "; ")}, nil
-			case len(done) == 0:
+			case plan.ActionReloadCRIO:
+				return Outcome{Message: actionsMessage(a, describe(a.Actions))}, nil
+			}
+			done, err := runActions(ctx, d)
+			if err != nil {
+				return Outcome{}, err
+			}
+			if len(done) == 0 {
 				return Outcome{Reason: status.ReasonNone, Message: "Changes need no reboot or reload"}, nil
 			}
-			msg := strings.Join(done, "; ")
-			return Outcome{Message: strings.ToUpper(msg[:1]) + msg[1:]}, nil
+			return Outcome{Message: actionsMessage(a, done)}, nil
 		},
 	}
+}
+
+// runActions runs the post action's list through systemd, in order, and
+// says what it did. Each action is reported as it completes, as upstream
+// does: the condition's message, and an Event (ServiceReload,
+// ServiceRestart; a Warning when it fails). A Drain was done before the
+// writes. Each is safe to run again, so a restart in the middle runs the
+// list from its start.
+func runActions(ctx context.Context, d Data) ([]string, error) {
+	var done []string
+	for _, x := range d.Update().Action.Actions {
+		msg, reason, event, err := runAction(ctx, d.Units(), x)
+		if err != nil {
+			d.Event(false, true, "Failed"+reason, fmt.Sprintf("%s failed: %v", x, err))
+			return done, fmt.Errorf("running the post action %s: %w", x, err)
+		}
+		if msg == "" {
+			continue
+		}
+		done = append(done, msg)
+		d.Event(false, false, reason, event)
+		_ = d.Report(ctx, "Node has "+strings.ToLower(msg[:1])+msg[1:])
+	}
+	return done, nil
+}
+
+// runAction runs one action and says what it did, and the Event's reason
+// and message (upstream's).
+func runAction(ctx context.Context, units Units, x plan.Action) (msg, reason, event string, err error) {
+	unit := x.Unit
+	if x.Type == plan.ActSpecial {
+		unit = plan.CRIOUnit
+	}
+	switch x.Type {
+	case plan.ActDaemonReload:
+		return "Reloaded systemd", "ServiceReload", "Config changes do not require reboot. Service daemon-reload was reloaded.",
+			units.DaemonReload(ctx)
+	case plan.ActReload, plan.ActSpecial:
+		return "Reloaded " + unit, "ServiceReload", "Config changes do not require reboot. Service " + unit + " was reloaded.",
+			units.Reload(ctx, unit)
+	case plan.ActRestart:
+		return "Restarted " + unit, "ServiceRestart", "Config changes do not require reboot. Service " + unit + " was restarted.",
+			units.Restart(ctx, unit)
+	}
+	return "", "", "", nil // Drain: done before the writes
+}
+
+// actionsMessage is the post action's closing message.
+func actionsMessage(a plan.PostAction, done []string) string {
+	if len(done) == 0 {
+		return "Changes need no reboot or reload"
+	}
+	msg := strings.Join(done, "; ")
+	if a.Drain {
+		msg = "Drained; " + msg
+	}
+	return msg
+}
+
+// describe is what the actions did, for the step after the one that ran
+// them.
+func describe(as []plan.Action) []string {
+	var out []string
+	for _, x := range as {
+		if x.Type != plan.ActDrain {
+			out = append(out, x.String())
+		}
+	}
+	return out
 }

@@ -43,6 +43,7 @@ func Prepare() Phase {
 			u := d.Update()
 			d.Progress().OS = &progress.OSPlan{FromKernelArgs: u.Current.KernelArguments, ImageChanged: u.Diff.OSImageChanged,
 				KernelArgsRemoved: u.Diff.KernelArgsRemoved, KernelArgsAdded: u.Diff.KernelArgsAdded}
+			d.Progress().Action = saveAction(u.Action)
 			d.SetDesiredVersion(u.DesiredName)
 			return Outcome{Message: plan.Summary(u.Diff, u.Action)}, nil
 		},
@@ -77,8 +78,34 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 		return err // the node's side, before the slot, the cordon, a write
 	}
 	u.Current, u.Desired, u.Diff = current, desired, diff
-	u.Action = d.Policy().PostAction(diff)
+	if saved != nil && d.Progress().Action != nil {
+		u.Action = restoreAction(d.Progress().Action)
+		return nil
+	}
+	policy, err := d.Policy()
+	if err != nil {
+		return err
+	}
+	u.Action = policy.PostAction(current, desired, diff)
 	return nil
+}
+
+// saveAction is the record's copy of the chosen post action.
+func saveAction(a plan.PostAction) *progress.ActionPlan {
+	p := &progress.ActionPlan{Reboot: a.Kind == plan.ActionReboot, Drain: a.Drain, DrainReason: a.DrainReason}
+	for _, x := range a.Actions {
+		p.Actions = append(p.Actions, progress.Action{Type: string(x.Type), Unit: x.Unit})
+	}
+	return p
+}
+
+// restoreAction is the post action a record kept.
+func restoreAction(p *progress.ActionPlan) plan.PostAction {
+	var as []plan.Action
+	for _, x := range p.Actions {
+		as = append(as, plan.Action{Type: plan.ActionType(x.Type), Unit: x.Unit})
+	}
+	return plan.Restored(p.Reboot, as, p.Drain, p.DrainReason, nil)
 }
 
 // NoOSUpdaterMessage refuses an OS change on a node with no OS updater.

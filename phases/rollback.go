@@ -69,7 +69,13 @@ func reverse(d Data) reversed {
 	diff.OSImageChanged, diff.KernelArgsRemoved, diff.KernelArgsAdded = false, nil, nil
 	r := &Update{Node: u.Node, CurrentName: u.DesiredName, DesiredName: u.CurrentName,
 		Current: u.Desired, Desired: u.Current, Diff: diff}
-	r.Action = d.Policy().PostAction(diff)
+	// The rollback must run whatever the policy's state: without one in
+	// force (refused, none good before), the defaults decide.
+	policy, err := d.Policy()
+	if err != nil {
+		policy = plan.DefaultPolicy()
+	}
+	r.Action = policy.PostAction(u.Desired, u.Current, diff)
 	return reversed{Data: d, u: r}
 }
 
@@ -168,16 +174,11 @@ func rollbackReboots(d Data, rev reversed) bool {
 // step is done whatever the node then looks like.
 func rollBackPost(ctx context.Context, d Data, rev reversed) (string, error) {
 	if !rollbackReboots(d, rev) {
-		if rev.u.Action.Kind == plan.ActionReloadCRIO {
-			if _, err := ReloadCRIO().Run(ctx, rev); err != nil {
-				return "", err
-			}
-		}
-		out, err := PostAction().Run(ctx, rev)
+		done, err := runActions(ctx, rev)
 		if err != nil {
 			return "", err
 		}
-		return out.Message, nil
+		return actionsMessage(rev.u.Action, done), nil
 	}
 	h := d.Progress().Health
 	boot, err := d.Units().BootID(ctx)

@@ -34,7 +34,10 @@ type Env struct {
 	Host    Host
 	Units   Units
 	OS      OSUpdater
-	Policy  plan.Policy
+	// Policy is the node disruption policy; PolicySource, when set, gives
+	// the one in force instead (a cluster's, watched), or why none can be.
+	Policy       plan.Policy
+	PolicySource func() (plan.Policy, error)
 	// Drift restarts the config drift monitor; nil for none.
 	Drift Drift
 	// Disruption is the cluster-wide disruption budget; nil for none.

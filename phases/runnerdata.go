@@ -47,12 +47,17 @@ func (r *Runner) Warn(reason, message string) { r.Event(true, true, reason, mess
 // Interrupt is done when a step that may wait without end should give up.
 func (r *Runner) Interrupt() context.Context { return r.Stop.Interrupt() }
 
-func (r *Runner) Configs() Configs    { return r.Env.Configs }
-func (r *Runner) Cluster() Cluster    { return r.Env.Cluster }
-func (r *Runner) Host() Host          { return r.Env.Host }
-func (r *Runner) Units() Units        { return r.Env.Units }
-func (r *Runner) OS() OSUpdater       { return r.Env.OS }
-func (r *Runner) Policy() plan.Policy { return r.Env.Policy }
+func (r *Runner) Configs() Configs { return r.Env.Configs }
+func (r *Runner) Cluster() Cluster { return r.Env.Cluster }
+func (r *Runner) Host() Host       { return r.Env.Host }
+func (r *Runner) Units() Units     { return r.Env.Units }
+func (r *Runner) OS() OSUpdater    { return r.Env.OS }
+func (r *Runner) Policy() (plan.Policy, error) {
+	if r.Env.PolicySource != nil {
+		return r.Env.PolicySource()
+	}
+	return r.Env.Policy, nil
+}
 func (r *Runner) Drift() Drift        { return r.Env.Drift }
 func (r *Runner) Limits() plan.Limits { return r.Env.Limits }
 

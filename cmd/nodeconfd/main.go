@@ -23,6 +23,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/budget"
+	"github.com/nodeconfd/nodeconfd/daemon/disruption"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/drift"
 	"github.com/nodeconfd/nodeconfd/daemon/faultpoint"
@@ -104,7 +105,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.metricsAddr, "metrics-address", "127.0.0.1:8798",
 		"address of /metrics and /healthz, unauthenticated: keep it on loopback (empty: off)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
-	fs.StringVar(&o.policyFile, "post-action-policy", "", "YAML file of post-action rules that extend the defaults")
+	fs.StringVar(&o.policyFile, "node-disruption-policy", "", "a file holding a nodeDisruptionPolicy block (or a MachineConfiguration) "+
+		"used instead of the cluster's MachineConfiguration cluster; for start --once-from, which has no cluster")
+	fs.StringVar(&o.policyFile, "post-action-policy", "", "old name of --node-disruption-policy")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", time.Hour, "how long a drain may take before --drain-timeout-action applies (0: no limit)")
 	fs.StringVar(&o.drainTimeoutAction, "drain-timeout-action", "retry",
 		"after --drain-timeout: retry (keep retrying; the status and a Warning Event say what blocks it, once per timeout) "+
@@ -213,6 +216,23 @@ func start(args []string) error {
 	return runDaemon(ctx, o, policy, log)
 }
 
+// policySource is the cluster's node disruption policy, watched, unless
+// --node-disruption-policy gives one (then nil: Env.Policy is it).
+func policySource(ctx context.Context, o options, api *kube.Client, log *zap.Logger) (func() (plan.Policy, error), error) {
+	if o.policyFile != "" {
+		log.Info("Using the node disruption policy of a file, not the cluster's", zap.String("node", o.nodeName),
+			zap.String("file", o.policyFile))
+		return nil, nil
+	}
+	res, err := kube.MachineConfigurations(api.API)
+	if err != nil {
+		return nil, err
+	}
+	s := &disruption.Source{Resource: res, Retry: api.Retry(), Log: log.Named("policy").With(zap.String("node", o.nodeName))}
+	s.Start(ctx)
+	return s.Policy, nil
+}
+
 // runDaemon builds every real dependency of the daemon and runs it until
 // ctx ends.
 func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logger) error {
@@ -247,18 +267,23 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		return err
 	}
 	holds.Start(ctx)
+	source, err := policySource(ctx, o, api, log)
+	if err != nil {
+		return err
+	}
 	env := phases.Env{
 		Configs: &daemon.ConfigCache{Source: api, Size: 2},
 		Cluster: m.Cluster(cluster{Client: api, Drainer: &drain.Drainer{Client: kapi, NodeName: o.nodeName,
 			Timeout: o.drainTimeout, FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned,
 			Log: log.Named("drain"), Fault: fault}}),
-		Host:       daemon.Host{FS: host, Units: units},
-		Units:      units,
-		OS:         osu,
-		Policy:     policy,
-		Disruption: m.Disruption(slots),
-		Limits:     o.limits,
-		Waits:      holds,
+		Host:         daemon.Host{FS: host, Units: units},
+		Units:        units,
+		OS:           osu,
+		Policy:       policy,
+		PolicySource: source,
+		Disruption:   m.Disruption(slots),
+		Limits:       o.limits,
+		Waits:        holds,
 		Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
 			CommandTimeout: o.health.commandTimeout}),
 		Observer: m,

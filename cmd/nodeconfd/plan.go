@@ -58,7 +58,9 @@ func parsePlanFlags(args []string, stderr io.Writer) (planOptions, error) {
 	fs.StringVar(&o.output, "o", "text", "output: text or json")
 	fs.StringVar(&o.rootMount, "root-mount", "", "the node's root filesystem (run on the node, e.g. in its daemon pod: /rootfs): "+
 		"also make prepare's checks of the node (owners, paths, the booted OS) and, with --node, diff from the node's copy of its config")
-	fs.StringVar(&o.policyFile, "post-action-policy", "", "the daemon's --post-action-policy file")
+	fs.StringVar(&o.policyFile, "node-disruption-policy", "", "a file holding the nodeDisruptionPolicy block "+
+		"(or `oc get machineconfiguration cluster -o yaml`); default: upstream's defaults only")
+	fs.StringVar(&o.policyFile, "post-action-policy", "", "old name of --node-disruption-policy")
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern, "the daemon's --allowed-config-pattern")
 	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
 	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "the daemon's --max-file-size")
@@ -244,19 +246,16 @@ func readMachineConfig(path string) (*mcfgv1.MachineConfig, error) {
 	return &mc, nil
 }
 
-// loadPolicy is the default post-action policy with the rules of file, if any.
+// loadPolicy is the node disruption policy of file (a nodeDisruptionPolicy
+// block or a MachineConfiguration) merged over the defaults; the defaults
+// alone without one.
 func loadPolicy(file string) (plan.Policy, error) {
-	policy := plan.DefaultPolicy()
 	if file == "" {
-		return policy, nil
+		return plan.DefaultPolicy(), nil
 	}
 	data, err := os.ReadFile(file)
 	if err != nil {
-		return policy, fmt.Errorf("reading --post-action-policy: %w", err)
+		return plan.Policy{}, fmt.Errorf("reading --node-disruption-policy: %w", err)
 	}
-	rules, err := plan.ParsePolicy(data)
-	if err != nil {
-		return policy, fmt.Errorf("--post-action-policy %s: %w", file, err)
-	}
-	return policy.With(rules...), nil
+	return plan.ParsePolicyFile(data, file)
 }

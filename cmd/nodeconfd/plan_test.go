@@ -19,7 +19,7 @@ spec:
     storage:
       files:
       - path: /etc/containers/registries.conf
-        contents: {source: "data:,one"}
+        contents: {source: "data:,unqualified-search-registries%20%3D%20%5B%22a.io%22%5D"}
 `
 
 func TestRunPlanExitStatus(t *testing.T) {
@@ -34,7 +34,7 @@ func TestRunPlanExitStatus(t *testing.T) {
 	a := write("a.yaml", planA)
 	b := write("b.json", `{"apiVersion":"machineconfiguration.openshift.io/v1","kind":"MachineConfig",`+
 		`"metadata":{"name":"rendered-worker-b"},"spec":{"config":{"ignition":{"version":"3.4.0"},`+
-		`"storage":{"files":[{"path":"/etc/containers/registries.conf","contents":{"source":"data:,two"}}]}}}}`)
+		`"storage":{"files":[{"path":"/etc/containers/registries.conf","contents":{"source":"data:,unqualified-search-registries%20%3D%20%5B%22a.io%22%2C%22b.io%22%5D"}}]}}}}`)
 	bad := write("bad.yaml", strings.ReplaceAll(planA, "/etc/containers/registries.conf", "/proc/x"))
 	list := write("list.yaml", "apiVersion: v1\nkind: List\nmetadata: {name: x}\n")
 	tests := []struct {
@@ -42,7 +42,7 @@ func TestRunPlanExitStatus(t *testing.T) {
 		code int
 		want string
 	}{
-		{[]string{"--current", a, "--desired", b}, 0, "Post action: ReloadCRIO (reload crio.service); no drain"},
+		{[]string{"--current", a, "--desired", b}, 0, "Post action: ReloadCRIO (Special); no drain"},
 		{[]string{"--desired", a, "-o", "json"}, 0, `"kind": "ReloadCRIO"`},
 		{[]string{"--current", a, "--desired", bad}, 1, `MachineConfig "rendered-worker-a": spec.config.storage.files[0].path`},
 		{[]string{"--current", a, "--desired", b, "--pool", "master"}, 1, "metadata.name"},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	opv1 "github.com/openshift/api/operator/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -25,13 +26,17 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(policyv1.AddToScheme(s))
 	utilruntime.Must(coordinationv1.AddToScheme(s))
 	utilruntime.Must(mcfgv1.Install(s))
+	// Of operator.openshift.io, only the MachineConfiguration (the node
+	// disruption policy).
+	s.AddKnownTypes(opv1.GroupVersion, &opv1.MachineConfiguration{}, &opv1.MachineConfigurationList{})
+	metav1.AddToGroupVersion(s, opv1.GroupVersion)
 	return s
 }
 
 // restAPI is API over client-go's REST clients, one per API group.
 type restAPI struct {
-	params                           runtime.ParameterCodec
-	core, policy, coordination, mcfg rest.Interface
+	params                                     runtime.ParameterCodec
+	core, policy, coordination, mcfg, operator rest.Interface
 }
 
 // NewAPI builds the daemon's API clients from cfg; all share one HTTP client
@@ -54,6 +59,7 @@ func NewAPI(cfg *rest.Config) (API, error) {
 		{policyv1.SchemeGroupVersion, "/apis", &a.policy, true},
 		{coordinationv1.SchemeGroupVersion, "/apis", &a.coordination, true},
 		{mcfgv1.GroupVersion, "/apis", &a.mcfg, false}, // custom resources: JSON only
+		{opv1.GroupVersion, "/apis", &a.operator, false},
 	} {
 		c := rest.CopyConfig(cfg)
 		c.GroupVersion = &g.gv

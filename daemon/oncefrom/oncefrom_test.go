@@ -49,7 +49,7 @@ func TestRun(t *testing.T) {
 	units := &systemdtest.Fake{}
 	host := testHost{daemon.Host{FS: fs, Units: units}}
 	opts := func(mc *mcfgv1.MachineConfig, skip bool) Options {
-		return Options{Node: "n", Config: mc, Host: host, Units: units, Policy: plan.DefaultPolicy().With(plan.Rule{Prefix: "/etc/", Action: plan.ActionNone}), SkipReboot: skip,
+		return Options{Node: "n", Config: mc, Host: host, Units: units, Policy: plan.DefaultPolicy().With(plan.Policy{Files: []plan.FileRule{{Path: "/etc", Actions: []plan.Action{{Type: plan.ActNone}}}}}), SkipReboot: skip,
 			Log: zap.NewNop()}
 	}
 	ctx := context.Background()

@@ -28,12 +28,18 @@ import (
 
 const apiModule = "github.com/openshift/api"
 
-// crdSourceDir is where the openshift/api module keeps its generated machineconfiguration CRDs.
-const crdSourceDir = "machineconfiguration/v1/zz_generated.crd-manifests"
+// crdSourceDir is where the openshift/api module keeps its generated machineconfiguration CRDs;
+// operatorSourceDir its operator.openshift.io ones (MachineConfiguration).
+const (
+	crdSourceDir      = "machineconfiguration/v1/zz_generated.crd-manifests"
+	operatorSourceDir = "operator/v1/zz_generated.crd-manifests"
+)
 
 // crd names one CRD to copy: its file in the module and its file under manifests/.
 type crd struct {
 	source, target string
+	// dir is the source's folder in the module; "" for crdSourceDir.
+	dir string
 	// columns, if set, replace the additionalPrinterColumns of every version.
 	columns []column
 	// graft, if set, adds status fields from another feature-set variant.
@@ -61,15 +67,22 @@ func run(dir string, check bool) error {
 			columns: machineConfigNodeColumns,
 			graft: &graft{source: "0000_80_machine-config_01_machineconfignodes-SelfManagedHA-TechPreviewNoUpgrade.crd.yaml",
 				statusFields: []string{"irreconcilableChanges"}}},
+		// The daemons read spec.nodeDisruptionPolicy of the one named cluster.
+		{source: "0000_80_machine-config_01_machineconfigurations-Default.crd.yaml", dir: operatorSourceDir,
+			target: "00-crd-machineconfigurations.yaml"},
 	}
 	var stale []string
 	for _, c := range crds {
-		src := filepath.Join(modDir, crdSourceDir, c.source)
-		origin := fmt.Sprintf("%s@%s/%s/%s", apiModule, modVersion, crdSourceDir, c.source)
+		srcDir := c.dir
+		if srcDir == "" {
+			srcDir = crdSourceDir
+		}
+		src := filepath.Join(modDir, srcDir, c.source)
+		origin := fmt.Sprintf("%s@%s/%s/%s", apiModule, modVersion, srcDir, c.source)
 		if c.graft != nil {
 			origin += fmt.Sprintf("\n# status.%s from: %s", strings.Join(c.graft.statusFields, ", status."), c.graft.source)
 		}
-		want, err := generate(src, filepath.Join(modDir, crdSourceDir), origin, c)
+		want, err := generate(src, filepath.Join(modDir, srcDir), origin, c)
 		if err != nil {
 			return err
 		}

@@ -367,6 +367,6 @@ func FuzzParse(f *testing.F) {
 			t.Fatalf("Compare(cfg, cfg) = %+v, %v", d, err)
 		}
 		d, _ := Compare(Config{}, cfg)
-		_ = Summary(d, DefaultPolicy().PostAction(d))
+		_ = Summary(d, DefaultPolicy().PostAction(Config{}, cfg, d))
 	})
 }

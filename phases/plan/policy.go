@@ -4,169 +4,152 @@ import (
 	"fmt"
 	"path"
 	"strings"
-
-	"sigs.k8s.io/yaml"
 )
 
-// Rule says what a change to the files under Prefix needs. A Prefix ending
-// in "/" matches the files below that directory; one without matches that
-// exact path and, taken as a directory, the files below it.
-type Rule struct {
-	Prefix string
-	Action ActionKind
-	// Unit is the unit to reload or restart (ActionReloadUnit, ActionRestartUnit).
-	Unit string
+// The node disruption policy decides what a change of a file, a unit or the
+// SSH keys needs after it is written. It has the upstream MCO's model
+// (operator.openshift.io/v1 MachineConfiguration spec.nodeDisruptionPolicy):
+// an ordered list of actions per file path (the longest matching path
+// wins), per unit name (exact) and for the SSH keys; a change no rule
+// covers needs a reboot. The defaults are upstream's (defaults.go); an
+// administrator's rules replace the default of the same path or name.
+
+// ActionType is one node disruption action (upstream's status action types).
+type ActionType string
+
+const (
+	ActReboot       ActionType = "Reboot"
+	ActDrain        ActionType = "Drain"
+	ActReload       ActionType = "Reload"
+	ActRestart      ActionType = "Restart"
+	ActDaemonReload ActionType = "DaemonReload"
+	ActNone         ActionType = "None"
+	// ActSpecial is upstream's reserved action of registries.conf: reload
+	// CRI-O, drained first only when the change is unsafe for running pods
+	// (RegistriesChange). An administrator cannot name it.
+	ActSpecial ActionType = "Special"
+)
+
+// Action is one action of a rule. Unit is the unit to reload or restart.
+type Action struct {
+	Type ActionType `json:"type"`
+	Unit string     `json:"unit,omitempty"`
 }
 
-// Policy maps changed paths to post actions. The longest matching prefix
-// wins; a changed file no rule matches needs a reboot.
-type Policy struct {
-	Rules []Rule
-}
-
-// DefaultPolicy returns the built-in rules. Besides these path rules, a
-// change of SSH keys needs nothing, and a change of units, OS image, kernel
-// arguments, extensions or kernel type needs a reboot.
-func DefaultPolicy() Policy {
-	return Policy{Rules: []Rule{
-		{Prefix: "/var/lib/kubelet/config.json", Action: ActionNone},
-		{Prefix: "/etc/containers/registries.conf", Action: ActionReloadCRIO},
-		{Prefix: "/etc/containers/policy.json", Action: ActionReloadCRIO},
-		{Prefix: "/etc/containers/registries.d/", Action: ActionReloadCRIO},
-		{Prefix: "/etc/crio/policies/", Action: ActionReloadCRIO},
-	}}
-}
-
-// With returns a copy of p with rules added; a rule with the same prefix as
-// an existing one replaces it.
-func (p Policy) With(rules ...Rule) Policy {
-	out := Policy{Rules: append([]Rule(nil), p.Rules...)}
-	for _, r := range rules {
-		replaced := false
-		for i := range out.Rules {
-			if out.Rules[i].Prefix == r.Prefix {
-				out.Rules[i] = r
-				replaced = true
-			}
-		}
-		if !replaced {
-			out.Rules = append(out.Rules, r)
-		}
+func (a Action) String() string {
+	if a.Unit != "" {
+		return string(a.Type) + " " + a.Unit
 	}
-	return out
+	return string(a.Type)
 }
 
-// match returns the rule with the longest prefix matching the path (the
-// later one on a tie).
-func (p Policy) match(file string) (Rule, bool) {
-	best, found := Rule{}, false
-	for _, r := range p.Rules {
-		if prefixMatches(r.Prefix, file) && (!found || len(r.Prefix) >= len(best.Prefix)) {
+// FileRule is the actions a change of the files at Path (that path, or
+// below it taken as a directory) needs.
+type FileRule struct {
+	Path    string   `json:"path"`
+	Actions []Action `json:"actions"`
+	// Source names where the rule comes from, for plan and status:
+	// "default" or the policy field ("spec.nodeDisruptionPolicy.files[2]").
+	Source string `json:"source,omitempty"`
+}
+
+// UnitRule is the actions a change of the unit Name needs.
+type UnitRule struct {
+	Name    string   `json:"name"`
+	Actions []Action `json:"actions"`
+	Source  string   `json:"source,omitempty"`
+}
+
+// Policy is the merged node disruption policy.
+type Policy struct {
+	Files  []FileRule `json:"files,omitempty"`
+	Units  []UnitRule `json:"units,omitempty"`
+	SSHKey []Action   `json:"sshkey,omitempty"`
+	// SSHKeySource names where the SSH key rule comes from.
+	SSHKeySource string `json:"sshkeySource,omitempty"`
+}
+
+// FileRuleFor returns the rule that decides a change of the file at p: the
+// one with the longest path equal to p or a directory above it, as
+// upstream's FindClosestFilePolicyPathMatch (the first on a tie).
+func (p Policy) FileRuleFor(file string) (FileRule, bool) {
+	best, found := FileRule{}, false
+	for _, r := range p.Files {
+		if pathCovers(r.Path, file) && (!found || len(r.Path) > len(best.Path)) {
 			best, found = r, true
 		}
 	}
 	return best, found
 }
 
-func prefixMatches(prefix, file string) bool {
-	if strings.HasSuffix(prefix, "/") {
-		return strings.HasPrefix(file, prefix)
+// UnitRuleFor returns the rule of the unit name, if any.
+func (p Policy) UnitRuleFor(name string) (UnitRule, bool) {
+	for _, r := range p.Units {
+		if r.Name == name {
+			return r, true
+		}
 	}
-	return file == prefix || strings.HasPrefix(file, prefix+"/")
+	return UnitRule{}, false
 }
 
-// Validate says whether the rule is well formed: an absolute clean prefix, a
-// unit for Reload and Restart and none otherwise.
-func (r Rule) Validate() error {
-	trimmed := strings.TrimSuffix(r.Prefix, "/")
-	switch {
-	case r.Prefix == "":
-		return fmt.Errorf("path is empty")
-	case !path.IsAbs(r.Prefix):
-		return fmt.Errorf("path %q is not absolute", r.Prefix)
-	case trimmed != "" && path.Clean(trimmed) != trimmed:
-		return fmt.Errorf("path %q is not clean", r.Prefix)
+// pathCovers reports whether a rule for rule decides file: the same path,
+// or file below rule taken as a directory ("/etc/foo" and "/etc/foo/"
+// both cover "/etc/foo/a", never "/etc/foobar").
+func pathCovers(rule, file string) bool {
+	if file == rule {
+		return true
 	}
-	switch r.Action {
-	case ActionReloadUnit, ActionRestartUnit:
-		if r.Unit == "" {
-			return fmt.Errorf("action %s needs a unit", actionName(r.Action))
-		}
-		if msg := checkUnitName(r.Unit); msg != "" {
-			return fmt.Errorf("%s", msg)
-		}
-	case ActionNone, ActionDaemonReload, ActionReloadCRIO, ActionReboot:
-		if r.Unit != "" {
-			return fmt.Errorf("action %s takes no unit (got %q)", actionName(r.Action), r.Unit)
-		}
-	default:
-		return fmt.Errorf("unknown action %d", int(r.Action))
-	}
-	return nil
+	dir := strings.TrimSuffix(path.Clean(rule), "/") + "/"
+	return strings.HasPrefix(path.Clean(file), dir)
 }
 
-// policyFile is the YAML form of an admin's policy file.
-type policyFile struct {
-	Rules []struct {
-		Path   string `json:"path"`
-		Action string `json:"action"`
-		Unit   string `json:"unit,omitempty"`
-	} `json:"rules"`
+// With returns a copy of p with the rules of user merged in as upstream's
+// MergeClusterPolicies merges them: a file rule replaces the rule of the
+// same path in place, a unit rule the rule of the same name, others are
+// appended; user's SSH key actions, when it has any, replace p's.
+func (p Policy) With(user Policy) Policy {
+	out := Policy{Files: append([]FileRule(nil), p.Files...), Units: append([]UnitRule(nil), p.Units...),
+		SSHKey: p.SSHKey, SSHKeySource: p.SSHKeySource}
+	for _, r := range user.Files {
+		if i := indexOf(out.Files, func(f FileRule) bool { return f.Path == r.Path }); i >= 0 {
+			out.Files[i] = r
+		} else {
+			out.Files = append(out.Files, r)
+		}
+	}
+	for _, r := range user.Units {
+		if i := indexOf(out.Units, func(u UnitRule) bool { return u.Name == r.Name }); i >= 0 {
+			out.Units[i] = r
+		} else {
+			out.Units = append(out.Units, r)
+		}
+	}
+	if len(user.SSHKey) > 0 {
+		out.SSHKey, out.SSHKeySource = user.SSHKey, user.SSHKeySource
+	}
+	return out
 }
 
-// actionNames are the policy file's action names.
-const actionNames = "None, DaemonReload, Reload, Restart, ReloadCRIO, Reboot"
-
-// actionName is the policy file's name for an action kind.
-func actionName(k ActionKind) string {
-	switch k {
-	case ActionReloadUnit:
-		return "Reload"
-	case ActionRestartUnit:
-		return "Restart"
+func indexOf[T any](s []T, f func(T) bool) int {
+	for i, v := range s {
+		if f(v) {
+			return i
+		}
 	}
-	return k.String()
+	return -1
 }
 
-// parseActionName is the inverse of actionName.
-func parseActionName(s string) (ActionKind, bool) {
-	for k := ActionNone; k <= ActionReboot; k++ {
-		if actionName(k) == s {
-			return k, true
-		}
+// DescribeActions renders actions for plan and status ("Restart a.service,
+// Restart crio.service").
+func DescribeActions(as []Action) string {
+	parts := make([]string, len(as))
+	for i, a := range as {
+		parts[i] = a.String()
 	}
-	return 0, false
+	return strings.Join(parts, ", ")
 }
 
-// ParsePolicy parses an admin's policy file, e.g.
-//
-//	rules:
-//	- {path: /etc/foo/, action: Restart, unit: foo.service}
-//	- {path: /etc/bar.conf, action: None}
-//
-// Actions are None, DaemonReload, Reload (unit), Restart (unit), ReloadCRIO
-// and Reboot. Use the rules with Policy.With.
-func ParsePolicy(data []byte) ([]Rule, error) {
-	var f policyFile
-	if err := yaml.UnmarshalStrict(data, &f); err != nil {
-		return nil, fmt.Errorf("parsing policy: %w", err)
-	}
-	rules := make([]Rule, 0, len(f.Rules))
-	seen := map[string]int{}
-	for i, fr := range f.Rules {
-		kind, ok := parseActionName(fr.Action)
-		if !ok {
-			return nil, fmt.Errorf("policy rules[%d] (path %q): unknown action %q (want one of %s)", i, fr.Path, fr.Action, actionNames)
-		}
-		r := Rule{Prefix: fr.Path, Action: kind, Unit: fr.Unit}
-		if err := r.Validate(); err != nil {
-			return nil, fmt.Errorf("policy rules[%d] (path %q): %w", i, fr.Path, err)
-		}
-		if j, dup := seen[fr.Path]; dup {
-			return nil, fmt.Errorf("policy rules[%d]: path %q is already in rules[%d]", i, fr.Path, j)
-		}
-		seen[fr.Path] = i
-		rules = append(rules, r)
-	}
-	return rules, nil
+// String renders a rule for plan ("/etc/foo: Reload foo.service [default]").
+func (r FileRule) String() string {
+	return fmt.Sprintf("%s: %s [%s]", r.Path, DescribeActions(r.Actions), r.Source)
 }

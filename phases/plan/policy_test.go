@@ -2,193 +2,183 @@ package plan
 
 import (
 	"reflect"
-	"strings"
 	"testing"
 )
 
-func TestPolicyMatch(t *testing.T) {
-	p := DefaultPolicy().With(
-		Rule{Prefix: "/etc/foo", Action: ActionRestartUnit, Unit: "foo.service"},
-		Rule{Prefix: "/etc/foo/special/", Action: ActionNone},
-		Rule{Prefix: "/", Action: ActionDaemonReload},
-	)
-	tests := []struct {
-		path   string
-		prefix string
-	}{
-		{"/var/lib/kubelet/config.json", "/var/lib/kubelet/config.json"},
-		{"/var/lib/kubelet/config.jsonx", "/"},
-		{"/etc/containers/registries.conf", "/etc/containers/registries.conf"},
-		{"/etc/containers/registries.conf.d/x.conf", "/"},
-		{"/etc/containers/registries.d/a.yaml", "/etc/containers/registries.d/"},
-		{"/etc/containers/registries.d/sub/a.yaml", "/etc/containers/registries.d/"},
-		{"/etc/crio/policies/p.json", "/etc/crio/policies/"},
-		{"/etc/foo", "/etc/foo"},
-		{"/etc/foo/a.conf", "/etc/foo"},
-		{"/etc/foobar", "/"},
-		{"/etc/foo/special/x", "/etc/foo/special/"},
-	}
-	for _, tt := range tests {
-		r, ok := p.match(tt.path)
-		if !ok || r.Prefix != tt.prefix {
-			t.Errorf("match(%q) = %q, %v; want %q", tt.path, r.Prefix, ok, tt.prefix)
+// A port of the upstream daemon's TestFindClosestFilePolicyPathMatch: the
+// longest path equal to the file or a directory above it decides.
+func TestFileRuleFor(t *testing.T) {
+	rules := func(paths ...string) Policy {
+		var p Policy
+		for _, path := range paths {
+			p.Files = append(p.Files, FileRule{Path: path, Actions: []Action{{Type: ActNone}}, Source: path})
 		}
+		return p
 	}
-	if r, ok := DefaultPolicy().match("/etc/kubernetes/kubelet.conf"); ok {
-		t.Errorf("default policy matches /etc/kubernetes/kubelet.conf with %+v", r)
-	}
-}
-
-func TestPolicyWithOverrides(t *testing.T) {
-	def := DefaultPolicy()
-	p := def.With(Rule{Prefix: "/etc/containers/policy.json", Action: ActionReboot}, Rule{Prefix: "/etc/x", Action: ActionNone})
-	if len(p.Rules) != len(def.Rules)+1 {
-		t.Errorf("With: %d rules, want %d", len(p.Rules), len(def.Rules)+1)
-	}
-	if r, _ := p.match("/etc/containers/policy.json"); r.Action != ActionReboot {
-		t.Errorf("admin override lost: %+v", r)
-	}
-	if r, _ := def.match("/etc/containers/policy.json"); r.Action != ActionReloadCRIO {
-		t.Errorf("With changed the original policy: %+v", r)
-	}
-}
-
-func TestParsePolicy(t *testing.T) {
-	got, err := ParsePolicy([]byte(`
-rules:
-- {path: /etc/foo/, action: Restart, unit: foo.service}
-- {path: /etc/bar.conf, action: None}
-- path: /etc/baz
-  action: Reload
-  unit: baz@x.service
-- {path: /etc/systemd/system/, action: DaemonReload}
-- {path: /etc/containers/mine.conf, action: ReloadCRIO}
-- {path: /etc/always, action: Reboot}
-`))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []Rule{
-		{Prefix: "/etc/foo/", Action: ActionRestartUnit, Unit: "foo.service"},
-		{Prefix: "/etc/bar.conf", Action: ActionNone},
-		{Prefix: "/etc/baz", Action: ActionReloadUnit, Unit: "baz@x.service"},
-		{Prefix: "/etc/systemd/system/", Action: ActionDaemonReload},
-		{Prefix: "/etc/containers/mine.conf", Action: ActionReloadCRIO},
-		{Prefix: "/etc/always", Action: ActionReboot},
-	}
-	if !reflect.DeepEqual(got, want) {
-		t.Errorf("ParsePolicy:\n got %+v\nwant %+v", got, want)
-	}
-	if rules, err := ParsePolicy(nil); err != nil || len(rules) != 0 {
-		t.Errorf("ParsePolicy(nil) = %v, %v", rules, err)
-	}
-}
-
-func TestParsePolicyErrors(t *testing.T) {
 	tests := []struct {
-		name, yaml, want string
+		name, file string
+		policy     Policy
+		want       string // the rule's path; "" for none
 	}{
-		{"syntax", "rules: [", "parsing policy"},
-		{"unknown field", "rules: [{path: /a, action: None, units: x}]", "unknown field"},
-		{"not a list", "rules: 3", "parsing policy"},
-		{"unknown action", "rules: [{path: /a, action: None}, {path: /b, action: restart}]",
-			`policy rules[1] (path "/b"): unknown action "restart" (want one of None, DaemonReload, Reload, Restart, ReloadCRIO, Reboot)`},
-		{"no action", "rules: [{path: /a}]", `unknown action ""`},
-		{"relative path", "rules: [{path: etc/a, action: None}]", `policy rules[0] (path "etc/a"): path "etc/a" is not absolute`},
-		{"empty path", "rules: [{action: None}]", "path is empty"},
-		{"dirty path", "rules: [{path: /etc/../a/, action: None}]", "not clean"},
-		{"restart without unit", "rules: [{path: /a, action: Restart}]", "action Restart needs a unit"},
-		{"reload without unit", "rules: [{path: /a, action: Reload}]", "action Reload needs a unit"},
-		{"bad unit", "rules: [{path: /a, action: Restart, unit: foo}]", "does not end in a unit type"},
-		{"unit on reboot", "rules: [{path: /a, action: Reboot, unit: foo.service}]", `action Reboot takes no unit (got "foo.service")`},
-		{"duplicate", "rules: [{path: /a, action: None}, {path: /a, action: Reboot}]", `policy rules[1]: path "/a" is already in rules[0]`},
+		{"no rule", "/etc/mco/test", rules("/etc/example"), ""},
+		{"exact", "/etc/mco/test1", rules("/etc/mco/test1", "/etc/mco/test2"), "/etc/mco/test1"},
+		{"closest directory", "/etc/mco/f1/f2/example", rules("/etc/mco/f1", "/etc/mco/f1/f2", "/etc/mco/f1/f2/f3"), "/etc/mco/f1/f2"},
+		{"exact beats directories", "/etc/mco/f1/f2/f3", rules("/etc/mco/f1", "/etc/mco/f1/f2", "/etc/mco/f1/f2/f3"), "/etc/mco/f1/f2/f3"},
+		{"partial names never match", "/etc/mco/f1/f2/f3", rules("/etc/mco/f1/test", "/etc/mco/f1/f2/test", "/etc/mco/f1/f2/f3/f4"), ""},
+		{"sibling with a common prefix", "/etc/foobar", rules("/etc/foo"), ""},
+		{"trailing slash", "/etc/foo/a", rules("/etc/foo/"), "/etc/foo/"},
+		{"root", "/etc/a", rules("/"), "/"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := ParsePolicy([]byte(tt.yaml))
-			if err == nil || !strings.Contains(err.Error(), tt.want) {
-				t.Errorf("ParsePolicy error = %v, want it to contain %q", err, tt.want)
+			r, ok := tt.policy.FileRuleFor(tt.file)
+			if ok != (tt.want != "") || r.Path != tt.want {
+				t.Errorf("FileRuleFor(%q) = %q, %v; want %q", tt.file, r.Path, ok, tt.want)
 			}
 		})
 	}
 }
 
-func TestPostAction(t *testing.T) {
-	p := DefaultPolicy().With(
-		Rule{Prefix: "/etc/foo/", Action: ActionRestartUnit, Unit: "foo.service"},
-		Rule{Prefix: "/etc/foo/reload.conf", Action: ActionReloadUnit, Unit: "foo.service"},
-		Rule{Prefix: "/etc/bar.conf", Action: ActionReloadUnit, Unit: "bar.service"},
-		Rule{Prefix: "/etc/systemd/system/", Action: ActionDaemonReload},
+// The defaults are upstream's table: a port of the cases of the upstream
+// daemon's TestCalculatePostConfigChangeAction, decided by the node
+// disruption policy as upstream decides them once the cluster is up.
+func TestDefaultPolicyUpstreamCases(t *testing.T) {
+	const (
+		pull     = "/var/lib/kubelet/config.json"
+		regs     = "/etc/containers/registries.conf"
+		random   = "/etc/random-reboot-file"
+		kubeCA   = "/etc/kubernetes/kubelet-ca.crt"
+		policy   = "/etc/containers/policy.json"
+		gpg      = "/etc/machine-config-daemon/no-reboot/containers-gpg.pub"
+		userCA   = "/etc/pki/ca-trust/source/anchors/openshift-config-user-ca-bundle.crt"
+		nmstate  = "/etc/nmstate/openshift/worker.yml"
+		regsDir  = "/etc/containers/registries.d/a.yaml"
+		credProv = "/etc/kubernetes/credential-providers/ecr.yaml"
 	)
-	file := func(path string) File { return File{Path: path} }
+	reload := Action{Type: ActReload, Unit: CRIOUnit}
 	tests := []struct {
-		name string
-		diff Diff
-		want PostAction
+		name    string
+		diff    Diff
+		kind    ActionKind
+		actions []Action
 	}{
-		{"empty", Diff{}, PostAction{Kind: ActionNone}},
-		{"ssh keys", Diff{SSHKeysChanged: true}, PostAction{Kind: ActionNone, Reasons: []string{"SSH keys: none"}}},
-		{"pull secret", Diff{ChangedFiles: []File{file("/var/lib/kubelet/config.json")}},
-			PostAction{Kind: ActionNone, Reasons: []string{"/var/lib/kubelet/config.json: none"}}},
-		{"registries", Diff{ChangedFiles: []File{file("/etc/containers/registries.conf"), file("/etc/containers/registries.d/a.yaml")}},
-			PostAction{Kind: ActionReloadCRIO, ReloadUnits: []string{"crio.service"}, Reasons: []string{
-				"/etc/containers/registries.conf: reload crio.service",
-				"/etc/containers/registries.d/a.yaml: reload crio.service",
-			}}},
-		{"removed file counts", Diff{RemovedFiles: []string{"/etc/crio/policies/p.json"}},
-			PostAction{Kind: ActionReloadCRIO, ReloadUnits: []string{"crio.service"}, Reasons: []string{
-				"/etc/crio/policies/p.json (removed): reload crio.service"}}},
-		{"unmatched file reboots", Diff{ChangedFiles: []File{file("/etc/x"), file("/var/lib/kubelet/config.json")}, RemovedFiles: []string{"/etc/y"}},
-			PostAction{Kind: ActionReboot, Reasons: []string{
-				"/etc/x: reboot (no rule matches)",
-				"/var/lib/kubelet/config.json: none",
-				"/etc/y (removed): reboot (no rule matches)",
-			}}},
-		{"reload and restart", Diff{ChangedFiles: []File{file("/etc/bar.conf"), file("/etc/foo/reload.conf"), file("/etc/foo/a.conf"),
-			file("/etc/systemd/system/x.service.d/10.conf"), file("/etc/containers/policy.json")}},
-			PostAction{Kind: ActionReloadCRIO, DaemonReload: true,
-				ReloadUnits:  []string{"bar.service", "crio.service"},
-				RestartUnits: []string{"foo.service"},
-				Reasons: []string{
-					"/etc/bar.conf: reload bar.service",
-					"/etc/foo/reload.conf: reload foo.service",
-					"/etc/foo/a.conf: restart foo.service",
-					"/etc/systemd/system/x.service.d/10.conf: daemon-reload",
-					"/etc/containers/policy.json: reload crio.service",
-				}}},
-		{"restart only", Diff{ChangedFiles: []File{file("/etc/foo/a.conf")}},
-			PostAction{Kind: ActionRestartUnit, RestartUnits: []string{"foo.service"}, Reasons: []string{"/etc/foo/a.conf: restart foo.service"}}},
-		{"daemon-reload only", Diff{ChangedFiles: []File{file("/etc/systemd/system/a.conf")}},
-			PostAction{Kind: ActionDaemonReload, DaemonReload: true, Reasons: []string{"/etc/systemd/system/a.conf: daemon-reload"}}},
-		{"reboot covers reloads", Diff{ChangedFiles: []File{file("/etc/bar.conf"), file("/etc/systemd/system/a.conf")},
-			ChangedUnits: []Unit{{Name: "foo.service"}}, RemovedUnits: []Unit{{Name: "old.service"}}},
-			PostAction{Kind: ActionReboot, Reasons: []string{
-				"/etc/bar.conf: reload bar.service",
-				"/etc/systemd/system/a.conf: daemon-reload",
-				"unit foo.service: reboot",
-				"unit old.service (removed): reboot",
-			}}},
-		{"os changes", Diff{OSImageChanged: true, KernelArgsAdded: []string{"a"}, ExtensionsChanged: true, KernelTypeChanged: true},
-			PostAction{Kind: ActionReboot, Reasons: []string{
-				"OS image: reboot", "kernel arguments: reboot", "extensions: reboot", "kernel type: reboot"}}},
-		{"kernel args removed", Diff{KernelArgsRemoved: []string{"a"}},
-			PostAction{Kind: ActionReboot, Reasons: []string{"kernel arguments: reboot"}}},
+		{"a file no rule covers reboots", files(random), ActionReboot, nil},
+		{"pull secret: none", files(pull), ActionNone, nil},
+		{"SSH keys: none", Diff{SSHKeysChanged: true}, ActionNone, nil},
+		{"registries: special", files(regs), ActionReloadCRIO, []Action{{Type: ActSpecial}}},
+		{"kubelet CA: none", files(kubeCA), ActionNone, nil},
+		{"registries beside the pull secret", files(regs, pull), ActionReloadCRIO, []Action{{Type: ActSpecial}}},
+		{"OS image beside registries and SSH keys", Diff{ChangedFiles: []File{{Path: regs}}, SSHKeysChanged: true, OSImageChanged: true}, ActionReboot, nil},
+		{"pull secret added", files(pull), ActionNone, nil},
+		{"registries removed", Diff{RemovedFiles: []string{regs}}, ActionReloadCRIO, []Action{{Type: ActSpecial}}},
+		{"kernel arguments beside none", Diff{ChangedFiles: []File{{Path: pull}, {Path: kubeCA}}, SSHKeysChanged: true, KernelArgsAdded: []string{"karg1"}}, ActionReboot, nil},
+		{"policy.json: reload", files(policy), ActionReloadCRIO, []Action{reload}},
+		{"signature key: reload", files(gpg), ActionReloadCRIO, []Action{reload}},
+		{"user CA: update-ca-trust, then restart CRI-O", files(userCA), ActionReloadCRIO,
+			[]Action{{Type: ActRestart, Unit: updateCATrustUnit}, {Type: ActRestart, Unit: CRIOUnit}}},
+		{"user CA then the signature key: both, in order", files(userCA, gpg), ActionReloadCRIO,
+			[]Action{{Type: ActRestart, Unit: updateCATrustUnit}, {Type: ActRestart, Unit: CRIOUnit}, reload}},
+		{"nmstate: none", files(nmstate), ActionNone, nil},
+		{"registries.d: reload", files(regsDir), ActionReloadCRIO, []Action{reload}},
+		{"credential providers: restart the kubelet", files(credProv), ActionRestartUnit, []Action{{Type: ActRestart, Unit: kubeletUnit}}},
+		{"a unit no rule covers reboots", Diff{ChangedUnits: []Unit{{Name: "foo.service"}}}, ActionReboot, nil},
+		{"the IRI unit: daemon-reload, restart", Diff{ChangedUnits: []Unit{{Name: iriRegistryUnit}}}, ActionRestartUnit,
+			[]Action{{Type: ActDaemonReload}, {Type: ActRestart, Unit: iriRegistryUnit}}},
+		{"kernel type", Diff{KernelTypeChanged: true}, ActionReboot, nil},
+		{"extensions", Diff{ExtensionsChanged: true}, ActionReboot, nil},
+		{"nothing", Diff{}, ActionNone, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := p.PostAction(tt.diff)
-			if !reflect.DeepEqual(got, tt.want) {
-				t.Errorf("PostAction:\n got %+v\nwant %+v", got, tt.want)
+			got := DefaultPolicy().PostAction(Config{}, Config{}, tt.diff)
+			if got.Kind != tt.kind || !reflect.DeepEqual(got.Actions, tt.actions) {
+				t.Errorf("PostAction = %s %v, want %s %v (reasons %q)", got.Kind, got.Actions, tt.kind, tt.actions, got.Reasons)
 			}
-			if got.NeedsDrain() != (tt.want.Kind == ActionReboot) {
+			if got.NeedsDrain() != (tt.kind == ActionReboot) && tt.kind != ActionReloadCRIO {
 				t.Errorf("NeedsDrain() = %v", got.NeedsDrain())
 			}
 		})
 	}
 }
 
+func files(paths ...string) Diff {
+	var d Diff
+	for _, p := range paths {
+		d.ChangedFiles = append(d.ChangedFiles, File{Path: p})
+	}
+	return d
+}
+
+// Upstream's rules for combining actions: any Reboot wins, None beside
+// others is dropped, a Drain drains without a reboot, a user's SSH key rule
+// replaces the default, and the reasons name each change's rule.
+func TestPostActionCombines(t *testing.T) {
+	user := Policy{
+		Files: []FileRule{
+			{Path: "/etc/foo", Actions: []Action{{Type: ActRestart, Unit: "foo.service"}}, Source: "files[0]"},
+			{Path: "/etc/drain", Actions: []Action{{Type: ActDrain}, {Type: ActReload, Unit: "bar.service"}}, Source: "files[1]"},
+			{Path: "/etc/none", Actions: []Action{{Type: ActNone}}, Source: "files[2]"},
+			{Path: "/etc/reboot", Actions: []Action{{Type: ActReboot}}, Source: "files[3]"},
+		},
+		Units:  []UnitRule{{Name: "foo.service", Actions: []Action{{Type: ActDaemonReload}, {Type: ActRestart, Unit: "foo.service"}}, Source: "units[0]"}},
+		SSHKey: []Action{{Type: ActReload, Unit: "sshd.service"}}, SSHKeySource: "sshkey",
+	}
+	p := DefaultPolicy().With(user)
+	tests := []struct {
+		name string
+		diff Diff
+		want PostAction
+	}{
+		{"restart, none dropped", files("/etc/foo/a", "/etc/none"), PostAction{Kind: ActionRestartUnit,
+			Actions: []Action{{Type: ActRestart, Unit: "foo.service"}},
+			Reasons: []string{"/etc/foo/a: Restart foo.service [rule files[0] /etc/foo]", "/etc/none: None [rule files[2] /etc/none]"}}},
+		{"drain without reboot", files("/etc/drain/x"), PostAction{Kind: ActionReloadUnit, Drain: true, DrainReason: "the policy asks for a drain",
+			Actions: []Action{{Type: ActDrain}, {Type: ActReload, Unit: "bar.service"}},
+			Reasons: []string{"/etc/drain/x: Drain, Reload bar.service [rule files[1] /etc/drain]"}}},
+		{"reboot wins", files("/etc/foo/a", "/etc/reboot"), PostAction{Kind: ActionReboot, Drain: true, DrainReason: "the node reboots",
+			Reasons: []string{"/etc/foo/a: Restart foo.service [rule files[0] /etc/foo]", "/etc/reboot: Reboot [rule files[3] /etc/reboot]"}}},
+		{"unit rule, duplicates listed once", Diff{ChangedFiles: []File{{Path: "/etc/foo/a"}}, ChangedUnits: []Unit{{Name: "foo.service"}}},
+			PostAction{Kind: ActionRestartUnit, Actions: []Action{{Type: ActRestart, Unit: "foo.service"}, {Type: ActDaemonReload}},
+				Reasons: []string{"/etc/foo/a: Restart foo.service [rule files[0] /etc/foo]",
+					"unit foo.service: DaemonReload, Restart foo.service [rule units[0]]"}}},
+		{"SSH keys by the user's rule", Diff{SSHKeysChanged: true}, PostAction{Kind: ActionReloadUnit,
+			Actions: []Action{{Type: ActReload, Unit: "sshd.service"}}, Reasons: []string{"SSH keys: Reload sshd.service [rule sshkey]"}}},
+		{"removed unit with no rule", Diff{RemovedUnits: []Unit{{Name: "old.service"}}}, PostAction{Kind: ActionReboot, Drain: true,
+			DrainReason: "the node reboots", Reasons: []string{"unit old.service (removed): Reboot [no rule matches]"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := p.PostAction(Config{}, Config{}, tt.diff); !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("PostAction:\n got %+v\nwant %+v", got, tt.want)
+			}
+		})
+	}
+}
+
+// A user's rule replaces the default of the same path in place (upstream's
+// MergeClusterPolicies); others are appended; the defaults are untouched.
+func TestPolicyWith(t *testing.T) {
+	def := DefaultPolicy()
+	user := Policy{Files: []FileRule{{Path: "/etc/containers/policy.json", Actions: []Action{{Type: ActReboot}}, Source: "u0"},
+		{Path: "/etc/x", Actions: []Action{{Type: ActNone}}, Source: "u1"}}}
+	p := def.With(user)
+	if len(p.Files) != len(def.Files)+1 {
+		t.Fatalf("With: %d file rules, want %d", len(p.Files), len(def.Files)+1)
+	}
+	i := indexOf(def.Files, func(f FileRule) bool { return f.Path == "/etc/containers/policy.json" })
+	if p.Files[i].Source != "u0" || p.Files[len(p.Files)-1].Source != "u1" {
+		t.Errorf("merge order: %v", p.Files)
+	}
+	if def.Files[i].Source != "default" {
+		t.Errorf("With changed the defaults: %v", def.Files[i])
+	}
+	if !reflect.DeepEqual(p.SSHKey, DefaultSSHKeyActions()) {
+		t.Errorf("SSH key rule without the user's: %v", p.SSHKey)
+	}
+}
+
 func TestSummary(t *testing.T) {
-	p := DefaultPolicy().With(Rule{Prefix: "/etc/foo/", Action: ActionRestartUnit, Unit: "foo.service"})
+	p := DefaultPolicy().With(Policy{Files: []FileRule{{Path: "/etc/foo", Actions: []Action{{Type: ActRestart, Unit: "foo.service"}}, Source: "f0"}}})
 	tests := []struct {
 		name string
 		diff Diff
@@ -199,18 +189,18 @@ func TestSummary(t *testing.T) {
 			ChangedFiles: []File{{Path: "/etc/a"}, {Path: "/etc/b"}}, RemovedFiles: []string{"/etc/c"},
 			ChangedUnits: []Unit{{Name: "foo.service"}}, SSHKeysChanged: true,
 		}, "Post action: Reboot; drain required; 3 files (1 removed), 1 unit, SSH keys changed, OS image unchanged; " +
-			"reasons: /etc/a: reboot (no rule matches), /etc/b: reboot (no rule matches), /etc/c (removed): reboot (no rule matches) and 2 more"},
-		{"crio", Diff{ChangedFiles: []File{{Path: "/etc/containers/registries.conf"}, {Path: "/etc/foo/x"}}},
-			"Post action: ReloadCRIO (restart foo.service, reload crio.service); no drain; 2 files, 0 units, OS image unchanged; " +
-				"reasons: /etc/containers/registries.conf: reload crio.service, /etc/foo/x: restart foo.service"},
+			"reasons: /etc/a: Reboot [no rule matches], /etc/b: Reboot [no rule matches], /etc/c (removed): Reboot [no rule matches] and 2 more"},
+		{"crio", Diff{ChangedFiles: []File{{Path: "/etc/containers/policy.json"}, {Path: "/etc/foo/x"}}},
+			"Post action: ReloadCRIO (Reload crio.service, Restart foo.service); no drain; 2 files, 0 units, OS image unchanged; " +
+				"reasons: /etc/containers/policy.json: Reload crio.service [rule default /etc/containers/policy.json], /etc/foo/x: Restart foo.service [rule f0 /etc/foo]"},
 		{"os", Diff{OSImageChanged: true, KernelArgsAdded: []string{"a", "b"}, KernelArgsRemoved: []string{"c"}, ExtensionsChanged: true, KernelTypeChanged: true},
 			"Post action: Reboot; drain required; 0 files, 0 units, OS image changed, kernel arguments +2 -1, extensions changed, kernel type changed; " +
-				"reasons: OS image: reboot, kernel arguments: reboot, extensions: reboot and 1 more"},
-		{"ssh", Diff{SSHKeysChanged: true}, "Post action: None; no drain; 0 files, 0 units, SSH keys changed, OS image unchanged; reasons: SSH keys: none"},
+				"reasons: OS image: Reboot [always], kernel arguments: Reboot [always], extensions: Reboot [always] and 1 more"},
+		{"ssh", Diff{SSHKeysChanged: true}, "Post action: None; no drain; 0 files, 0 units, SSH keys changed, OS image unchanged; reasons: SSH keys: None [rule default]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := Summary(tt.diff, p.PostAction(tt.diff)); got != tt.want {
+			if got := Summary(tt.diff, p.PostAction(Config{}, Config{}, tt.diff)); got != tt.want {
 				t.Errorf("Summary:\n got %s\nwant %s", got, tt.want)
 			}
 		})

@@ -5,11 +5,28 @@ import (
 	"slices"
 )
 
-// PostAction chooses what must happen after the diff is written: the
-// biggest action any change needs, the units to reload or restart, and one
-// reason per change. An empty diff needs ActionNone.
-func (p Policy) PostAction(d Diff) PostAction {
-	c := collector{reload: map[string]bool{}, restart: map[string]bool{}}
+// PostAction chooses what must happen after the diff is written, as the
+// upstream daemon's calculatePostConfigChangeNodeDisruptionAction does: an
+// OS image, kernel argument, extension or kernel type change reboots; else
+// each changed file, unit and the SSH keys add their rule's actions in that
+// order; a file or unit with no rule, or any Reboot, means one reboot; None
+// beside other actions is dropped. An identical action already listed is
+// not listed again (upstream runs it twice, to the same end). The drain is
+// upstream's isDrainRequiredForNodeDisruptionActions: for a Reboot or a
+// Drain, and for registries.conf's Special action when its change is
+// unsafe for running pods. current and desired give registries.conf's old
+// and new contents.
+func (p Policy) PostAction(current, desired Config, d Diff) PostAction {
+	c := chooser{}
+	for _, what := range []struct {
+		set  bool
+		name string
+	}{{d.OSImageChanged, "OS image"}, {len(d.KernelArgsRemoved)+len(d.KernelArgsAdded) > 0, "kernel arguments"},
+		{d.ExtensionsChanged, "extensions"}, {d.KernelTypeChanged, "kernel type"}} {
+		if what.set {
+			c.reason(what.name, []Action{{Type: ActReboot}}, "always")
+		}
+	}
 	for _, f := range d.ChangedFiles {
 		c.file(p, f.Path, "")
 	}
@@ -17,87 +34,127 @@ func (p Policy) PostAction(d Diff) PostAction {
 		c.file(p, path, " (removed)")
 	}
 	for _, u := range d.ChangedUnits {
-		c.add(Rule{Action: ActionReboot}, "unit "+u.Name)
+		c.unit(p, u.Name, "")
 	}
 	for _, u := range d.RemovedUnits {
-		c.add(Rule{Action: ActionReboot}, "unit "+u.Name+" (removed)")
+		c.unit(p, u.Name, " (removed)")
 	}
 	if d.SSHKeysChanged {
-		c.add(Rule{Action: ActionNone}, "SSH keys")
+		c.add("SSH keys", p.SSHKey, p.SSHKeySource)
 	}
-	if d.OSImageChanged {
-		c.add(Rule{Action: ActionReboot}, "OS image")
-	}
-	if len(d.KernelArgsRemoved) > 0 || len(d.KernelArgsAdded) > 0 {
-		c.add(Rule{Action: ActionReboot}, "kernel arguments")
-	}
-	if d.ExtensionsChanged {
-		c.add(Rule{Action: ActionReboot}, "extensions")
-	}
-	if d.KernelTypeChanged {
-		c.add(Rule{Action: ActionReboot}, "kernel type")
-	}
-	return c.result()
+	return c.result(current, desired)
 }
 
-// collector accumulates the actions of single changes.
-type collector struct {
-	a               PostAction
-	reload, restart map[string]bool
+// chooser collects the actions of single changes.
+type chooser struct {
+	actions []Action
+	reasons []string
+	reboot  bool
 }
 
-// file adds the action of a changed or removed file.
-func (c *collector) file(p Policy, path, note string) {
-	r, ok := p.match(path)
+func (c *chooser) file(p Policy, path, note string) {
+	r, ok := p.FileRuleFor(path)
 	if !ok {
-		c.add(Rule{Action: ActionReboot}, path+note, " (no rule matches)")
+		c.reason(path+note, []Action{{Type: ActReboot}}, "no rule matches")
 		return
 	}
-	c.add(r, path+note)
+	c.add(path+note, r.Actions, r.Source+" "+r.Path)
 }
 
-// add records that what needs the rule's action.
-func (c *collector) add(r Rule, what string, extra ...string) {
-	c.a.Kind = max(c.a.Kind, r.Action)
-	var reason string
-	switch r.Action {
-	case ActionNone:
-		reason = "none"
-	case ActionDaemonReload:
-		reason = "daemon-reload"
-		c.a.DaemonReload = true
-	case ActionReloadUnit:
-		reason = "reload " + r.Unit
-		c.reload[r.Unit] = true
-	case ActionRestartUnit:
-		reason = "restart " + r.Unit
-		c.restart[r.Unit] = true
-	case ActionReloadCRIO:
-		reason = "reload " + CRIOUnit
-		c.reload[CRIOUnit] = true
-	default:
-		reason = "reboot"
+func (c *chooser) unit(p Policy, name, note string) {
+	r, ok := p.UnitRuleFor(name)
+	if !ok {
+		c.reason("unit "+name+note, []Action{{Type: ActReboot}}, "no rule matches")
+		return
 	}
-	for _, e := range extra {
-		reason += e
-	}
-	c.a.Reasons = append(c.a.Reasons, fmt.Sprintf("%s: %s", what, reason))
+	c.add("unit "+name+note, r.Actions, r.Source)
 }
 
-func (c *collector) result() PostAction {
-	a := c.a
-	if a.Kind == ActionReboot {
-		a.DaemonReload = false
-		return a
+// add records what needs the actions, by the rule named source.
+func (c *chooser) add(what string, as []Action, source string) {
+	c.reason(what, as, "rule "+source)
+	c.actions = append(c.actions, as...)
+}
+
+func (c *chooser) reason(what string, as []Action, why string) {
+	if slices.ContainsFunc(as, func(a Action) bool { return a.Type == ActReboot }) {
+		c.reboot = true
 	}
-	for u := range c.restart {
-		a.RestartUnits = append(a.RestartUnits, u)
-		delete(c.reload, u)
+	c.reasons = append(c.reasons, fmt.Sprintf("%s: %s [%s]", what, DescribeActions(as), why))
+}
+
+func (c *chooser) result(current, desired Config) PostAction {
+	a := PostAction{Reasons: c.reasons}
+	if c.reboot {
+		return Restored(true, nil, true, "", c.reasons)
 	}
-	for u := range c.reload {
-		a.ReloadUnits = append(a.ReloadUnits, u)
+	for _, x := range c.actions {
+		if x.Type == ActNone || slices.Contains(a.Actions, x) {
+			continue
+		}
+		a.Actions = append(a.Actions, x)
+		a.Kind = max(a.Kind, x.kind())
+		switch {
+		case x.Type == ActDrain && !a.Drain:
+			a.Drain, a.DrainReason = true, "the policy asks for a drain"
+		case x.Type == ActSpecial && !a.Drain:
+			if why := registriesUnsafe(current, desired); why != "" {
+				a.Drain, a.DrainReason = true, why
+			}
+		}
 	}
-	slices.Sort(a.RestartUnits)
-	slices.Sort(a.ReloadUnits)
 	return a
 }
+
+// Restored is the post action with these parts (one kept in the node's
+// progress record): a reboot, else the actions in order; the drain and why.
+func Restored(reboot bool, actions []Action, drain bool, drainReason string, reasons []string) PostAction {
+	a := PostAction{Drain: drain, DrainReason: drainReason, Reasons: reasons}
+	if reboot {
+		a.Kind, a.Drain, a.DrainReason = ActionReboot, true, "the node reboots"
+		return a
+	}
+	a.Actions = actions
+	for _, x := range actions {
+		a.Kind = max(a.Kind, x.kind())
+	}
+	return a
+}
+
+// registriesUnsafe says why changing registries.conf from current's to
+// desired's is unsafe for running pods, or "" when it is safe.
+func registriesUnsafe(current, desired Config) string {
+	old, nw := current.Files[RegistriesConfPath], desired.Files[RegistriesConfPath]
+	if (old.Digest != nil && old.Contents == nil) || (nw.Digest != nil && nw.Contents == nil) {
+		return RegistriesConfPath + ": its earlier contents are not known, so the change is taken as unsafe"
+	}
+	why, err := RegistriesChange(old.Contents, nw.Contents)
+	if err != nil {
+		return fmt.Sprintf("%s: %v, so the change is taken as unsafe", RegistriesConfPath, err)
+	}
+	if why != "" {
+		return RegistriesConfPath + ": " + why
+	}
+	return ""
+}
+
+// kind is the biggest ActionKind an action stands for.
+func (a Action) kind() ActionKind {
+	switch {
+	case a.Type == ActSpecial, a.Unit == CRIOUnit:
+		return ActionReloadCRIO
+	case a.Type == ActRestart:
+		return ActionRestartUnit
+	case a.Type == ActReload:
+		return ActionReloadUnit
+	case a.Type == ActDaemonReload:
+		return ActionDaemonReload
+	case a.Type == ActReboot:
+		return ActionReboot
+	}
+	return ActionNone
+}
+
+// RunsCRIO reports whether the actions reload or restart CRI-O (the
+// ReloadedCRIO condition's step runs the list then).
+func (a PostAction) RunsCRIO() bool { return a.Kind == ActionReloadCRIO }

@@ -32,7 +32,7 @@ func ValidateRegistriesConf(cfg Config) error {
 	var problems []*ConfigError
 	for _, p := range SortedKeys(cfg.Files) {
 		f := cfg.Files[p]
-		if !isRegistriesFile(p) || f.Digest != nil {
+		if !IsRegistriesFile(p) || f.Digest != nil {
 			continue
 		}
 		for _, msg := range registriesProblems(f.Contents) {
@@ -49,7 +49,8 @@ func ValidateRegistriesConf(cfg Config) error {
 	return &first
 }
 
-func isRegistriesFile(p string) bool {
+// IsRegistriesFile reports whether p is registries.conf or one of its drop-ins.
+func IsRegistriesFile(p string) bool {
 	return p == RegistriesConfPath ||
 		(path.Dir(p)+"/" == RegistriesDropInDir && strings.HasSuffix(p, ".conf"))
 }

@@ -13,9 +13,12 @@ const maxSummaryReasons = 3
 // 3 files, 1 unit, SSH keys changed, OS image unchanged; reasons: ...".
 func Summary(d Diff, a PostAction) string {
 	parts := []string{"Post action: " + actionSummary(a)}
-	if a.NeedsDrain() {
+	switch {
+	case a.NeedsDrain() && a.Kind != ActionReboot:
+		parts = append(parts, "drain required: "+a.DrainReason)
+	case a.NeedsDrain():
 		parts = append(parts, "drain required")
-	} else {
+	default:
 		parts = append(parts, "no drain")
 	}
 	if d.Empty() {
@@ -33,22 +36,13 @@ func Summary(d Diff, a PostAction) string {
 	return strings.Join(parts, "; ")
 }
 
-// actionSummary names the action and, below a reboot, what it touches.
+// actionSummary names the action and, below a reboot, the actions in the
+// order they run.
 func actionSummary(a PostAction) string {
-	var what []string
-	if a.DaemonReload {
-		what = append(what, "daemon-reload")
-	}
-	for _, u := range a.RestartUnits {
-		what = append(what, "restart "+u)
-	}
-	for _, u := range a.ReloadUnits {
-		what = append(what, "reload "+u)
-	}
-	if len(what) == 0 {
+	if a.Kind == ActionReboot || len(a.Actions) == 0 {
 		return a.Kind.String()
 	}
-	return fmt.Sprintf("%s (%s)", a.Kind, strings.Join(what, ", "))
+	return fmt.Sprintf("%s (%s)", a.Kind, DescribeActions(a.Actions))
 }
 
 // changeCounts lists the counts of changed things.

@@ -137,19 +137,22 @@ func (k ActionKind) String() string {
 
 // PostAction is the chosen post action and why.
 type PostAction struct {
+	// Kind sums the actions up: Reboot, else ReloadCRIO when an action
+	// reloads or restarts CRI-O (or is registries.conf's Special), else the
+	// biggest of the rest; None when nothing runs.
 	Kind ActionKind
-	// ReloadUnits and RestartUnits name the units to reload or restart
-	// (crio.service for ActionReloadCRIO), sorted, without duplicates.
-	// Both are empty when Kind is ActionReboot (the reboot covers them), and
-	// a unit to restart is not also listed to reload.
-	ReloadUnits  []string
-	RestartUnits []string
-	// DaemonReload says systemd must reload its unit files before the units
-	// are reloaded or restarted (false when Kind is ActionReboot).
-	DaemonReload bool
-	// Reasons says, per change, what it needs ("/etc/foo: reboot (no rule matches)").
+	// Actions run after the writes, in order, without duplicates and
+	// without None; empty when Kind is Reboot (the reboot covers them).
+	Actions []Action
+	// Drain says the node is cordoned and drained before the writes;
+	// DrainReason says why ("the node reboots", the registry entry that
+	// makes a registries.conf change unsafe).
+	Drain       bool
+	DrainReason string
+	// Reasons says, per change, its actions and the rule that chose them
+	// ("/etc/foo: Reboot [no rule matches]").
 	Reasons []string
 }
 
 // NeedsDrain reports whether the node must be cordoned and drained first.
-func (a PostAction) NeedsDrain() bool { return a.Kind == ActionReboot }
+func (a PostAction) NeedsDrain() bool { return a.Drain }

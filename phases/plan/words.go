@@ -8,9 +8,6 @@ import (
 
 // Small helpers the phases and the adapters share, in one place.
 
-// CRIOUnit is the unit that ActionReloadCRIO reloads.
-const CRIOUnit = "crio.service"
-
 // Plural counts what: "1 file", "2 files".
 func Plural(n int, what string) string {
 	if n == 1 {

@@ -11,7 +11,6 @@ import (
 	"io/fs"
 	"maps"
 	"slices"
-	"strings"
 
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
@@ -81,12 +80,15 @@ type FileChange struct {
 
 // Decided is the post action one change needs and the rule that said so.
 type Decided struct {
-	// Action is the policy's reason, e.g. "reload crio.service" or
-	// "reboot (no rule matches)".
+	// Action is the rule's actions, e.g. "Reload crio.service" or
+	// "Reboot (no rule matches)".
 	Action string `json:"action"`
-	// Rule is the path of the policy rule that matched ("" for the
-	// built-in rule of units, SSH keys and OS fields, or no match).
+	// Rule is the path of the file rule that matched ("" for units, SSH
+	// keys, or no match).
 	Rule string `json:"rule,omitempty"`
+	// Source is where the rule comes from: "default", or the policy's
+	// field ("spec.nodeDisruptionPolicy.files[0]").
+	Source string `json:"source,omitempty"`
 }
 
 // UnitChange is one unit added, changed or removed.
@@ -129,11 +131,13 @@ type KernelArgs struct {
 
 // PostAction is what happens after the writes.
 type PostAction struct {
-	Kind         string   `json:"kind"`
-	DaemonReload bool     `json:"daemonReload,omitempty"`
-	Reload       []string `json:"reload,omitempty"`
-	Restart      []string `json:"restart,omitempty"`
-	Reasons      []string `json:"reasons,omitempty"`
+	Kind string `json:"kind"`
+	// Actions run after the writes, in order ("Drain", "Restart
+	// foo.service"); none for a reboot.
+	Actions []string `json:"actions,omitempty"`
+	// DrainReason says why the node is drained ("" for no drain).
+	DrainReason string   `json:"drainReason,omitempty"`
+	Reasons     []string `json:"reasons,omitempty"`
 }
 
 // Change kinds.
@@ -158,18 +162,18 @@ func Build(current, desired string, dec phases.Decision, err error, policy plan.
 	}
 	for _, p := range d.RemovedFiles {
 		r.Files = append(r.Files, FileChange{Path: p, Change: Removed,
-			Decided: decided(policy, plan.Diff{RemovedFiles: []string{p}}, p)})
+			Decided: decidedFile(policy, p)})
 	}
 	for _, u := range d.ChangedUnits {
 		r.Units = append(r.Units, unitChange(dec.Current, u, policy))
 	}
 	for _, u := range d.RemovedUnits {
 		r.Units = append(r.Units, UnitChange{Name: u.Name, Change: Removed,
-			Decided: decided(policy, plan.Diff{RemovedUnits: []plan.Unit{u}}, "")})
+			Decided: decidedUnit(policy, u.Name)})
 	}
 	if d.SSHKeysChanged {
 		r.SSHKeys = &SSHKeys{Before: len(dec.Current.SSHKeys), After: len(dec.Desired.SSHKeys),
-			Decided: decided(policy, plan.Diff{SSHKeysChanged: true}, "")}
+			Decided: Decided{Action: plan.DescribeActions(policy.SSHKey), Source: policy.SSHKeySource}}
 	}
 	if d.OSImageChanged {
 		r.OSImage = &Transition{From: dec.Current.OSImageURL, To: dec.Desired.OSImageURL}
@@ -178,33 +182,38 @@ func Build(current, desired string, dec phases.Decision, err error, policy plan.
 		r.KernelArgs = &KernelArgs{Removed: d.KernelArgsRemoved, Added: d.KernelArgsAdded}
 	}
 	a := dec.Action
-	r.PostAction = &PostAction{Kind: a.Kind.String(), DaemonReload: a.DaemonReload, Reload: a.ReloadUnits,
-		Restart: a.RestartUnits, Reasons: a.Reasons}
+	r.PostAction = &PostAction{Kind: a.Kind.String(), DrainReason: a.DrainReason, Reasons: a.Reasons}
+	for _, x := range a.Actions {
+		r.PostAction.Actions = append(r.PostAction.Actions, x.String())
+	}
 	r.DrainRequired = a.NeedsDrain()
 	r.Summary = plan.Summary(d, a)
 	return r
 }
 
-// decided runs the policy on the diff of one change, so each change shows
-// the action the update's own choice gave it; path names the file, if any.
-func decided(policy plan.Policy, one plan.Diff, path string) Decided {
-	var out Decided
-	if rs := policy.PostAction(one).Reasons; len(rs) == 1 {
-		out.Action = rs[0][strings.LastIndex(rs[0], ": ")+2:] // the reason after "what: "
+// decidedFile is the rule that decides a change of the file at path.
+func decidedFile(policy plan.Policy, path string) Decided {
+	r, ok := policy.FileRuleFor(path)
+	if !ok {
+		return Decided{Action: "Reboot (no rule matches)"}
 	}
-	if path != "" {
-		if rule, ok := policy.RuleFor(path); ok {
-			out.Rule = rule.Prefix
-		}
+	return Decided{Action: plan.DescribeActions(r.Actions), Rule: r.Path, Source: r.Source}
+}
+
+// decidedUnit is the rule that decides a change of the unit name.
+func decidedUnit(policy plan.Policy, name string) Decided {
+	r, ok := policy.UnitRuleFor(name)
+	if !ok {
+		return Decided{Action: "Reboot (no rule matches)"}
 	}
-	return out
+	return Decided{Action: plan.DescribeActions(r.Actions), Source: r.Source}
 }
 
 func fileChange(current plan.Config, f plan.File, policy plan.Policy) FileChange {
 	size := len(f.Contents)
 	c := FileChange{Path: f.Path, Change: Added, Field: f.Field, ContentsChanged: true, Size: &size,
 		Mode: &Transition{To: mode(f.Mode)}, Owner: &Transition{To: owner(f.User, f.Group)},
-		Decided: decided(policy, plan.Diff{ChangedFiles: []plan.File{f}}, f.Path)}
+		Decided: decidedFile(policy, f.Path)}
 	old, ok := current.Files[f.Path]
 	if !ok {
 		return c
@@ -244,7 +253,7 @@ func ownerName(o plan.Owner) string {
 func unitChange(current plan.Config, u plan.Unit, policy plan.Policy) UnitChange {
 	c := UnitChange{Name: u.Name, Change: Added, Field: u.Field, ContentsChanged: u.Contents != nil,
 		Enablement: transition("", enablement(u.Enabled)), Masked: transition("", masked(u.Mask)),
-		Decided: decided(policy, plan.Diff{ChangedUnits: []plan.Unit{u}}, "")}
+		Decided: decidedUnit(policy, u.Name)}
 	old, ok := current.Units[u.Name]
 	if ok {
 		c.Change = Changed

@@ -52,9 +52,9 @@ func buildCases() []buildCase {
 					r.SSHKeys.Before != 1 || r.SSHKeys.After != 2 || len(r.Files)+len(r.Units) != 0 {
 					t.Errorf("report %+v", r)
 				}
-			}, []string{"would be applied", "Post action: None; no drain", "SSH keys of core: 1 -> 2  => none"}},
+			}, []string{"would be applied", "Post action: None; no drain", "SSH keys of core: 1 -> 2  => None [rule default]"}},
 		{"files: reload crio and restart by rule; mode and owner", nil,
-			mc("rendered-worker-b", ign(files(file("/etc/containers/registries.conf", "r"),
+			mc("rendered-worker-b", ign(files(file("/etc/containers/registries.conf", "unqualified-search-registries%20%3D%20%5B%22docker.io%22%5D"),
 				file("/etc/app/x.conf", "abc", `"mode":384`, `"user":{"name":"core"}`)))),
 			func(t *testing.T, r Report) {
 				if r.PostAction.Kind != "ReloadCRIO" || len(r.Files) != 2 || r.DrainRequired {
@@ -62,14 +62,14 @@ func buildCases() []buildCase {
 				}
 				f := r.Files[0]
 				if f.Path != "/etc/app/x.conf" || f.Change != Added || *f.Size != 3 || f.Mode.To != "0600" ||
-					f.Owner.To != "core:root" || f.Rule != "/etc/app/" || f.Action != "restart app.service" {
+					f.Owner.To != "core:root" || f.Rule != "/etc/app/" || f.Action != "Restart app.service" || f.Source != "spec.nodeDisruptionPolicy.files[0]" {
 					t.Errorf("file %+v", f)
 				}
-				if g := r.Files[1]; g.Action != "reload crio.service" || g.Rule != "/etc/containers/registries.conf" {
+				if g := r.Files[1]; g.Action != "Special" || g.Rule != "/etc/containers/registries.conf" || g.Source != "default" {
 					t.Errorf("file %+v", g)
 				}
-			}, []string{"+ /etc/app/x.conf (3 bytes; mode 0600; owner core:root)  => restart app.service [rule /etc/app/]",
-				"Post action: ReloadCRIO (restart app.service, reload crio.service); no drain"}},
+			}, []string{"+ /etc/app/x.conf (3 bytes; mode 0600; owner core:root)  => Restart app.service [rule /etc/app/, spec.nodeDisruptionPolicy.files[0]]",
+				"Post action: ReloadCRIO (Restart app.service, Special); no drain"}},
 		{"changed, removed, units, kernel args: reboot", base,
 			mc("rendered-worker-b", ign(files(file("/etc/a", "three", `"mode":384`)),
 				`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["k1"]}]}`,
@@ -80,7 +80,7 @@ func buildCases() []buildCase {
 					t.Fatalf("report %+v", r)
 				}
 				if f := r.Files[0]; f.Change != Changed || !f.ContentsChanged || *f.OldSize != 3 || *f.Size != 5 ||
-					f.Mode.From != "0644" || f.Mode.To != "0600" || f.Owner != nil || f.Action != "reboot (no rule matches)" {
+					f.Mode.From != "0644" || f.Mode.To != "0600" || f.Owner != nil || f.Action != "Reboot (no rule matches)" {
 					t.Errorf("changed file %+v", f)
 				}
 				if f := r.Files[1]; f.Path != "/etc/gone" || f.Change != Removed {
@@ -89,7 +89,7 @@ func buildCases() []buildCase {
 				u := r.Units[1]
 				if u.Name != "u.service" || u.Change != Changed || u.ContentsChanged || u.Enablement.To != "enabled" ||
 					len(u.Dropins) != 2 || u.Dropins[0] != (DropinChange{"20-b.conf", Added}) ||
-					u.Dropins[1] != (DropinChange{"10-a.conf", Removed}) || u.Action != "reboot" {
+					u.Dropins[1] != (DropinChange{"10-a.conf", Removed}) || u.Action != "Reboot (no rule matches)" {
 					t.Errorf("unit %+v", u)
 				}
 				if m := r.Units[0]; m.Name != "m.service" || m.Masked.To != "masked" {
@@ -99,7 +99,7 @@ func buildCases() []buildCase {
 					t.Errorf("kernel args %+v", r.KernelArgs)
 				}
 			}, []string{"Post action: Reboot; drain required", "~ /etc/a (contents changed, 3 -> 5 bytes; mode 0644 -> 0600)",
-				"- /etc/gone  => reboot (no rule matches)", "~ u.service (drop-in 20-b.conf added; drop-in 10-a.conf removed; enablement left alone -> enabled)",
+				"- /etc/gone  => Reboot (no rule matches)", "~ u.service (drop-in 20-b.conf added; drop-in 10-a.conf removed; enablement left alone -> enabled)",
 				"+ m.service (masked)", "Kernel arguments: add nosmt  => reboot"}},
 		{"refused: every field", base, mc("rendered-worker-b", ign(files(file("/etc/a", "x", `"mode":-1`), file("/etc/b", "y", `"mode":99999`)))),
 			func(t *testing.T, r Report) {
@@ -128,7 +128,8 @@ func buildCases() []buildCase {
 }
 
 func TestBuild(t *testing.T) {
-	policy := plan.DefaultPolicy().With(plan.Rule{Prefix: "/etc/app/", Action: plan.ActionRestartUnit, Unit: "app.service"})
+	policy := plan.DefaultPolicy().With(plan.Policy{Files: []plan.FileRule{{Path: "/etc/app/",
+		Actions: []plan.Action{{Type: plan.ActRestart, Unit: "app.service"}}, Source: "spec.nodeDisruptionPolicy.files[0]"}}})
 	rule, _ := plan.ParseConfigPattern(plan.DefaultConfigPattern)
 	for _, tt := range buildCases() {
 		t.Run(tt.name, func(t *testing.T) {

@@ -40,13 +40,13 @@ func (r Report) Text(w io.Writer) error {
 	}
 	drain := "no drain"
 	if r.DrainRequired {
-		drain = "drain required (cordon and drain first)"
+		drain = "drain required (cordon and drain first): " + r.PostAction.DrainReason
 	}
 	fmt.Fprintf(&b, "Post action: %s; %s\n", r.PostAction.describe(), drain)
 	writeFiles(&b, r.Files)
 	writeUnits(&b, r.Units)
 	if k := r.SSHKeys; k != nil {
-		fmt.Fprintf(&b, "SSH keys of core: %d -> %d  => %s\n", k.Before, k.After, k.Action)
+		fmt.Fprintf(&b, "SSH keys of core: %d -> %d  => %s%s\n", k.Before, k.After, k.Action, ruleNote(k.Decided))
 	}
 	if o := r.OSImage; o != nil {
 		fmt.Fprintf(&b, "OS image: %s -> %s  => reboot\n", orDash(o.From), orDash(o.To))
@@ -74,20 +74,10 @@ func (r Report) Text(w io.Writer) error {
 }
 
 func (a *PostAction) describe() string {
-	var what []string
-	if a.DaemonReload {
-		what = append(what, "daemon-reload")
-	}
-	for _, u := range a.Restart {
-		what = append(what, "restart "+u)
-	}
-	for _, u := range a.Reload {
-		what = append(what, "reload "+u)
-	}
-	if len(what) == 0 {
+	if len(a.Actions) == 0 {
 		return a.Kind
 	}
-	return a.Kind + " (" + strings.Join(what, ", ") + ")"
+	return a.Kind + " (" + strings.Join(a.Actions, ", ") + ")"
 }
 
 var changeMark = map[string]string{Added: "+", Changed: "~", Removed: "-"}
@@ -113,7 +103,7 @@ func writeFiles(b *strings.Builder, files []FileChange) {
 		if f.Change == Changed && f.Owner != nil {
 			what = append(what, "owner "+f.Owner.From+" -> "+f.Owner.To)
 		}
-		fmt.Fprintf(b, "  %s %s%s  => %s%s\n", changeMark[f.Change], f.Path, paren(what), f.Action, ruleNote(f.Rule))
+		fmt.Fprintf(b, "  %s %s%s  => %s%s\n", changeMark[f.Change], f.Path, paren(what), f.Action, ruleNote(f.Decided))
 	}
 }
 
@@ -143,7 +133,7 @@ func writeUnits(b *strings.Builder, units []UnitChange) {
 		} else if m != nil {
 			what = append(what, orNot(m.From, "masked")+" -> "+orNot(m.To, "masked"))
 		}
-		fmt.Fprintf(b, "  %s %s%s  => %s\n", changeMark[u.Change], u.Name, paren(what), u.Action)
+		fmt.Fprintf(b, "  %s %s%s  => %s%s\n", changeMark[u.Change], u.Name, paren(what), u.Action, ruleNote(u.Decided))
 	}
 }
 
@@ -154,11 +144,18 @@ func paren(what []string) string {
 	return " (" + strings.Join(what, "; ") + ")"
 }
 
-func ruleNote(rule string) string {
-	if rule == "" {
+// ruleNote names the rule that decided a change: its path, and where it
+// comes from when that is not the defaults.
+func ruleNote(d Decided) string {
+	switch {
+	case d.Source == "":
 		return ""
+	case d.Rule == "":
+		return " [rule " + d.Source + "]"
+	case d.Source == "default":
+		return " [rule " + d.Rule + "]"
 	}
-	return " [rule " + rule + "]"
+	return " [rule " + d.Rule + ", " + d.Source + "]"
 }
 
 func orDash(s string) string {

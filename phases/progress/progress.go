@@ -47,6 +47,10 @@ type Record struct {
 	// deployment before anything was written; a restart reloads it rather
 	// than asking the OS again (after the reboot the OS has changed).
 	OS *OSPlan `json:"os,omitempty"`
+	// Action is the post action prepare chose: a restart keeps it rather
+	// than asking a node disruption policy changed meanwhile (the node may
+	// be drained, or not, for the one chosen).
+	Action *ActionPlan `json:"action,omitempty"`
 	// EarlierKernelArgs are the kernel arguments of the configs of earlier
 	// updates that were replaced before they finished, once their OS change
 	// may have been staged: the booted deployment may still carry them (a
@@ -79,6 +83,20 @@ type OSPlan struct {
 	ImageChanged      bool     `json:"imageChanged,omitempty"`
 	KernelArgsRemoved []string `json:"kernelArgsRemoved,omitempty"`
 	KernelArgsAdded   []string `json:"kernelArgsAdded,omitempty"`
+}
+
+// ActionPlan is the planned post action of an update.
+type ActionPlan struct {
+	Reboot      bool     `json:"reboot,omitempty"`
+	Actions     []Action `json:"actions,omitempty"`
+	Drain       bool     `json:"drain,omitempty"`
+	DrainReason string   `json:"drainReason,omitempty"`
+}
+
+// Action is one node disruption action ("Restart", "crio.service").
+type Action struct {
+	Type string `json:"type"`
+	Unit string `json:"unit,omitempty"`
 }
 
 // Replacing starts the record of an update that replaces old, unfinished,

@@ -15,7 +15,7 @@ import (
 func TestBadConfigs(t *testing.T) {
 	t.Parallel()
 	dir := "/etc/nodeconfd-bad"
-	n, log := nodeWithPolicy(t, "u5", "rendered-u5-base", "rules:\n- path: "+dir+"/\n  action: None\n")
+	n, log := nodeWithPolicy(t, "u5", "rendered-u5-base", "nodeDisruptionPolicy:\n  files:\n  - path: "+dir+"/\n    actions: [{type: None}]\n")
 	config(t, "rendered-u5-base", ign(nil))
 	if err := os.MkdirAll(filepath.Join(n.Sys.Root, dir), 0o755); err != nil {
 		t.Fatal(err)

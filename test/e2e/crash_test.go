@@ -98,7 +98,7 @@ func TestKilledWhileWriting(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	dir := "/etc/nodeconfd-many"
-	n, log := nodeWithPolicy(t, "u6w", "rendered-u6w-a", "rules:\n- path: "+dir+"/\n  action: None\n")
+	n, log := nodeWithPolicy(t, "u6w", "rendered-u6w-a", "nodeDisruptionPolicy:\n  files:\n  - path: "+dir+"/\n    actions: [{type: None}]\n")
 	config(t, "rendered-u6w-a", ign(nil))
 	files := map[string]string{}
 	for i := 0; i < 400; i++ {

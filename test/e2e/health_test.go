@@ -30,7 +30,7 @@ const (
 func healthNode(t *testing.T, name, base, dir string, opts testbed.NodeOptions, gate ...string) (*testbed.Node, *testbed.StatusLog) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(p, []byte("rules:\n- path: "+dir+"/\n  action: None\n"), 0o644); err != nil {
+	if err := os.WriteFile(p, []byte("nodeDisruptionPolicy:\n  files:\n  - path: "+dir+"/\n    actions: [{type: None}]\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	opts.ExtraArgs = append(append(opts.ExtraArgs, "--post-action-policy", p, "--retry-initial", "1s", "--retry-max", "5s"), gate...)

@@ -41,7 +41,7 @@ func killedMidWrite(t *testing.T, name string, back bool) {
 	config(t, cfgA, ign(nil))
 	// The folder needs no post action, so only the update that writes
 	// /etc/nodeconfd-lz.conf too reboots (and drains).
-	n, log := nodeWithPolicy(t, name, cfgA, "rules:\n- path: "+dir+"/\n  action: None\n")
+	n, log := nodeWithPolicy(t, name, cfgA, "nodeDisruptionPolicy:\n  files:\n  - path: "+dir+"/\n    actions: [{type: None}]\n")
 	originals := map[string]string{}
 	for i := 100; i < 120; i++ {
 		p := fmt.Sprintf("%s/f%03d.conf", dir, i)
@@ -319,7 +319,7 @@ func TestOrphanJournalRolledBack(t *testing.T) {
 	defer cancel()
 	const name, dir = "lo3", "/etc/nodeconfd-orphan"
 	config(t, "rendered-lo3-a", ign(nil))
-	n, log := nodeWithPolicy(t, name, "rendered-lo3-a", "rules:\n- path: "+dir+"/\n  action: None\n")
+	n, log := nodeWithPolicy(t, name, "rendered-lo3-a", "nodeDisruptionPolicy:\n  files:\n  - path: "+dir+"/\n    actions: [{type: None}]\n")
 	putNodeFile(t, n, dir+"/f010.conf", "original\n")
 	files := map[string]string{}
 	for i := 0; i < 400; i++ {

@@ -213,7 +213,7 @@ func TestOnceFromThenNewerConfig(t *testing.T) {
 	defer cancel()
 	dir := "/etc/nodeconfd-once2"
 	policy := filepath.Join(t.TempDir(), "policy.yaml")
-	if err := os.WriteFile(policy, []byte("rules:\n- {path: "+dir+"/, action: None}\n"), 0o644); err != nil {
+	if err := os.WriteFile(policy, []byte("nodeDisruptionPolicy: {files: [{path: "+dir+"/, actions: [{type: None}]}]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	n, err := bed.AddNode(ctx, "once2", ownBudget(t, testbed.NodeOptions{NoDaemon: true, ExtraArgs: []string{"--post-action-policy", policy}}))

@@ -24,8 +24,9 @@ import (
 func TestPlanAgreesWithUpdate(t *testing.T) {
 	t.Parallel()
 	const dir = "/etc/nodeconfd-plan"
-	policy := "rules:\n- {path: " + dir + "/none/, action: None}\n- {path: " + dir + "/restart/, action: Restart, unit: plan-app.service}\n" +
-		"- {path: " + dir + "/dr/, action: DaemonReload}\n"
+	policy := "nodeDisruptionPolicy:\n  files:\n  - {path: " + dir + "/none/, actions: [{type: None}]}\n" +
+		"  - {path: " + dir + "/restart/, actions: [{type: Restart, restart: {serviceName: plan-app.service}}]}\n" +
+		"  - {path: " + dir + "/dr/, actions: [{type: DaemonReload}]}\n"
 	policyFile := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(policyFile, []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
@@ -37,6 +38,9 @@ func TestPlanAgreesWithUpdate(t *testing.T) {
 	files := map[string]string{dir + "/app.conf": "1\n"}
 	step := func(path string) map[string]string {
 		files[path] = "x\n"
+		if path == "/etc/containers/registries.conf" {
+			files[path] = "unqualified-search-registries = [\"docker.io\"]\n" // a safe addition: no drain
+		}
 		out := map[string]string{}
 		for k, v := range files {
 			out[k] = v

@@ -18,7 +18,7 @@ import (
 func TestPreflightOnNode(t *testing.T) {
 	t.Parallel()
 	long := "/etc/nodeconfd-long/" + strings.Repeat("n", 255)
-	n, log := nodeWithPolicy(t, "pf", "rendered-pf-base", "rules:\n- path: /etc/nodeconfd-long/\n  action: None\n")
+	n, log := nodeWithPolicy(t, "pf", "rendered-pf-base", "nodeDisruptionPolicy:\n  files:\n  - path: /etc/nodeconfd-long/\n    actions: [{type: None}]\n")
 	config(t, "rendered-pf-base", ign(nil))
 	const field = "spec.config.passwd.users[0].sshAuthorizedKeys"
 	canary := "/etc/nodeconfd-canary/rendered-pf-ssh"

@@ -36,7 +36,7 @@ func TestUnreadableProgressRecord(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	n, log := nodeWithPolicy(t, "r9", "rendered-r9-0", "rules:\n- path: "+recordsDir+"/\n  action: None\n")
+	n, log := nodeWithPolicy(t, "r9", "rendered-r9-0", "nodeDisruptionPolicy:\n  files:\n  - path: "+recordsDir+"/\n    actions: [{type: None}]\n")
 	config(t, "rendered-r9-0", ign(nil))
 	rec := func(v int) string {
 		return fmt.Sprintf(`{"version": %d, "current": "rendered-r9-0", "desired": "rendered-r9-1", "steps": [{"name": "detect", "message": "detected"}]}`, v)
@@ -205,7 +205,7 @@ func TestCurrentConfigDeleted(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
-	n, log := nodeWithPolicy(t, "r10", "rendered-r10-a", "rules:\n- path: "+recordsDir+"/\n  action: None\n")
+	n, log := nodeWithPolicy(t, "r10", "rendered-r10-a", "nodeDisruptionPolicy:\n  files:\n  - path: "+recordsDir+"/\n    actions: [{type: None}]\n")
 	config(t, "rendered-r10-a", ign(nil))
 	config(t, "rendered-r10-b", ign(map[string]string{recordsDir + "/keep.conf": "b\n", recordsDir + "/only-b.conf": "b\n"}))
 	config(t, "rendered-r10-c", ign(map[string]string{recordsDir + "/keep.conf": "c\n"}))

@@ -190,7 +190,7 @@ func TestRemovedFileRestoresOriginal(t *testing.T) {
 	config(t, "rendered-u4-a", ign(nil))
 	config(t, "rendered-u4-b", ign(map[string]string{dir + "/existing.conf": "managed\n", dir + "/new.conf": "new\n"}))
 	config(t, "rendered-u4-c", ign(nil))
-	n, log := nodeWithPolicy(t, "u4", "rendered-u4-a", "rules:\n- path: "+dir+"/\n  action: None\n")
+	n, log := nodeWithPolicy(t, "u4", "rendered-u4-a", "nodeDisruptionPolicy:\n  files:\n  - path: "+dir+"/\n    actions: [{type: None}]\n")
 	if err := os.MkdirAll(filepath.Join(n.Sys.Root, dir), 0o755); err != nil {
 		t.Fatal(err)
 	}
