@@ -27,7 +27,9 @@ func CheckEnablement(ctx context.Context, units Units, u plan.Unit) error {
 	default:
 		want = "disabled"
 	}
-	if state != want && !(want == "disabled" && state == "static") {
+	// A static unit cannot be enabled, and one with no unit file
+	// (not-found) is not: both are disabled as far as the config goes.
+	if state != want && !(want == "disabled" && (state == "static" || state == "not-found")) {
 		return fmt.Errorf("unit %s: is %s, config wants %s", u.Name, state, want)
 	}
 	return nil

@@ -83,6 +83,10 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 		for _, u := range diff.RemovedUnits {
 			names = append(names, u.Name)
 		}
+		names, err := found(ctx, d.Units(), names)
+		if err != nil {
+			return "", err
+		}
 		if err := d.Units().Disable(ctx, names...); err != nil {
 			return "", fmt.Errorf("disabling removed units: %w", err)
 		}
@@ -167,7 +171,9 @@ func writeOS(ctx context.Context, d Data) (string, error) {
 }
 
 // applyEnablement enables, disables, masks and unmasks units as the config
-// says, over D-Bus.
+// says, over D-Bus. A unit to disable that has no unit file is disabled
+// already (see found); one to enable without a unit file was refused in
+// prepare (Host.Preflight).
 func applyEnablement(ctx context.Context, units Units, changed []plan.Unit) error {
 	var enable, disable, mask, unmask []string
 	for _, u := range changed {
@@ -181,6 +187,10 @@ func applyEnablement(ctx context.Context, units Units, changed []plan.Unit) erro
 		} else if u.Enabled != nil {
 			disable = append(disable, u.Name)
 		}
+	}
+	disable, err := found(ctx, units, disable)
+	if err != nil {
+		return err
 	}
 	steps := []struct {
 		what  string
@@ -202,4 +212,21 @@ func applyEnablement(ctx context.Context, units Units, changed []plan.Unit) erro
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// found drops the units systemd has no unit file for (is-enabled reads
+// "not-found"): they are disabled already as systemd sees them, and there
+// is nothing to disable.
+func found(ctx context.Context, units Units, names []string) ([]string, error) {
+	var out []string
+	for _, name := range names {
+		state, err := units.IsEnabled(ctx, name)
+		if err != nil {
+			return nil, fmt.Errorf("unit %s: reading its enablement: %w", name, err)
+		}
+		if state != "not-found" {
+			out = append(out, name)
+		}
+	}
+	return out, nil
 }

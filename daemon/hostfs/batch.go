@@ -52,8 +52,9 @@ type batch struct {
 	dirs  map[string]*os.Root // by relative path; nil when known missing
 	dirty map[string]bool
 	ids   *idTable
-	// parents caches checkParents by folder: whether it is open.
-	parents map[string]bool
+	// parents caches resolveParents, reals realDir, by folder.
+	parents map[string]resolved
+	reals   map[string]string
 }
 
 func (f *FS) newBatch() *batch {
@@ -76,7 +77,11 @@ func (b *batch) dir(rel string, create bool) (*os.Root, error) {
 	if d, ok := b.dirs[rel]; ok && (d != nil || !create) {
 		return d, nil
 	}
-	d, err := b.f.root.OpenRoot(rel)
+	var d *os.Root
+	real, err := b.realDir(rel)
+	if err == nil {
+		d, err = b.f.root.OpenRoot(real)
+	}
 	if !create && errors.Is(err, syscall.ENAMETOOLONG) {
 		b.dirs[rel] = nil
 		return nil, nil
@@ -86,8 +91,8 @@ func (b *batch) dir(rel string, create bool) (*os.Root, error) {
 			b.dirs[rel] = nil
 			return nil, nil
 		}
-		if err = b.mkdirAll(rel); err == nil {
-			d, err = b.f.root.OpenRoot(rel)
+		if err = b.mkdirAll(real); err == nil {
+			d, err = b.f.root.OpenRoot(real)
 		}
 	}
 	if err != nil {
@@ -97,8 +102,9 @@ func (b *batch) dir(rel string, create bool) (*os.Root, error) {
 	return d, nil
 }
 
-// mkdirAll creates rel and its missing parents with mode 0755 (whatever the
-// umask) and makes each new entry durable by syncing its parent at once:
+// mkdirAll creates rel (a real path: see realDir) and its missing parents
+// with mode 0755 (whatever the umask) and makes each new entry durable by
+// syncing its parent at once:
 // directories are created rarely, and a committed file must not vanish with
 // its new parent after a power loss.
 func (b *batch) mkdirAll(rel string) error {
@@ -126,7 +132,13 @@ func (b *batch) mkdirAll(rel string) error {
 	if err := chmodDir(b.f.root, rel, 0o755); err != nil { // undo the umask
 		return err
 	}
-	delete(b.dirs, rel) // forget a cached "missing"
+	// Forget every cached "missing": a folder reached through a symlink is
+	// cached under its config path, not rel.
+	for k, d := range b.dirs {
+		if d == nil {
+			delete(b.dirs, k)
+		}
+	}
 	return syncDir(b.f.root, parent)
 }
 
@@ -288,9 +300,10 @@ func writeTemp(d *os.Root, tmp string, s snapshot) error {
 	return err
 }
 
-// checkTarget refuses to replace a directory, or a symlink that leads
-// outside the root. Renaming over a symlink replaces the link itself, so one
-// that stays inside is fine.
+// checkTarget refuses to replace a directory or a special file. A symlink
+// there is never followed, wherever it leads: renaming over it replaces
+// the link itself, as Ignition replaces it (it never follows a path's last
+// element) and as machine-config-daemon's rename does.
 func (b *batch) checkTarget(rel string) error {
 	d, err := b.dir(path.Dir(rel), false)
 	if err != nil || d == nil {
@@ -304,12 +317,7 @@ func (b *batch) checkTarget(rel string) error {
 		return err
 	}
 	switch fi.Mode().Type() {
-	case 0:
-		return nil
-	case fs.ModeSymlink:
-		if _, err := b.f.root.Stat(rel); err != nil && !isNotExist(err) {
-			return fmt.Errorf("target is a symlink leading outside the root: %w", err)
-		}
+	case 0, fs.ModeSymlink:
 		return nil
 	}
 	return fmt.Errorf("target is a %s, not a regular file", typeName(fi.Mode().Type()))

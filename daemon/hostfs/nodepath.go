@@ -14,12 +14,21 @@ import (
 // maxLinks bounds the symlinks followed on one path, as the kernel does.
 const maxLinks = 40
 
-// checkParents walks the folders above rel one element at a time, following
-// in-root symlinks the way os.Root does at write time, and refuses a path
-// that would fail at write time or that a non-root user could redirect
-// between this check and the write:
+// resolved is one folder path as checkParents or realDir found it.
+type resolved struct {
+	// real is the folder's path without symlinks, relative to the root;
+	// the missing part of the path is appended as it is.
+	real string
+	// open: other users may add entries to the folder (sticky and writable).
+	open bool
+}
+
+// checkParents walks the folders above rel one element at a time (see walk)
+// and refuses a path that would fail at write time or that a non-root user
+// could redirect between this check and the write:
 //   - an element that exists and is not a folder (nor a symlink to one);
-//   - a symlink leading out of the node root (absolute, or up past it);
+//   - a symlink not followed (see followLink), or one leading up past the
+//     node root;
 //   - a folder owned by a non-root user, or writable by other users (a
 //     sticky folder such as /tmp is fine when the next element exists and
 //     is root's: others cannot replace it there).
@@ -28,28 +37,63 @@ const maxLinks = 40
 // daemon creates the rest as root. open reports whether rel's own folder
 // lets other users add entries (sticky and writable by them).
 func (b *batch) checkParents(rel string) (open bool, err error) {
-	dir := path.Dir(rel)
-	if dir == "." {
-		return false, nil
-	}
-	if open, ok := b.parents[dir]; ok {
-		return open, nil
-	}
-	if open, err = b.walkParents(dir); err != nil {
-		return false, err
-	}
-	if b.parents == nil {
-		b.parents = map[string]bool{}
-	}
-	b.parents[dir] = open
-	return open, nil
+	r, err := b.resolveParents(rel)
+	return r.open, err
 }
 
-// walkParents is checkParents without the cache.
-func (b *batch) walkParents(dir string) (open bool, err error) {
+// resolveParents is checkParents, with the real path of rel's folder.
+func (b *batch) resolveParents(rel string) (resolved, error) {
+	dir := path.Dir(rel)
+	if dir == "." {
+		return resolved{real: "."}, nil
+	}
+	if r, ok := b.parents[dir]; ok {
+		return r, nil
+	}
+	r, err := b.walk(dir, true)
+	if err != nil {
+		return resolved{}, err
+	}
+	if b.parents == nil {
+		b.parents = map[string]resolved{}
+	}
+	b.parents[dir] = r
+	return r, nil
+}
+
+// realDir returns the folder dir's path without symlinks (see walk), for
+// opening it through the root: os.Root follows relative symlinks but
+// refuses absolute ones, which on a node lead inside its root (Ignition
+// resolves them relative to the root it writes). It checks only the
+// symlinks it follows, not the folders: core's home, which core owns, is
+// opened through it.
+func (b *batch) realDir(dir string) (string, error) {
+	if dir == "." {
+		return dir, nil
+	}
+	if r, ok := b.reals[dir]; ok {
+		return r, nil
+	}
+	r, err := b.walk(dir, false)
+	if err != nil {
+		return "", err
+	}
+	if b.reals == nil {
+		b.reals = map[string]string{}
+	}
+	b.reals[dir] = r.real
+	return r.real, nil
+}
+
+// walk resolves the folder dir one element at a time, following symlinks
+// as the kernel would in a chroot to the node root, relative ones from
+// their folder, absolute ones from the root, when followLink allows. With
+// check set it also applies checkParents's rules to every folder.
+func (b *batch) walk(dir string, check bool) (resolved, error) {
 	todo := strings.Split(dir, "/")
 	var real []string // the folders reached so far, without symlinks
 	links := 0
+	open := false
 	for len(todo) > 0 {
 		e := todo[0]
 		todo = todo[1:]
@@ -58,53 +102,97 @@ func (b *batch) walkParents(dir string) (open bool, err error) {
 			continue
 		case "..":
 			if len(real) == 0 {
-				return false, fmt.Errorf("/%s leads out of the node root", dir)
+				return resolved{}, fmt.Errorf("/%s leads up past the node root", dir)
 			}
 			real = real[:len(real)-1]
-			if open, err = b.folderOpen(real); err != nil {
-				return false, err
+			if check {
+				var err error
+				if open, err = b.folderOpen(real); err != nil {
+					return resolved{}, err
+				}
 			}
 			continue
 		}
 		cur := path.Join(append(real, e)...)
 		fi, err := b.f.root.Lstat(cur)
 		if isNotExist(err) {
-			if open {
-				return false, fmt.Errorf("/%s is missing in a folder other users can write to", cur)
+			if check && open {
+				return resolved{}, fmt.Errorf("/%s is missing in a folder other users can write to", cur)
 			}
-			return false, nil
+			return missingRest(dir, append(real, e), todo, open)
 		}
 		if err != nil {
-			return false, err
+			return resolved{}, err
 		}
 		st := fi.Sys().(*syscall.Stat_t)
-		if open && st.Uid != 0 {
-			return false, fmt.Errorf("/%s is owned by uid %d in a folder other users can write to", cur, st.Uid)
+		if check && open && st.Uid != 0 {
+			return resolved{}, fmt.Errorf("/%s is owned by uid %d in a folder other users can write to", cur, st.Uid)
 		}
 		switch fi.Mode().Type() {
 		case fs.ModeSymlink:
 			if links++; links > maxLinks {
-				return false, fmt.Errorf("/%s: too many levels of symlinks", dir)
+				return resolved{}, fmt.Errorf("/%s: too many levels of symlinks", dir)
 			}
-			target, err := b.f.root.Readlink(cur)
+			target, err := b.followLink(real, cur, st, check)
 			if err != nil {
-				return false, err
+				return resolved{}, err
 			}
 			if path.IsAbs(target) {
-				return false, fmt.Errorf("/%s is a symlink to %s, which leads out of the node root", cur, target)
+				real, open = nil, false
 			}
 			todo = append(strings.Split(target, "/"), todo...)
 			continue
 		case fs.ModeDir:
 		default:
-			return false, fmt.Errorf("/%s is not a folder", cur)
+			return resolved{}, fmt.Errorf("/%s is not a folder", cur)
 		}
-		if open, err = folderMode(cur, st); err != nil {
-			return false, err
+		if check {
+			if open, err = folderMode(cur, st); err != nil {
+				return resolved{}, err
+			}
 		}
 		real = append(real, e)
 	}
-	return open, nil
+	return resolved{real: joinReal(real), open: open}, nil
+}
+
+// missingRest ends a walk at a missing element: the rest of the path is
+// created by the daemon, so it holds no symlink, and it must not climb back.
+func missingRest(dir string, real, todo []string, open bool) (resolved, error) {
+	for _, e := range todo {
+		switch e {
+		case "", ".":
+		case "..":
+			return resolved{}, fmt.Errorf("/%s: /%s is missing", dir, path.Join(real...))
+		default:
+			real = append(real, e)
+		}
+	}
+	return resolved{real: joinReal(real), open: open}, nil
+}
+
+func joinReal(real []string) string {
+	if len(real) == 0 {
+		return "."
+	}
+	return path.Join(real...)
+}
+
+// followLink returns the target of the symlink cur (in the folder real)
+// when the daemon may follow it: root owns the link, and no other user can
+// replace it (its folder is root's and not writable by others but sticky;
+// the root mount itself is trusted). With check set, the folder was
+// checked on the way; else it is checked here.
+func (b *batch) followLink(real []string, cur string, st *syscall.Stat_t, check bool) (string, error) {
+	if st.Uid != 0 {
+		return "", fmt.Errorf("/%s is a symlink owned by uid %d, not root: refusing to follow it", cur, st.Uid)
+	}
+	if !check {
+		if _, err := b.folderOpen(real); err != nil {
+			return "", fmt.Errorf("refusing to follow the symlink /%s: %w", cur, err)
+		}
+	}
+	return b.f.root.Readlink(cur)
 }
 
 // folderOpen re-reads the folder real (already checked) for its mode.
@@ -160,7 +248,7 @@ func (b *batch) checkRemove(rel string) error {
 	if err != nil {
 		return err
 	}
-	fi, err := b.f.root.Lstat(rel)
+	fi, err := b.lstat(rel)
 	switch {
 	case isNotExist(err):
 		return nil // nothing to remove
@@ -178,7 +266,7 @@ func (b *batch) checkOpenTarget(rel string, open bool) error {
 	if !open {
 		return nil
 	}
-	fi, err := b.f.root.Lstat(rel)
+	fi, err := b.lstat(rel)
 	if isNotExist(err) {
 		return fmt.Errorf("/%s is missing in a folder other users can write to", rel)
 	}
@@ -189,6 +277,19 @@ func (b *batch) checkOpenTarget(rel string, open bool) error {
 		return fmt.Errorf("/%s is owned by uid %d in a folder other users can write to", rel, uid)
 	}
 	return nil
+}
+
+// lstat is Lstat of rel through its folder's real path (see realDir); a
+// missing folder is a missing rel.
+func (b *batch) lstat(rel string) (fs.FileInfo, error) {
+	d, err := b.dir(path.Dir(rel), false)
+	if err != nil {
+		return nil, err
+	}
+	if d == nil {
+		return nil, &fs.PathError{Op: "lstat", Path: rel, Err: fs.ErrNotExist}
+	}
+	return d.Lstat(path.Base(rel))
 }
 
 // tempName is the temporary name under which name is written before its

@@ -10,7 +10,9 @@ import (
 // write), everything about the node that would make the write step fail or
 // unsafe: the owners of the files to write against the node's passwd and
 // group, the folders of every path to write or remove (see checkParents),
-// what is at each path now, and the SSH folder of user core. It only reads.
+// what is at each path now, two entries reaching one file through the
+// node's symlinks, units to enable that have no unit file, and the SSH
+// folder of user core. It only reads.
 // A refusal is a *plan.ConfigError naming the desired MachineConfig and the
 // field, e.g. spec.config.storage.files[3].user.name; further problems are
 // counted in its More.
@@ -36,6 +38,11 @@ func (f *FS) Preflight(current, desired plan.Config, diff plan.Diff) error {
 	}
 	for _, u := range diff.ChangedUnits {
 		b.preflightUnit(u, false, refuse)
+		if u.Enabled != nil && *u.Enabled && !u.Mask {
+			if err := b.checkEnable(u, desired); err != nil {
+				refuse(u.Field+".enabled", err)
+			}
+		}
 	}
 	for _, u := range diff.RemovedUnits {
 		b.preflightUnit(u, true, refuse)
@@ -49,6 +56,7 @@ func (f *FS) Preflight(current, desired plan.Config, diff plan.Diff) error {
 			refuse(field, err)
 		}
 	}
+	b.sameFiles(desired, refuse)
 	if len(desired.SSHKeys) > 0 {
 		if file, err := b.fileAtSSHKeys(desired); err != nil {
 			refuse(file.Field+".path", err)

@@ -35,22 +35,36 @@ func symlink(t *testing.T, node, rel, target string) {
 	}
 }
 
+func lchown(t *testing.T, node, rel string, uid int) {
+	t.Helper()
+	if err := os.Lchown(filepath.Join(node, rel), uid, uid); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // hostileNode is a node root with every kind of unsafe folder.
 func hostileNode(t *testing.T) (string, *FS) {
 	node, f := newNode(t)
 	put(t, node, "etc/plainfile", "x", 0o644)
-	symlink(t, node, "etc/to-tmp", "/tmp")               // absolute: out of the root
-	symlink(t, node, "etc/up", "../../..")               // up past the root
-	symlink(t, node, "etc/local", "../var/usrlocal")     // in-root, root's: like RHCOS /usr/local
-	mkdir(t, node, "var/usrlocal/bin", 0o755, 0)         //
-	mkdir(t, node, "var/home/core", 0o700, 1000)         // core's home
-	mkdir(t, node, "etc/corestuff", 0o755, 1000)         // a folder core owns
-	symlink(t, node, "etc/via-core", "../var/home/core") // a root symlink into core's home
-	mkdir(t, node, "etc/open", 0o777, 0)                 // writable by all, not sticky
-	mkdir(t, node, "tmp", 0o1777, 0)                     // sticky
-	mkdir(t, node, "tmp/rootdir", 0o755, 0)              // root's, in a sticky folder
-	mkdir(t, node, "etc/adir/x", 0o755, 0)               // a folder where a file goes
+	symlink(t, node, "etc/to-tmp", "/tmp")                         // absolute: the root's /tmp
+	symlink(t, node, "etc/up", "../../..")                         // up past the root
+	symlink(t, node, "etc/abs-local", "/var/usrlocal")             // absolute, in the root, root's
+	symlink(t, node, "etc/user-link", "/var/usrlocal")             // absolute, owned by core
+	lchown(t, node, "etc/user-link", 1000)                         //
+	symlink(t, node, "etc/user-rel", "../var/usrlocal")            // relative, owned by core
+	lchown(t, node, "etc/user-rel", 1000)                          //
+	symlink(t, node, "etc/pki-bundle", "/etc/pki-real/bundle.pem") // a file path that is a link
+	symlink(t, node, "etc/local", "../var/usrlocal")               // in-root, root's: like RHCOS /usr/local
+	mkdir(t, node, "var/usrlocal/bin", 0o755, 0)                   //
+	mkdir(t, node, "var/home/core", 0o700, 1000)                   // core's home
+	mkdir(t, node, "etc/corestuff", 0o755, 1000)                   // a folder core owns
+	symlink(t, node, "etc/via-core", "../var/home/core")           // a root symlink into core's home
+	mkdir(t, node, "etc/open", 0o777, 0)                           // writable by all, not sticky
+	mkdir(t, node, "tmp", 0o1777, 0)                               // sticky
+	mkdir(t, node, "tmp/rootdir", 0o755, 0)                        // root's, in a sticky folder
+	mkdir(t, node, "etc/adir/x", 0o755, 0)                         // a folder where a file goes
 	mkdir(t, node, "etc/systemd/system/core.service.d", 0o755, 1000)
+	symlink(t, node, "etc/corestuff/link", "/var/usrlocal") // root's link, in core's folder
 	return node, f
 }
 
@@ -69,8 +83,13 @@ func TestPreflightPaths(t *testing.T) {
 		{"/etc/local/bin/tool", ""}, // through a root-owned in-root symlink
 		{"/tmp/rootdir/x", ""},
 		{"/etc/plainfile/x", "is not a folder"},
-		{"/etc/to-tmp/owned", "leads out of the node root"},
-		{"/etc/up/x", "leads out of the node root"},
+		{"/etc/to-tmp/owned", "missing in a folder other users can write to"},
+		{"/etc/up/x", "leads up past the node root"},
+		{"/etc/abs-local/bin/tool", ""}, // through a root-owned absolute symlink
+		{"/etc/pki-bundle", ""},         // the link is replaced
+		{"/etc/user-link/bin/tool", "symlink owned by uid 1000"},
+		{"/etc/user-rel/bin/tool", "symlink owned by uid 1000"},
+		{"/etc/corestuff/link/x", "owned by uid 1000"},
 		{"/etc/corestuff/x", "owned by uid 1000"},
 		{"/etc/via-core/.bashrc", "owned by uid 1000"},
 		{"/var/home/core/x/y", "owned by uid 1000"},
@@ -164,7 +183,8 @@ func TestPreflightUnitsAndRemovals(t *testing.T) {
 			Contents: &contents}}}, "spec.config.systemd.units[1].contents"},
 		{"removed unit's dropin", plan.Diff{RemovedUnits: []plan.Unit{{Field: "spec.config.systemd.units[0]", Name: "core.service",
 			Dropins: map[string]string{"10-x.conf": ""}}}}, "spec.config.systemd.units[0]"},
-		{"removed through a symlink out", plan.Diff{RemovedFiles: []string{"/etc/to-tmp/x"}}, "spec.config.storage.files"},
+		{"removed through a symlink up", plan.Diff{RemovedFiles: []string{"/etc/up/x"}}, "spec.config.storage.files"},
+		{"removed through core's symlink", plan.Diff{RemovedFiles: []string{"/etc/user-link/x"}}, "spec.config.storage.files"},
 		{"removed in core's folder", plan.Diff{RemovedFiles: []string{"/etc/corestuff/x"}}, "spec.config.storage.files"},
 		{"removed is a folder", plan.Diff{RemovedFiles: []string{"/etc/adir"}}, "spec.config.storage.files"},
 	}

@@ -49,7 +49,7 @@ func (b *batch) checkSSH(core userEntry) (sshPaths, error) {
 		rel  string
 		want fs.FileMode
 	}{{p.home, fs.ModeDir}, {p.dir, fs.ModeDir}, {p.keys, 0}} {
-		fi, err := b.f.root.Lstat(c.rel)
+		fi, err := b.lstat(c.rel)
 		if isNotExist(err) {
 			return p, nil
 		}

@@ -8,7 +8,9 @@ import (
 	"io/fs"
 	"strings"
 
+	"github.com/coreos/go-semver/semver"
 	ignerrors "github.com/coreos/ignition/v2/config/shared/errors"
+	ignutil "github.com/coreos/ignition/v2/config/util"
 	ign "github.com/coreos/ignition/v2/config/v3_5"
 	"github.com/coreos/ignition/v2/config/v3_5/types"
 	vpath "github.com/coreos/vcontext/path"
@@ -71,6 +73,8 @@ type parser struct {
 	name     string
 	problems []*ConfigError
 	size     budget
+	// version is the config's Ignition spec, as written (before translation).
+	version semver.Version
 }
 
 func (p *parser) add(field, format string, args ...any) {
@@ -91,6 +95,9 @@ func (p *parser) ignition(raw []byte) types.Config {
 		return types.Config{}
 	}
 	cfg, rpt, err := ign.ParseCompatibleVersion(raw)
+	if err == nil {
+		p.version, _, _ = ignutil.GetConfigVersion(raw) // it parsed: the version is valid
+	}
 	for _, e := range rpt.Entries {
 		if e.Kind.IsFatal() {
 			p.addReportEntry(e, raw)
@@ -169,7 +176,7 @@ func (p *parser) files(cfg *Config, files []types.File) {
 				p.add(field+".mode", "mode %#o is outside 0..07777", *f.Mode)
 				continue
 			}
-			mode = fs.FileMode(*f.Mode)
+			mode = fileMode(p.version, *f.Mode)
 		}
 		if !p.checkOwnerIDs(field, f) {
 			continue
