@@ -9,12 +9,20 @@ GO ?= go
 VERSION ?= $(shell cat VERSION)
 OUT ?= bin/nodeconfd
 
-.PHONY: all build deps controlplane nodeimage promtool demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
+.PHONY: all build image deps controlplane nodeimage promtool demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
 
 all: build
 
 build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(OUT) ./cmd/nodeconfd
+
+# The release image without a container engine (hack/buildimage, docs/image.md):
+# an OCI layout tar at IMAGE_ARCHIVE named quay.io/nodeconfd/nodeconfd:$(VERSION),
+# the DaemonSet's image; `ctr -n k8s.io images import $(IMAGE_ARCHIVE)` loads it.
+# Reproducible: one commit, one digest (SOURCE_DATE_EPOCH defaults to its time).
+IMAGE_ARCHIVE ?= bin/nodeconfd-image.tar
+image:
+	$(GO) run ./hack/buildimage -out $(IMAGE_ARCHIVE) -version $(VERSION)
 
 deps:
 	bash hack/install-deps.sh
