@@ -100,8 +100,14 @@ func PostAction() Phase {
 			switch a.Kind {
 			case plan.ActionReboot:
 				return Outcome{Message: "Rebooted into " + d.Update().DesiredName}, nil
-			case plan.ActionReloadCRIO:
-				return Outcome{Message: actionsMessage(a, describe(a.Actions))}, nil
+			case plan.ActionReloadCRIO: // the ReloadCRIO step ran the list
+				var done []string
+				for _, x := range a.Actions {
+					if msg, _, _ := actionText(x); msg != "" {
+						done = append(done, msg)
+					}
+				}
+				return Outcome{Message: actionsMessage(a, done)}, nil
 			}
 			done, err := runActions(ctx, d)
 			if err != nil {
@@ -140,24 +146,42 @@ func runActions(ctx context.Context, d Data) ([]string, error) {
 }
 
 // runAction runs one action and says what it did, and the Event's reason
-// and message (upstream's).
+// and message.
 func runAction(ctx context.Context, units Units, x plan.Action) (msg, reason, event string, err error) {
-	unit := x.Unit
-	if x.Type == plan.ActSpecial {
-		unit = plan.CRIOUnit
-	}
+	msg, reason, event = actionText(x)
 	switch x.Type {
 	case plan.ActDaemonReload:
-		return "Reloaded systemd", "ServiceReload", "Config changes do not require reboot. Service daemon-reload was reloaded.",
-			units.DaemonReload(ctx)
+		err = units.DaemonReload(ctx)
 	case plan.ActReload, plan.ActSpecial:
-		return "Reloaded " + unit, "ServiceReload", "Config changes do not require reboot. Service " + unit + " was reloaded.",
-			units.Reload(ctx, unit)
+		err = units.Reload(ctx, actionUnit(x))
 	case plan.ActRestart:
-		return "Restarted " + unit, "ServiceRestart", "Config changes do not require reboot. Service " + unit + " was restarted.",
-			units.Restart(ctx, unit)
+		err = units.Restart(ctx, x.Unit)
 	}
-	return "", "", "", nil // Drain: done before the writes
+	return msg, reason, event, err
+}
+
+// actionText is what an action did, and the Event's reason and message
+// (upstream's); "" for a Drain, done before the writes.
+func actionText(x plan.Action) (msg, reason, event string) {
+	unit := actionUnit(x)
+	switch x.Type {
+	case plan.ActDaemonReload:
+		return "Reloaded systemd", "ServiceReload", "Config changes do not require reboot. Service daemon-reload was reloaded."
+	case plan.ActReload, plan.ActSpecial:
+		return "Reloaded " + unit, "ServiceReload", "Config changes do not require reboot. Service " + unit + " was reloaded."
+	case plan.ActRestart:
+		return "Restarted " + unit, "ServiceRestart", "Config changes do not require reboot. Service " + unit + " was restarted."
+	}
+	return "", "", ""
+}
+
+// actionUnit is the unit an action acts on (CRI-O for registries.conf's
+// Special).
+func actionUnit(x plan.Action) string {
+	if x.Type == plan.ActSpecial {
+		return plan.CRIOUnit
+	}
+	return x.Unit
 }
 
 // actionsMessage is the post action's closing message.
@@ -170,16 +194,4 @@ func actionsMessage(a plan.PostAction, done []string) string {
 		msg = "Drained; " + msg
 	}
 	return msg
-}
-
-// describe is what the actions did, for the step after the one that ran
-// them.
-func describe(as []plan.Action) []string {
-	var out []string
-	for _, x := range as {
-		if x.Type != plan.ActDrain {
-			out = append(out, x.String())
-		}
-	}
-	return out
 }

@@ -143,6 +143,7 @@ func (r *Runner) Fail(ctx context.Context, err error) {
 	var ue *plan.UnreconcilableError
 	var ce *plan.ConfigError
 	var us *UnsupportedError
+	var pe *plan.PolicyError // the node disruption policy refused: UpdateCompatible says why
 	if errors.As(err, &ue) || errors.As(err, &us) {
 		state = StateUnreconcilable
 	}
@@ -155,7 +156,7 @@ func (r *Runner) Fail(ctx context.Context, err error) {
 		cond = se.Condition
 	}
 	msg := "Error: " + rootMessage(err)
-	if ue != nil || us != nil || errors.As(err, &ce) {
+	if ue != nil || us != nil || errors.As(err, &ce) || errors.As(err, &pe) {
 		r.set(status.UpdateCompatible, metav1.ConditionFalse, status.Reason(status.UpdateCompatible), msg)
 		r.set(status.UpdatePrepared, metav1.ConditionUnknown, status.UpdatePrepared, msg)
 	} else {

@@ -32,8 +32,11 @@ func TestNodeDisruptionPolicy(t *testing.T) {
 		kubeCA  = "/etc/kubernetes/kubelet-ca.crt"
 		appUnit = "ndp-app.service"
 	)
-	policy := "  nodeDisruptionPolicy:\n    files:\n    - path: " + dir + "\n      actions: [{type: Restart, restart: {serviceName: " + appUnit + "}}]\n" +
-		"    units:\n    - name: " + appUnit + "\n      actions: [{type: DaemonReload}, {type: Restart, restart: {serviceName: " + appUnit + "}}]\n"
+	policyWith := func(extraFiles string) string {
+		return "  nodeDisruptionPolicy:\n    files:\n    - path: " + dir + "\n      actions: [{type: Restart, restart: {serviceName: " + appUnit + "}}]\n" +
+			extraFiles + "    units:\n    - name: " + appUnit + "\n      actions: [{type: DaemonReload}, {type: Restart, restart: {serviceName: " + appUnit + "}}]\n"
+	}
+	policy := policyWith("")
 	applyPolicy(ctx, t, policy)
 	t.Cleanup(func() {
 		_, _ = bed.Kubectl(context.Background(), "delete", "machineconfiguration", "cluster", "--ignore-not-found")
@@ -108,7 +111,7 @@ func TestNodeDisruptionPolicy(t *testing.T) {
 	}
 	// A relative path passes the CRD; the daemon refuses it. A daemon
 	// started meanwhile has no good policy: prepare refuses, naming it.
-	applyPolicy(ctx, t, policy+"    - path: etc/relative\n      actions: [{type: None}]\n")
+	applyPolicy(ctx, t, policyWith("    - path: etc/relative\n      actions: [{type: None}]\n"))
 	if err := n.StopDaemon(); err != nil {
 		t.Fatal(err)
 	}
