@@ -51,7 +51,7 @@ type fakeOS struct {
 }
 
 func (f *fakeOS) Name() string { return "fake-os" }
-func (f *fakeOS) Supports(image string, kargs bool) error {
+func (f *fakeOS) Supports(phases.OSChange) error {
 	return f.supportsErr
 }
 func (f *fakeOS) Stage(_ context.Context, c phases.OSChange) (string, error) {
