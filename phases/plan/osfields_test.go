@@ -130,8 +130,8 @@ func TestCheckPasswordHash(t *testing.T) {
 		{"$6$" + strings.Repeat("a", 600), false},
 	}
 	for _, tt := range tests {
-		if msg := checkPasswordHash(tt.hash); (msg == "") != tt.ok {
-			t.Errorf("checkPasswordHash(%q) = %q, want ok %v", tt.hash, msg, tt.ok)
+		if msg := CheckPasswordHash(tt.hash); (msg == "") != tt.ok {
+			t.Errorf("CheckPasswordHash(%q) = %q, want ok %v", tt.hash, msg, tt.ok)
 		}
 	}
 }

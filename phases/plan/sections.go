@@ -26,7 +26,7 @@ func (p *parser) passwd(cfg *Config, pw types.Passwd) {
 			cfg.SSHKeys = append(cfg.SSHKeys, string(k))
 		}
 		if h := deref(u.PasswordHash); h != "" {
-			if msg := checkPasswordHash(h); msg != "" {
+			if msg := CheckPasswordHash(h); msg != "" {
 				p.add(fmt.Sprintf("spec.config.passwd.users[%d].passwordHash", i), "%s", msg)
 			}
 			cfg.PasswordHash = h
@@ -127,12 +127,12 @@ func SplitKernelArgs(s string) (args []string, ok bool) {
 // with rounds=) is about 120 characters.
 const maxPasswordHash = 512
 
-// checkPasswordHash says what is wrong with a password hash for
+// CheckPasswordHash says what is wrong with a password hash for
 // /etc/shadow, or "". Only crypt(3)'s alphabet is taken ([./0-9A-Za-z],
 // "$" between the parts, "=" and "," in parameters, a leading "!" or "*"
 // for a locked account): no ":" or newline can reach the file, no shell
 // character a command line, and no hash that is not one passes for one.
-func checkPasswordHash(h string) string {
+func CheckPasswordHash(h string) string {
 	if len(h) > maxPasswordHash {
 		return fmt.Sprintf("password hash of %d bytes: at most %d", len(h), maxPasswordHash)
 	}
