@@ -84,6 +84,9 @@ type Txn interface {
 	WriteUnit(u plan.Unit) error
 	RemoveUnit(u plan.Unit) error
 	WriteSSHKeys(keys []string) error
+	// SetPasswordHash sets user core's password hash in /etc/shadow, as
+	// `usermod -p` does; "" sets "*" (no password).
+	SetPasswordHash(hash string) error
 	// RecordUnitStates journals units' enablement (name to IsEnabled
 	// state) before the update changes it; Rollback restores it through
 	// systemd. A unit journaled before keeps its first state.
@@ -131,10 +134,11 @@ type Units interface {
 type OSUpdater interface {
 	// Name names the updater ("rpm-ostree", "bootc").
 	Name() string
-	// Supports returns nil when the updater can stage image (when not "")
-	// and, when kargsChanged, kernel argument changes; else why not. The
-	// update is then refused in prepare.
-	Supports(image string, kargsChanged bool) error
+	// Supports returns nil when the updater can stage c (its image when
+	// not "", its kernel argument edit when not empty, its extensions and
+	// kernel type when PackagesChanged); else why not. The update is then
+	// refused in prepare.
+	Supports(c OSChange) error
 	// Stage stages the change, to take effect at the next boot, and says
 	// what it staged. What is already staged, or already booted, is not
 	// staged again, so a resumed update converges.
@@ -173,6 +177,13 @@ type OSChange struct {
 	// Removed and Added are the kernel arguments to delete and append, in
 	// order, duplicates kept.
 	Removed, Added []string
+	// Extensions and KernelType are the desired config's. When
+	// PackagesChanged, the updater layers the extensions' packages and
+	// swaps the kernel as machine-config-daemon does; a rebase keeps a
+	// kernel swap either way.
+	Extensions      []string
+	KernelType      string
+	PackagesChanged bool
 }
 
 // BootedOS is the deployment the node booted.
@@ -184,6 +195,10 @@ type BootedOS struct {
 	// KernelArgs are the booted deployment's kernel arguments; nil when the
 	// updater cannot read them.
 	KernelArgs []string
+	// Packages are the booted deployment's layered packages and
+	// RemovedPackages its removed base packages (rpm-ostree's requested
+	// ones); Packages is nil when the updater cannot read them.
+	Packages, RemovedPackages []string
 }
 
 // Drift watches the node's files and units for changes against the config

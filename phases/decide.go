@@ -11,16 +11,14 @@ import (
 
 // Decide is prepare's decision on the two parsed configs alone: their diff,
 // or the refusal of a change no node can make in place (an
-// *plan.UnreconcilableError, an *UnsupportedError for the OS package
-// fields). Prepare (Plan) and the preview (PlanConfigs) both call it, so a
-// preview cannot disagree with the update on it.
+// *plan.UnreconcilableError). What this node's OS updater can make is
+// checked against the node (CheckOnNode). Prepare (Plan) and the preview
+// (PlanConfigs) both call it, so a preview cannot disagree with the update
+// on it.
 func Decide(current, desired plan.Config) (plan.Diff, error) {
 	diff, err := plan.Compare(current, desired)
 	if err != nil {
 		return diff, err
-	}
-	if field, msg := plan.UnsupportedOSFields(diff); field != "" {
-		return diff, &UnsupportedError{Object: desired.Name, Field: field, Msg: msg}
 	}
 	// A registries.conf CRI-O would refuse is refused before anything is
 	// written; one the node already runs unchanged is left alone.

@@ -73,6 +73,8 @@ func splitDone(d Data) {
 	if d.OS() != nil && u.Diff.OSImageChanged {
 		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionTrue, status.Reason(status.ImagePulledFromRegistry),
 			"Pulled OS image "+u.Desired.OSImageURL+" with "+d.OS().Name())
+	} else if u.Diff.OSNotManaged {
+		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionFalse, status.ReasonNotRequired, NotManagedMessage)
 	} else {
 		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionFalse, status.ReasonNotRequired,
 			"The update changes no OS image")
@@ -80,6 +82,8 @@ func splitDone(d Data) {
 	if d.OS() != nil && u.Diff.OSChanged() {
 		d.SetCondition(status.AppliedOSImage, metav1.ConditionTrue, status.Reason(status.AppliedOSImage),
 			osMessage(u)+" staged with "+d.OS().Name()+" for the next boot")
+	} else if u.Diff.OSNotManaged {
+		d.SetCondition(status.AppliedOSImage, metav1.ConditionFalse, status.ReasonNotRequired, NotManagedMessage)
 	} else {
 		d.SetCondition(status.AppliedOSImage, metav1.ConditionFalse, status.ReasonNotRequired,
 			"The update changes no OS image or kernel arguments")
@@ -97,6 +101,9 @@ func filesMessage(diff plan.Diff) string {
 	if diff.SSHKeysChanged {
 		parts = append(parts, "SSH keys")
 	}
+	if diff.PasswordHashChanged {
+		parts = append(parts, "password hash")
+	}
 	return "Applied " + strings.Join(parts, ", ")
 }
 
@@ -108,6 +115,12 @@ func osMessage(u *Update) string {
 	}
 	if n := len(u.Diff.KernelArgsAdded) + len(u.Diff.KernelArgsRemoved); n > 0 {
 		parts = append(parts, plan.Plural(n, "kernel argument change"))
+	}
+	if u.Diff.ExtensionsChanged {
+		parts = append(parts, "extensions ["+strings.Join(u.Desired.Extensions, ", ")+"]")
+	}
+	if u.Diff.KernelTypeChanged {
+		parts = append(parts, "kernel type "+plan.CanonicalKernelType(u.Desired.KernelType))
 	}
 	return strings.Join(parts, " and ")
 }

@@ -13,6 +13,8 @@ import (
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
+const noUpdater = "this node's OS updater bootc cannot make the change: no"
+
 func TestIrreconcilableChanges(t *testing.T) {
 	ue := func(cur, des map[string]string) error {
 		fields := map[string]bool{}
@@ -70,8 +72,8 @@ func TestIrreconcilableChanges(t *testing.T) {
 					"[path=/etc/hosts][1].httpHeaders: (none) -> (set, not shown); " +
 					"[path=/etc/hosts][1].source: (none) -> (https URL not shown, sha256 " + hashOf("https://user:token@example.com/x") + ")"}}},
 		{"OS change the node cannot make",
-			&StepError{Phase: "prepare", Err: &UnsupportedError{Object: "rendered-worker-2", Field: "spec.osImageURL", Msg: NoOSUpdaterMessage}},
-			[]mcfgv1.IrreconcilableChangeDiff{{FieldPath: "spec.osImageURL", Diff: NoOSUpdaterMessage}}},
+			&StepError{Phase: "prepare", Err: &UnsupportedError{Object: "rendered-worker-2", Field: "spec.osImageURL", Msg: noUpdater}},
+			[]mcfgv1.IrreconcilableChangeDiff{{FieldPath: "spec.osImageURL", Diff: noUpdater}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

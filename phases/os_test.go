@@ -51,7 +51,7 @@ type fakeOS struct {
 }
 
 func (f *fakeOS) Name() string { return "fake-os" }
-func (f *fakeOS) Supports(image string, kargs bool) error {
+func (f *fakeOS) Supports(phases.OSChange) error {
 	return f.supportsErr
 }
 func (f *fakeOS) Stage(_ context.Context, c phases.OSChange) (string, error) {
@@ -132,14 +132,13 @@ func TestOSStageFailureRollsBack(t *testing.T) {
 	}
 }
 
-// With no updater an OS change is refused in prepare: nothing written.
-func TestOSChangeRefusedWithoutUpdater(t *testing.T) {
+// An OS change the updater cannot make is refused in prepare: nothing written.
+func TestOSChangeRefusedByUpdater(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		osu  phases.OSUpdater
 		msg  string
 	}{
-		{"none", nil, `Error: MachineConfig "b": spec.kernelArguments: OS image and kernel argument changes need rpm-ostree or bootc; this node has neither`},
 		{"unsupported", &fakeOS{supportsErr: errors.New("no kargs here"), booted: phases.BootedOS{Image: "os:1"}},
 			`Error: MachineConfig "b": spec.kernelArguments: this node's OS updater fake-os cannot make the change: no kargs here`},
 	} {

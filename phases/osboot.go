@@ -30,19 +30,19 @@ func checkBootedOS(ctx context.Context, d Data) (string, error) {
 		return "", fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
 	}
 	if !staged {
-		if mismatch := BootedMismatch(b, image, u.Desired.KernelArguments, nil); mismatch != "" {
+		if mismatch := join(BootedMismatch(b, image, u.Desired.KernelArguments, nil), PackagesMismatch(b, u.Desired)); mismatch != "" {
 			return "", fmt.Errorf("the node booted the wrong OS deployment for %s: %s; this update staged no OS change. "+
 				"Not rebooting again: waiting for an administrator or a new desired config", u.DesiredName, mismatch)
 		}
 		return "booted OS image " + b.Image + " as before", nil
 	}
-	if mismatch := BootedMismatch(b, image, u.Desired.KernelArguments, u.Diff.KernelArgsRemoved); mismatch != "" {
+	if mismatch := join(BootedMismatch(b, image, u.Desired.KernelArguments, u.Diff.KernelArgsRemoved), PackagesMismatch(b, u.Desired)); mismatch != "" {
 		return "", fmt.Errorf("the node booted the wrong OS deployment for %s: %s; the bootloader fell back to the previous deployment. "+
 			"Not rebooting again: waiting for an administrator or a new desired config", u.DesiredName, mismatch)
 	}
 	msg := "booted OS image " + b.Image
 	if image == "" {
-		msg = "booted kernel arguments as desired"
+		msg = "booted kernel arguments, extensions and kernel type as desired"
 	}
 	if gate, _ := gateNeeded(d); gate {
 		// The health gate's rollback needs it; the gate cleans up once passed.
@@ -65,10 +65,43 @@ func CheckOS(ctx context.Context, osu OSUpdater, cfg plan.Config) error {
 	if err != nil {
 		return fmt.Errorf("reading the booted OS with %s: %w", osu.Name(), err)
 	}
-	if mismatch := BootedMismatch(b, cfg.OSImageURL, cfg.KernelArguments, nil); mismatch != "" {
+	if mismatch := join(BootedMismatch(b, cfg.OSImageURL, cfg.KernelArguments, nil), PackagesMismatch(b, cfg)); mismatch != "" {
 		return errors.New(mismatch)
 	}
 	return nil
+}
+
+// PackagesMismatch says how the booted deployment's extension packages and
+// kernel type differ from cfg's, or "" when they do not or b's packages
+// are unknown. Only the packages extensions manage count: one an
+// administrator layered by hand is not the config's.
+func PackagesMismatch(b BootedOS, cfg plan.Config) string {
+	if b.Packages == nil {
+		return ""
+	}
+	var out []string
+	want, have := plan.ExtensionPackages(cfg.Extensions), plan.LayeredExtensions(b.Packages)
+	if missing := plan.MultisetMinus(want, have); len(missing) > 0 {
+		out = append(out, "extension packages missing: "+strings.Join(missing, " "))
+	}
+	if extra := plan.MultisetMinus(have, want); len(extra) > 0 {
+		out = append(out, "extension packages no extension asks for: "+strings.Join(extra, " "))
+	}
+	if kt, want := plan.KernelTypeOf(b.Packages, b.RemovedPackages), plan.CanonicalKernelType(cfg.KernelType); kt != want {
+		out = append(out, fmt.Sprintf("booted kernel type %s, desired %s", kt, want))
+	}
+	return strings.Join(out, "; ")
+}
+
+// join joins the non-empty parts with "; ".
+func join(parts ...string) string {
+	var out []string
+	for _, p := range parts {
+		if p != "" {
+			out = append(out, p)
+		}
+	}
+	return strings.Join(out, "; ")
 }
 
 // BootedMismatch says how the booted deployment differs from the desired

@@ -3,6 +3,7 @@ package phases
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -42,7 +43,8 @@ func Prepare() Phase {
 			}
 			u := d.Update()
 			d.Progress().OS = &progress.OSPlan{FromKernelArgs: u.Current.KernelArguments, ImageChanged: u.Diff.OSImageChanged,
-				KernelArgsRemoved: u.Diff.KernelArgsRemoved, KernelArgsAdded: u.Diff.KernelArgsAdded}
+				KernelArgsRemoved: u.Diff.KernelArgsRemoved, KernelArgsAdded: u.Diff.KernelArgsAdded,
+				ExtensionsChanged: u.Diff.ExtensionsChanged, KernelTypeChanged: u.Diff.KernelTypeChanged}
 			d.Progress().Action = saveAction(u.Action)
 			d.SetDesiredVersion(u.DesiredName)
 			return Outcome{Message: plan.Summary(u.Diff, u.Action)}, nil
@@ -72,6 +74,10 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	if saved != nil {
 		diff.OSImageChanged = saved.ImageChanged
 		diff.KernelArgsRemoved, diff.KernelArgsAdded = saved.KernelArgsRemoved, saved.KernelArgsAdded
+		diff.ExtensionsChanged, diff.KernelTypeChanged = saved.ExtensionsChanged, saved.KernelTypeChanged
+		if d.OS() == nil {
+			NotManaged(&diff)
+		}
 	} else if err := checkOS(ctx, d.OS(), u.CurrentName == "", current, desired, d.Progress().EarlierKernelArgs, &diff); err != nil {
 		return err
 	} else if err := d.Host().Preflight(current, desired, diff); err != nil {
@@ -108,23 +114,21 @@ func restoreAction(p *progress.ActionPlan) plan.PostAction {
 	return plan.Restored(p.Reboot, as, p.Drain, p.DrainReason, nil)
 }
 
-// NoOSUpdaterMessage refuses an OS change on a node with no OS updater.
-const NoOSUpdaterMessage = "OS image and kernel argument changes need rpm-ostree or bootc; this node has neither"
-
 // checkOS refuses OS changes the node cannot make, and plans the OS change
 // against the booted deployment: the image is changed when the node does
 // not run the desired one (also when the configs agree: an earlier boot
-// fell back), and the kernel arguments are edited from the booted ones when
-// those are not the current config's (no current config, or a fallback).
+// fell back), the kernel arguments are edited from the booted ones when
+// those are not the current config's (no current config, or a fallback),
+// and the extensions and kernel type change when the booted deployment's
+// packages are not the desired ones. A node with no OS updater manages no
+// OS field (see NotManaged).
 func checkOS(ctx context.Context, osu OSUpdater, adopting bool, current, desired plan.Config, earlier []string, diff *plan.Diff) error {
 	if osu == nil {
-		if diff.OSChanged() {
-			return &UnsupportedError{Object: desired.Name, Field: osField(*diff), Msg: NoOSUpdaterMessage}
-		}
+		NotManaged(diff)
 		return nil
 	}
 	if desired.OSImageURL == "" && len(desired.KernelArguments)+len(current.KernelArguments)+len(earlier) == 0 &&
-		!diff.OSChanged() {
+		!diff.OSChanged() && !managesPackages(current) && !managesPackages(desired) {
 		return nil // the configs manage no OS state: nothing to plan against the booted OS
 	}
 	b, err := osu.Booted(ctx, desired.OSImageURL)
@@ -135,33 +139,60 @@ func checkOS(ctx context.Context, osu OSUpdater, adopting bool, current, desired
 	if !diff.OSChanged() {
 		return nil
 	}
-	image := ""
-	if diff.OSImageChanged {
-		image = desired.OSImageURL
-	}
-	kargs := len(diff.KernelArgsRemoved)+len(diff.KernelArgsAdded) > 0
-	if err := osu.Supports(image, kargs); err != nil {
-		field := osField(*diff)
-		if image != "" && osu.Supports(image, false) != nil {
-			field = "spec.osImageURL"
-		}
-		return &UnsupportedError{Object: desired.Name, Field: field,
+	c := NewOSChange(desired, *diff)
+	if err := osu.Supports(c); err != nil {
+		return &UnsupportedError{Object: desired.Name, Field: unsupportedField(osu, c, *diff),
 			Msg: fmt.Sprintf("this node's OS updater %s cannot make the change: %v", osu.Name(), err)}
 	}
 	return nil
 }
 
-// osField names the field whose change needs the OS updater: the image
-// when it changes, else the kernel arguments.
-func osField(diff plan.Diff) string {
+// NotManaged empties the OS part of diff on a node with no OS updater (a
+// plain distribution): its image, kernel arguments, extensions and kernel
+// type are left as they are, as machine-config-daemon leaves them on a
+// node that is not CoreOS, and the diff says so (never "applied").
+func NotManaged(diff *plan.Diff) {
+	diff.OSImageChanged, diff.ExtensionsChanged, diff.KernelTypeChanged = false, false, false
+	diff.KernelArgsRemoved, diff.KernelArgsAdded = nil, nil
+	diff.OSNotManaged = true
+}
+
+// NewOSChange is the OS change that stages diff's toward desired.
+func NewOSChange(desired plan.Config, diff plan.Diff) OSChange {
+	c := OSChange{KernelArgs: desired.KernelArguments, Removed: diff.KernelArgsRemoved, Added: diff.KernelArgsAdded,
+		Extensions: desired.Extensions, KernelType: desired.KernelType,
+		PackagesChanged: diff.ExtensionsChanged || diff.KernelTypeChanged}
 	if diff.OSImageChanged {
+		c.Image = desired.OSImageURL
+	}
+	return c
+}
+
+// managesPackages reports whether cfg sets extensions or a kernel type
+// other than the default.
+func managesPackages(cfg plan.Config) bool {
+	return len(cfg.Extensions) > 0 || plan.CanonicalKernelType(cfg.KernelType) != plan.KernelDefault
+}
+
+// unsupportedField names the field of c the updater cannot make: each
+// part is asked about alone, in field order.
+func unsupportedField(osu OSUpdater, c OSChange, diff plan.Diff) string {
+	if c.Image != "" && osu.Supports(OSChange{Image: c.Image}) != nil {
 		return "spec.osImageURL"
 	}
-	return "spec.kernelArguments"
+	if len(c.Removed)+len(c.Added) > 0 && osu.Supports(OSChange{Removed: c.Removed, Added: c.Added}) != nil {
+		return "spec.kernelArguments"
+	}
+	if diff.ExtensionsChanged && osu.Supports(OSChange{Extensions: c.Extensions, PackagesChanged: true}) != nil {
+		return "spec.extensions"
+	}
+	return "spec.kernelType"
 }
 
 // PlanAgainstBooted corrects diff's OS change with the booted deployment
-// b. The image changes exactly when b does not run the desired one. When b
+// b. The image changes exactly when b does not run the desired one, the
+// extensions and the kernel type when b's packages are known and are not
+// the desired ones. When b
 // lacks the current config's kernel arguments, when there is no current
 // config (adopting), or when an earlier unfinished update may have left
 // its own (earlier: their kernel arguments), the kernel argument edit is
@@ -171,6 +202,10 @@ func osField(diff plan.Diff) string {
 // config diff.
 func PlanAgainstBooted(b BootedOS, adopting bool, current, desired plan.Config, earlier []string, diff *plan.Diff) {
 	diff.OSImageChanged = desired.OSImageURL != "" && !b.IsImage
+	if b.Packages != nil {
+		diff.ExtensionsChanged = !slices.Equal(plan.LayeredExtensions(b.Packages), plan.ExtensionPackages(desired.Extensions))
+		diff.KernelTypeChanged = plan.KernelTypeOf(b.Packages, b.RemovedPackages) != plan.CanonicalKernelType(desired.KernelType)
+	}
 	kb := BootedOS{IsImage: true, KernelArgs: b.KernelArgs}
 	if b.KernelArgs == nil ||
 		(!adopting && len(earlier) == 0 && BootedMismatch(kb, "", current.KernelArguments, nil) == "") {

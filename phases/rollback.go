@@ -67,6 +67,7 @@ func reverse(d Data) reversed {
 	// update did not change them, so the rollback leaves them too.
 	diff, _ := plan.Compare(u.Desired, u.Current)
 	diff.OSImageChanged, diff.KernelArgsRemoved, diff.KernelArgsAdded = false, nil, nil
+	diff.ExtensionsChanged, diff.KernelTypeChanged = false, false
 	r := &Update{Node: u.Node, CurrentName: u.DesiredName, DesiredName: u.CurrentName,
 		Current: u.Desired, Desired: u.Current, Diff: diff}
 	// The rollback must run whatever the policy's state: without one in

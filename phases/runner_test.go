@@ -141,6 +141,10 @@ func (t txn) WriteSSHKeys(keys []string) error {
 	t.h.files["ssh"] = strings.Join(keys, "\n")
 	return nil
 }
+func (t txn) SetPasswordHash(hash string) error {
+	t.h.files["shadow:core"] = hash
+	return nil
+}
 func (t txn) RecordUnitStates(states map[string]string) error {
 	if t.h.unitStates == nil {
 		t.h.unitStates = map[string]string{}

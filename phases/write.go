@@ -65,6 +65,10 @@ func Write() Phase {
 	}
 }
 
+// NotManagedMessage says, in the write's message, that a node with no OS
+// updater leaves its OS fields alone.
+const NotManagedMessage = "OS not managed on this node (no rpm-ostree or bootc): osImageURL, kernelArguments, extensions and kernelType left as they are"
+
 func write(ctx context.Context, d Data, txn Txn) (string, error) {
 	diff := d.Update().Diff
 	if err := recordUnitStates(ctx, d.Units(), txn, diff); err != nil {
@@ -106,6 +110,11 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 			return "", fmt.Errorf("writing SSH keys of user core: %w", err)
 		}
 	}
+	if diff.PasswordHashChanged {
+		if err := txn.SetPasswordHash(d.Update().Desired.PasswordHash); err != nil {
+			return "", fmt.Errorf("setting the password hash of user core: %w", err)
+		}
+	}
 	if len(diff.ChangedUnits)+len(diff.RemovedUnits) > 0 {
 		if err := d.Units().DaemonReload(ctx); err != nil {
 			return "", fmt.Errorf("reloading systemd: %w", err)
@@ -127,6 +136,12 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 	}
 	if diff.SSHKeysChanged {
 		parts = append(parts, "SSH keys")
+	}
+	if diff.PasswordHashChanged {
+		parts = append(parts, "password hash")
+	}
+	if diff.OSNotManaged {
+		return "Applied " + strings.Join(append(parts, NotManagedMessage), ", "), nil
 	}
 	if staged == "" {
 		return "Applied " + strings.Join(append(parts, "OS unchanged"), ", "), nil
@@ -159,11 +174,7 @@ func writeOS(ctx context.Context, d Data) (string, error) {
 		}
 		return removed, nil
 	}
-	c := OSChange{KernelArgs: u.Desired.KernelArguments, Removed: u.Diff.KernelArgsRemoved, Added: u.Diff.KernelArgsAdded}
-	if u.Diff.OSImageChanged {
-		c.Image = u.Desired.OSImageURL
-	}
-	staged, err := osu.Stage(ctx, c)
+	staged, err := osu.Stage(ctx, NewOSChange(u.Desired, u.Diff))
 	if err != nil {
 		return "", fmt.Errorf("staging the OS update with %s: %w", osu.Name(), err)
 	}

@@ -20,15 +20,20 @@ var _ phases.OSUpdater = (*Bootc)(nil)
 // Name is "bootc".
 func (u *Bootc) Name() string { return NameBootc }
 
-// Supports refuses images bootc cannot verify, and kernel argument
-// changes when rpm-ostree is missing.
-func (u *Bootc) Supports(image string, kargsChanged bool) error {
-	if image != "" {
-		if _, err := SwitchArgs(image); err != nil {
+// Supports refuses images bootc cannot verify, kernel argument changes
+// when rpm-ostree is missing, and extension and kernel type changes: bootc
+// takes packages from the image only (layering them with rpm-ostree would
+// leave a deployment bootc no longer updates).
+func (u *Bootc) Supports(c phases.OSChange) error {
+	if c.Image != "" {
+		if _, err := SwitchArgs(c.Image); err != nil {
 			return err
 		}
 	}
-	if kargsChanged && !u.Run.Has(NameRpmOstree) {
+	if c.PackagesChanged {
+		return errors.New("bootc takes extensions and the kernel from the OS image only: build them into the image (spec.osImageURL)")
+	}
+	if len(c.Removed)+len(c.Added) > 0 && !u.Run.Has(NameRpmOstree) {
 		return errors.New("kernel argument changes on a bootc host need rpm-ostree, which is not installed; bootc takes kernel arguments from the image (/usr/lib/bootc/kargs.d)")
 	}
 	return nil
@@ -38,13 +43,16 @@ func (u *Bootc) Supports(image string, kargsChanged bool) error {
 // and makes the kernel argument changes through rpm-ostree.
 func (u *Bootc) Stage(ctx context.Context, c phases.OSChange) (string, error) {
 	var msg stageMessage
+	if c.PackagesChanged {
+		return "", u.Supports(phases.OSChange{PackagesChanged: true})
+	}
 	if c.Image != "" {
 		if err := u.switchTo(ctx, c.Image, &msg); err != nil {
 			return "", err
 		}
 	}
 	if len(c.Removed)+len(c.Added) > 0 {
-		if err := u.Supports("", true); err != nil {
+		if err := u.Supports(phases.OSChange{Removed: c.Removed, Added: c.Added}); err != nil {
 			return "", err
 		}
 		if err := stageKargs(ctx, u.Run, c, &msg); err != nil {

@@ -14,6 +14,8 @@ import (
 type RpmOstree struct {
 	Run   Runner
 	Retry Retry
+	// Arch is the node's architecture as Go names it; "" is the daemon's.
+	Arch string
 }
 
 var _ phases.OSUpdater = (*RpmOstree)(nil)
@@ -21,20 +23,29 @@ var _ phases.OSUpdater = (*RpmOstree)(nil)
 // Name is "rpm-ostree".
 func (u *RpmOstree) Name() string { return NameRpmOstree }
 
-// Supports: rpm-ostree makes every OS change of an image it can parse.
-func (u *RpmOstree) Supports(image string, kargsChanged bool) error {
-	if image == "" {
-		return nil
+// Supports: rpm-ostree makes every OS change of an image it can parse,
+// but for a kernel this machine cannot run.
+func (u *RpmOstree) Supports(c phases.OSChange) error {
+	if c.Image != "" {
+		if _, err := RebaseArgs(c.Image); err != nil {
+			return err
+		}
 	}
-	_, err := RebaseArgs(image)
-	return err
+	return u.supportsPackages(c)
 }
 
-// Stage rebases to the image (unless the deployment that boots next has
-// it) and makes the kernel argument changes in one kargs call (unless that
-// deployment has them).
+// Stage undoes a kernel swap when it must (packages.go), rebases to the
+// image (unless the deployment that boots next has it), makes the kernel
+// argument changes in one kargs call (unless that deployment has them),
+// then swaps the kernel and layers the extensions' packages.
 func (u *RpmOstree) Stage(ctx context.Context, c phases.OSChange) (string, error) {
 	var msg stageMessage
+	if err := u.supportsPackages(c); err != nil {
+		return "", err
+	}
+	if err := u.revertKernel(ctx, c, &msg); err != nil {
+		return "", err
+	}
 	if c.Image != "" {
 		st, err := rpmOstreeStatus(ctx, u.Run)
 		if err != nil {
@@ -48,6 +59,9 @@ func (u *RpmOstree) Stage(ctx context.Context, c phases.OSChange) (string, error
 		if err := stageKargs(ctx, u.Run, c, &msg); err != nil {
 			return "", err
 		}
+	}
+	if err := u.stagePackages(ctx, c, &msg); err != nil {
+		return "", err
 	}
 	return msg.String(), nil
 }
@@ -102,7 +116,8 @@ func (u *RpmOstree) Booted(ctx context.Context, image string) (phases.BootedOS, 
 	if err != nil {
 		return phases.BootedOS{}, err
 	}
-	return phases.BootedOS{Image: d.Image(), IsImage: image == "" || plan.SameImage(d.Image(), image), KernelArgs: kargs}, nil
+	return phases.BootedOS{Image: d.Image(), IsImage: image == "" || plan.SameImage(d.Image(), image), KernelArgs: kargs,
+		Packages: orEmpty(d.RequestedPackages), RemovedPackages: d.RequestedBaseRemovals}, nil
 }
 
 // Cleanup removes the rollback deployment.

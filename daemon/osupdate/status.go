@@ -31,6 +31,11 @@ type Deployment struct {
 	ContainerImageReferenceDigest string `json:"container-image-reference-digest"`
 	// Origin is the ostree refspec of deployments not from a container.
 	Origin string `json:"origin"`
+	// RequestedPackages are the packages layered on the base (rpm-ostree
+	// install, update --install) and RequestedBaseRemovals the base
+	// packages removed (override remove), as the origin asks for them.
+	RequestedPackages     []string `json:"requested-packages"`
+	RequestedBaseRemovals []string `json:"requested-base-removals"`
 }
 
 // ParseRpmOstreeStatus decodes `rpm-ostree status --json`.

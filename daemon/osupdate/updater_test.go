@@ -216,13 +216,13 @@ func TestBootc(t *testing.T) {
 	if err != nil || Name(u) != "bootc" {
 		t.Fatalf("Detect = %v, %v", Name(u), err)
 	}
-	if err := u.Supports("", true); err == nil || !strings.Contains(err.Error(), "need rpm-ostree") {
+	if err := u.Supports(phases.OSChange{Added: []string{"a"}}); err == nil || !strings.Contains(err.Error(), "need rpm-ostree") {
 		t.Errorf("Supports(kargs) = %v", err)
 	}
-	if err := u.Supports(newImage, false); err != nil {
+	if err := u.Supports(phases.OSChange{Image: newImage}); err != nil {
 		t.Errorf("Supports(image) = %v", err)
 	}
-	if err := u.Supports("ostree-remote-registry:fedora:"+newImage, false); err == nil || !strings.Contains(err.Error(), "cannot verify images with an ostree remote") {
+	if err := u.Supports(phases.OSChange{Image: "ostree-remote-registry:fedora:" + newImage}); err == nil || !strings.Contains(err.Error(), "cannot verify images with an ostree remote") {
 		t.Errorf("Supports(remote-verified image) = %v", err)
 	}
 	msg, err := u.Stage(ctx, phases.OSChange{Image: newImage})

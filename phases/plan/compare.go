@@ -41,7 +41,8 @@ func Compare(current, desired Config) (Diff, error) {
 	d.KernelArgsRemoved = MultisetMinus(current.KernelArguments, desired.KernelArguments)
 	d.KernelArgsAdded = MultisetMinus(desired.KernelArguments, current.KernelArguments)
 	d.ExtensionsChanged = !slices.Equal(sortedSet(current.Extensions), sortedSet(desired.Extensions))
-	d.KernelTypeChanged = canonicalKernelType(current.KernelType) != canonicalKernelType(desired.KernelType)
+	d.KernelTypeChanged = CanonicalKernelType(current.KernelType) != CanonicalKernelType(desired.KernelType)
+	d.PasswordHashChanged = current.PasswordHash != desired.PasswordHash
 
 	if fields := unreconcilableChanges(current.Unreconcilable, desired.Unreconcilable); len(fields) > 0 {
 		return d, &UnreconcilableError{Object: desired.Name, Fields: fields,
@@ -49,6 +50,12 @@ func Compare(current, desired Config) (Diff, error) {
 	}
 	return d, nil
 }
+
+// removableSections are the sections a desired config may drop, as
+// machine-config-daemon allows: storage.links, which it never applies in
+// place either, may go (upstream's reconcilable(), for configs that once
+// had links); the links stay on the node, as upstream leaves them.
+func removableSections() []string { return []string{"spec.config.storage.links"} }
 
 // unreconcilableChanges lists, sorted, the fields whose entries differ.
 func unreconcilableChanges(current, desired map[string]string) []string {
@@ -59,7 +66,7 @@ func unreconcilableChanges(current, desired map[string]string) []string {
 		}
 	}
 	for k := range current {
-		if _, ok := desired[k]; !ok {
+		if _, ok := desired[k]; !ok && !slices.Contains(removableSections(), k) {
 			fields = append(fields, k)
 		}
 	}
@@ -113,13 +120,4 @@ func sortedSet(s []string) []string {
 	out := slices.Clone(s)
 	slices.Sort(out)
 	return slices.Compact(out)
-}
-
-// canonicalKernelType maps the empty kernel type to "default", as
-// machine-config-daemon does.
-func canonicalKernelType(t string) string {
-	if t == "" {
-		return "default"
-	}
-	return t
 }

@@ -136,18 +136,18 @@ func TestCompareUnreconcilable(t *testing.T) {
 		"spec.config.passwd.groups":           `[{"name":"a"}]`,          // same
 		"spec.fips":                           "true",                    // added
 		"spec.config.passwd.users[name=core]": `{"name":"core","passwordHash":"x"}`,
-		// links removed
+		// links removed: allowed, as machine-config-daemon allows it
 	}, OSImageURL: "quay.io/os@sha256:2"}
 	d, err := Compare(current, desired)
 	var ue *UnreconcilableError
 	if !errors.As(err, &ue) {
 		t.Fatalf("Compare error = %v, want an *UnreconcilableError", err)
 	}
-	wantFields := []string{"spec.config.storage.disks", "spec.config.storage.links", "spec.fips"}
+	wantFields := []string{"spec.config.storage.disks", "spec.fips"}
 	if ue.Object != "rendered-worker-new" || !reflect.DeepEqual(ue.Fields, wantFields) {
 		t.Errorf("error = %+v, want fields %q", ue, wantFields)
 	}
-	want := `MachineConfig "rendered-worker-new" cannot be applied in place: spec.config.storage.disks changed, spec.config.storage.links changed, spec.fips changed`
+	want := `MachineConfig "rendered-worker-new" cannot be applied in place: spec.config.storage.disks changed, spec.fips changed`
 	if err.Error() != want {
 		t.Errorf("Error() = %q\nwant %q", err, want)
 	}

@@ -210,22 +210,3 @@ func TestCheckTextInvalidUTF8(t *testing.T) {
 		t.Errorf("checkKernelArg = %q", msg)
 	}
 }
-
-// A change of extensions or kernel type needs an OS package change this
-// host cannot make: it is named, and nothing else is.
-func TestUnsupportedOSFields(t *testing.T) {
-	tests := []struct {
-		d     Diff
-		field string
-	}{
-		{Diff{ExtensionsChanged: true}, "spec.extensions"},
-		{Diff{KernelTypeChanged: true}, "spec.kernelType"},
-		{Diff{OSImageChanged: true, KernelArgsAdded: []string{"a"}}, ""},
-		{Diff{}, ""},
-	}
-	for _, tt := range tests {
-		if field, msg := UnsupportedOSFields(tt.d); field != tt.field || (field != "" && !strings.Contains(msg, "not supported")) {
-			t.Errorf("UnsupportedOSFields(%+v) = %q %q, want %q", tt.d, field, msg, tt.field)
-		}
-	}
-}

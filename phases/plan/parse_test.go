@@ -271,7 +271,7 @@ func TestParseUnreconcilable(t *testing.T) {
   "files":[{"path":"/etc/a","contents":{"source":"data:,x"},"append":[{"source":"data:,y"}]}]
 },
 "passwd":{
-  "users":[{"name":"core","passwordHash":"$6$x","sshAuthorizedKeys":["k"]},{"name":"alice"}],
+  "users":[{"name":"core","passwordHash":"$6$x","gecos":"Core","sshAuthorizedKeys":["k"]},{"name":"alice"}],
   "groups":[{"name":"admins"}]
 }`)
 	mc := machineConfig("m", raw)
@@ -301,8 +301,11 @@ func TestParseUnreconcilable(t *testing.T) {
 	if !reflect.DeepEqual(SortedKeys(got.Unreconcilable), want) {
 		t.Errorf("unreconcilable keys:\n got %q\nwant %q", SortedKeys(got.Unreconcilable), want)
 	}
-	if c := got.Unreconcilable["spec.config.passwd.users[name=core]"]; c != `{"name":"core","passwordHash":"$6$x"}` {
-		t.Errorf("core entry = %s", c)
+	if c := got.Unreconcilable["spec.config.passwd.users[name=core]"]; c != `{"gecos":"Core","name":"core"}` {
+		t.Errorf("core entry = %s (the SSH keys and password hash are applied in place)", c)
+	}
+	if got.PasswordHash != "$6$x" {
+		t.Errorf("password hash = %q", got.PasswordHash)
 	}
 	if c := string(got.Files["/etc/a"].Contents); c != "xy" {
 		t.Errorf("appended contents = %q, want %q", c, "xy")

@@ -9,8 +9,9 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_5/types"
 )
 
-// passwd takes user core's SSH keys; every other passwd setting cannot be
-// applied in place.
+// passwd takes user core's SSH keys and password hash, as
+// machine-config-daemon does; every other passwd setting cannot be applied
+// in place.
 func (p *parser) passwd(cfg *Config, pw types.Passwd) {
 	for i, u := range pw.Users {
 		key := fmt.Sprintf("spec.config.passwd.users[name=%s]", u.Name)
@@ -24,8 +25,15 @@ func (p *parser) passwd(cfg *Config, pw types.Passwd) {
 		for _, k := range u.SSHAuthorizedKeys {
 			cfg.SSHKeys = append(cfg.SSHKeys, string(k))
 		}
+		if h := deref(u.PasswordHash); h != "" {
+			if msg := CheckPasswordHash(h); msg != "" {
+				p.add(fmt.Sprintf("spec.config.passwd.users[%d].passwordHash", i), "%s", msg)
+			}
+			cfg.PasswordHash = h
+		}
 		rest := u
 		rest.SSHAuthorizedKeys = nil
+		rest.PasswordHash = nil
 		if !reflect.DeepEqual(rest, types.PasswdUser{Name: coreUser}) {
 			cfg.Unreconcilable[key] = canonical(rest)
 		}
@@ -36,8 +44,12 @@ func (p *parser) passwd(cfg *Config, pw types.Passwd) {
 }
 
 // unreconcilableSections records the Ignition sections only a reprovision
-// applies, as machine-config-daemon does: disks, RAID, filesystems, LUKS,
-// directories, links and Ignition's own kernel arguments.
+// applies. machine-config-daemon refuses a change of disks, RAID,
+// filesystems (unless the cluster's MachineConfiguration overrides it),
+// directories and Ignition's own kernel arguments, and links added or
+// changed, but lets a config drop its links (see removableSections). It
+// ignores LUKS; a change there is refused here, so that an encryption
+// change is never reported done without being made (docs/parity.md).
 func (p *parser) unreconcilableSections(cfg *Config, c types.Config) {
 	sections := []struct {
 		field string
@@ -109,6 +121,29 @@ func SplitKernelArgs(s string) (args []string, ok bool) {
 		args = append(args, cur.String())
 	}
 	return args, !quoted
+}
+
+// maxPasswordHash bounds a password hash; crypt(3)'s longest (SHA-512
+// with rounds=) is about 120 characters.
+const maxPasswordHash = 512
+
+// CheckPasswordHash says what is wrong with a password hash for
+// /etc/shadow, or "". Only crypt(3)'s alphabet is taken ([./0-9A-Za-z],
+// "$" between the parts, "=" and "," in parameters, a leading "!" or "*"
+// for a locked account): no ":" or newline can reach the file, no shell
+// character a command line, and no hash that is not one passes for one.
+func CheckPasswordHash(h string) string {
+	if len(h) > maxPasswordHash {
+		return fmt.Sprintf("password hash of %d bytes: at most %d", len(h), maxPasswordHash)
+	}
+	body := strings.TrimLeft(h, "!*")
+	for i, r := range body {
+		ok := r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("./$=,", r)
+		if !ok {
+			return fmt.Sprintf("password hash has %q at byte %d: only crypt(3) hashes ([./0-9A-Za-z$=,], a leading ! or *) are taken", r, len(h)-len(body)+i)
+		}
+	}
+	return ""
 }
 
 // canonical encodes v as JSON; Ignition's types always encode.

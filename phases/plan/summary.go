@@ -21,7 +21,7 @@ func Summary(d Diff, a PostAction) string {
 	default:
 		parts = append(parts, "no drain")
 	}
-	if d.Empty() {
+	if d.Empty() && !d.OSNotManaged {
 		return strings.Join(append(parts, "no changes"), "; ")
 	}
 	parts = append(parts, strings.Join(changeCounts(d), ", "))
@@ -53,6 +53,12 @@ func changeCounts(d Diff) []string {
 	}
 	if d.SSHKeysChanged {
 		counts = append(counts, "SSH keys changed")
+	}
+	if d.PasswordHashChanged {
+		counts = append(counts, "password hash changed")
+	}
+	if d.OSNotManaged {
+		return append(counts, "OS not managed (no rpm-ostree or bootc on this node)")
 	}
 	if d.OSImageChanged {
 		counts = append(counts, "OS image changed")

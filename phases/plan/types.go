@@ -20,6 +20,9 @@ type Config struct {
 	// SSHKeysField is core's entry in the MachineConfig, for errors
 	// ("spec.config.passwd.users[0].sshAuthorizedKeys"); "" without keys.
 	SSHKeysField string
+	// PasswordHash is user core's password hash, "" when the config sets
+	// none (then "*", no password, is set, as machine-config-daemon does).
+	PasswordHash string
 
 	OSImageURL      string
 	KernelArguments []string
@@ -82,26 +85,34 @@ type Diff struct {
 	// Units the desired config no longer has (with their old definition), sorted.
 	RemovedUnits   []Unit
 	SSHKeysChanged bool
-	OSImageChanged bool
+	// PasswordHashChanged says user core's password hash changes.
+	PasswordHashChanged bool
+	OSImageChanged      bool
 	// Kernel arguments to remove and to add, in config order.
 	KernelArgsRemoved []string
 	KernelArgsAdded   []string
 	ExtensionsChanged bool
 	KernelTypeChanged bool
+	// OSNotManaged says the node has no OS updater: its OS fields are
+	// left as they are (the OS part of the diff is empty), as
+	// machine-config-daemon leaves them on a node that is not CoreOS.
+	OSNotManaged bool
 }
 
 // Empty reports whether the diff changes nothing.
 func (d Diff) Empty() bool {
 	return len(d.ChangedFiles) == 0 && len(d.RemovedFiles) == 0 &&
 		len(d.ChangedUnits) == 0 && len(d.RemovedUnits) == 0 &&
-		!d.SSHKeysChanged && !d.OSImageChanged &&
+		!d.SSHKeysChanged && !d.PasswordHashChanged && !d.OSImageChanged &&
 		len(d.KernelArgsRemoved) == 0 && len(d.KernelArgsAdded) == 0 &&
 		!d.ExtensionsChanged && !d.KernelTypeChanged
 }
 
-// OSChanged reports whether the diff needs an OS updater (image or kernel arguments).
+// OSChanged reports whether the diff needs an OS updater (image, kernel
+// arguments, extensions or kernel type).
 func (d Diff) OSChanged() bool {
-	return d.OSImageChanged || len(d.KernelArgsRemoved) > 0 || len(d.KernelArgsAdded) > 0
+	return d.OSImageChanged || len(d.KernelArgsRemoved) > 0 || len(d.KernelArgsAdded) > 0 ||
+		d.ExtensionsChanged || d.KernelTypeChanged
 }
 
 // ActionKind is what happens after the changes are written. Kinds are

@@ -83,6 +83,8 @@ type OSPlan struct {
 	ImageChanged      bool     `json:"imageChanged,omitempty"`
 	KernelArgsRemoved []string `json:"kernelArgsRemoved,omitempty"`
 	KernelArgsAdded   []string `json:"kernelArgsAdded,omitempty"`
+	ExtensionsChanged bool     `json:"extensionsChanged,omitempty"`
+	KernelTypeChanged bool     `json:"kernelTypeChanged,omitempty"`
 }
 
 // ActionPlan is the planned post action of an update.

@@ -271,44 +271,7 @@ func TestOSFallbackBoot(t *testing.T) {
 	}
 }
 
-// OS 5: a node with no OS updater refuses an OS change in prepare and
-// writes nothing.
-func TestOSChangeWithoutUpdater(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	osConfig(t, "rendered-os5-a", ign(nil), "")
-	osConfig(t, "rendered-os5-b", ign(map[string]string{"/etc/os5.conf": "os5\n"}), osImageB, "nosmt")
-	n, log := node(t, "os5", "rendered-os5-a")
-	if !strings.Contains(n.DaemonLog(), `"updater": "none"`) {
-		t.Error("the daemon did not log that it has no OS updater")
-	}
-	if err := n.SetDesired(ctx, "rendered-os5-b"); err != nil {
-		t.Fatal(err)
-	}
-	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
-		t.Fatal(err)
-	}
-	want := `Error: MachineConfig "rendered-os5-b": spec.osImageURL: OS image and kernel argument changes need rpm-ostree or bootc; this node has neither`
-	if c := log.Condition("UpdateCompatible"); c.Message != want {
-		t.Errorf("UpdateCompatible message %q, want %q", c.Message, want)
-	}
-	if c := log.Condition("NodeDegraded"); c.Status != "True" || c.Message != want {
-		t.Errorf("NodeDegraded %s %q", c.Status, c.Message)
-	}
-	if _, err := os.Stat(filepath.Join(n.Sys.Root, "/etc/os5.conf")); !os.IsNotExist(err) {
-		t.Errorf("/etc/os5.conf written: %v", err)
-	}
-	if c := log.Condition("AppliedFilesAndOS"); c.Status != "False" {
-		t.Errorf("AppliedFilesAndOS %s %q", c.Status, c.Message)
-	}
-	if a := getNode(t, "os5").Annotations["machineconfiguration.openshift.io/state"]; a != "Unreconcilable" {
-		t.Errorf("state = %q", a)
-	}
-	if getNode(t, "os5").Spec.Unschedulable {
-		t.Error("node cordoned")
-	}
-}
+// OS 5, a node with no OS updater, is in osfields_test.go: it manages no OS field.
 
 // bootc: the image is switched with bootc, the node boots it; kernel
 // arguments are refused on a bootc host without rpm-ostree.

@@ -103,6 +103,9 @@ func (h *host) ReadState(name string) ([]byte, error) {
 
 const sshPath = "/home/core/.ssh/authorized_keys.d/ignition"
 
+// shadowPath stands for core's entry in /etc/shadow.
+const shadowPath = "/etc/shadow:core"
+
 func unitPath(name string) string { return "/etc/systemd/system/" + name }
 
 // txn journals what it replaces (nil: the path did not exist), so that a
@@ -159,6 +162,10 @@ func (t *txn) RemoveUnit(u plan.Unit) error { return t.locked(func() { t.put(uni
 
 func (t *txn) WriteSSHKeys(keys []string) error {
 	return t.locked(func() { t.put(sshPath, []byte(strings.Join(keys, "\n"))) })
+}
+
+func (t *txn) SetPasswordHash(hash string) error {
+	return t.locked(func() { t.put(shadowPath, []byte(hash)) })
 }
 
 func (t *txn) RecordUnitStates(states map[string]string) error {

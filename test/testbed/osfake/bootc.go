@@ -136,7 +136,8 @@ func (f *fake) bootcSwitch(args []string) error {
 			"pinging container registry %s: Get \"https://%s/v2/\": dial tcp: lookup %s: no such host",
 			registryHost(name), registryHost(name), registryHost(name))
 	}
-	d := f.newDeployment(ref, f.state.Deployments[0].Kargs)
+	// A bootc image brings its own packages: no origin is carried over.
+	d := f.newDeployment(Deployment{}, ref, f.state.Deployments[0].Kargs)
 	f.stage(d)
 	if err := f.save(); err != nil {
 		return err

@@ -80,7 +80,7 @@ func Install(root, binary string, opts Options) error {
 		return err
 	}
 	f := &fake{root: root, state: State{OSName: "fedora-coreos"}}
-	d := f.newDeployment(opts.Image, opts.Kargs)
+	d := f.newDeployment(Deployment{}, opts.Image, opts.Kargs)
 	d.Staged = false
 	f.state.Deployments = []Deployment{d}
 	return f.save()

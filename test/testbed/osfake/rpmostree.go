@@ -37,6 +37,10 @@ func (f *fake) rpmOstree(args []string) error {
 		return f.cleanup(args[1:])
 	case "rollback":
 		return f.rpmRollback(args[1:])
+	case "update", "upgrade":
+		return f.update(args[1:])
+	case "override":
+		return f.override(args[1:])
 	}
 	return fmt.Errorf("Unknown command '%s'", args[0])
 }
@@ -56,8 +60,8 @@ func (f *fake) rpmStatus(args []string) error {
 			"version": d.Version, "timestamp": d.Timestamp, "booted": i == f.state.Booted, "staged": d.Staged,
 			"pinned": false, "unlocked": "none", "regenerate-initramfs": false,
 			"container-image-reference": d.Image, "container-image-reference-digest": digest(d.Image),
-			"requested-packages": []string{}, "requested-local-packages": []string{},
-			"base-removals": []string{}, "base-local-replacements": []string{},
+			"requested-packages": orEmpty(d.Packages), "packages": orEmpty(d.Packages), "requested-local-packages": []string{},
+			"requested-base-removals": orEmpty(d.Removals), "base-removals": baseRemovals(d), "base-local-replacements": []string{},
 			"base-commit-meta": map[string]any{"ostree.bootable": true, "version": d.Version},
 		})
 	}
@@ -120,7 +124,7 @@ func (f *fake) rebase(args []string) error {
 			"pinging container registry %s: Get \"https://%s/v2/\": dial tcp: lookup %s: no such host",
 			registryHost(name), registryHost(name), registryHost(name))
 	}
-	d := f.newDeployment(ref, f.state.Deployments[0].Kargs)
+	d := f.newDeployment(f.state.Deployments[0], ref, f.state.Deployments[0].Kargs)
 	fmt.Fprintf(f.stdout, "Importing: %s (digest: %s)\nStaging deployment... done\n", ref, digest(ref))
 	f.stage(d)
 	if err := f.save(); err != nil {
@@ -197,7 +201,7 @@ func (f *fake) kargs(args []string) error {
 	if base.Staged {
 		f.state.Deployments[index].Kargs = kargs
 	} else {
-		f.stage(f.newDeployment(base.Image, kargs))
+		f.stage(f.newDeployment(base, base.Image, kargs))
 	}
 	if err := f.save(); err != nil {
 		return err
@@ -285,4 +289,11 @@ func (f *fake) cleanup(args []string) error {
 	}
 	fmt.Fprintf(f.stdout, "Deployments removed: %d\n", before-len(keep))
 	return nil
+}
+
+func orEmpty(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
 }

@@ -19,6 +19,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -51,6 +52,10 @@ type Deployment struct {
 	Timestamp int64    `json:"timestamp"`
 	Kargs     []string `json:"kargs"`
 	Staged    bool     `json:"staged"`
+	// Packages are the layered packages and Removals the base packages
+	// removed, as the deployment's origin requests them.
+	Packages []string `json:"packages,omitempty"`
+	Removals []string `json:"removals,omitempty"`
 }
 
 // State is the node's deployments in ostree's order (the staged or pending
@@ -131,12 +136,18 @@ func (f *fake) id(d Deployment) string {
 	return fmt.Sprintf("%s-%s.%d", f.state.OSName, d.Checksum, d.Serial)
 }
 
-// newDeployment makes a deployment of image with kargs, its serial counted
+// newDeployment makes a deployment of image with kargs and the origin
+// (layered packages, base removals) of from, as rpm-ostree carries them
+// over; its checksum is the image's and the origin's, its serial counted
 // among the deployments of the same commit.
-func (f *fake) newDeployment(image string, kargs []string) Deployment {
-	sum := sha256.Sum256([]byte(image))
+func (f *fake) newDeployment(from Deployment, image string, kargs []string) Deployment {
+	sum := sha256.Sum256([]byte(image + "\x00" + strings.Join(from.Packages, ",") + "\x00" + strings.Join(from.Removals, ",")))
+	if len(from.Packages)+len(from.Removals) == 0 {
+		sum = sha256.Sum256([]byte(image))
+	}
 	d := Deployment{Checksum: hex.EncodeToString(sum[:]), Image: image, Kargs: append([]string{}, kargs...),
-		Version: "fake." + hex.EncodeToString(sum[:3]), Timestamp: 1735689600, Staged: true}
+		Version: "fake." + hex.EncodeToString(sum[:3]), Timestamp: 1735689600, Staged: true,
+		Packages: slices.Clone(from.Packages), Removals: slices.Clone(from.Removals)}
 	for _, o := range f.state.Deployments {
 		if o.Checksum == d.Checksum && o.Serial >= d.Serial {
 			d.Serial = o.Serial + 1

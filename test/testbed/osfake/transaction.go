@@ -31,8 +31,10 @@ func transactionTitle(args []string) string {
 		return ""
 	}
 	switch args[0] {
-	case "rebase", "cleanup", "rollback":
+	case "rebase", "cleanup", "rollback", "override":
 		return strings.Join(args, " ")
+	case "update", "upgrade":
+		return "upgrade"
 	case "kargs":
 		for _, a := range args[1:] {
 			for _, edit := range []string{"--append", "--delete", "--replace", "--editor"} {
