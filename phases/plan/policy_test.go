@@ -143,6 +143,8 @@ func TestPostActionCombines(t *testing.T) {
 					"unit foo.service: DaemonReload, Restart foo.service [rule units[0]]"}}},
 		{"SSH keys by the user's rule", Diff{SSHKeysChanged: true}, PostAction{Kind: ActionReloadUnit,
 			Actions: []Action{{Type: ActReload, Unit: "sshd.service"}}, Reasons: []string{"SSH keys: Reload sshd.service [rule sshkey]"}}},
+		{"the password hash by the SSH key rule", Diff{PasswordHashChanged: true}, PostAction{Kind: ActionReloadUnit,
+			Actions: []Action{{Type: ActReload, Unit: "sshd.service"}}, Reasons: []string{"password hash: Reload sshd.service [rule sshkey]"}}},
 		{"removed unit with no rule", Diff{RemovedUnits: []Unit{{Name: "old.service"}}}, PostAction{Kind: ActionReboot, Drain: true,
 			DrainReason: "the node reboots", Reasons: []string{"unit old.service (removed): Reboot [no rule matches]"}}},
 	}

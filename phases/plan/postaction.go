@@ -39,8 +39,15 @@ func (p Policy) PostAction(current, desired Config, d Diff) PostAction {
 	for _, u := range d.RemovedUnits {
 		c.unit(p, u.Name, " (removed)")
 	}
-	if d.SSHKeysChanged {
+	// Upstream's sshkey rule decides every change of core's passwd entry:
+	// its SSH keys and its password hash.
+	switch {
+	case d.SSHKeysChanged && d.PasswordHashChanged:
+		c.add("SSH keys and password hash", p.SSHKey, p.SSHKeySource)
+	case d.SSHKeysChanged:
 		c.add("SSH keys", p.SSHKey, p.SSHKeySource)
+	case d.PasswordHashChanged:
+		c.add("password hash", p.SSHKey, p.SSHKeySource)
 	}
 	return c.result(current, desired)
 }
