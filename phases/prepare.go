@@ -150,8 +150,13 @@ func checkOS(ctx context.Context, osu OSUpdater, adopting bool, current, desired
 // NotManaged empties the OS part of diff on a node with no OS updater (a
 // plain distribution): its image, kernel arguments, extensions and kernel
 // type are left as they are, as machine-config-daemon leaves them on a
-// node that is not CoreOS, and the diff says so (never "applied").
+// node that is not CoreOS, and the diff says so (never "applied"). A diff
+// that changes none of them is left as it is ("OS image unchanged" is true
+// then, as the preview off the node says).
 func NotManaged(diff *plan.Diff) {
+	if !diff.OSChanged() {
+		return
+	}
 	diff.OSImageChanged, diff.ExtensionsChanged, diff.KernelTypeChanged = false, false, false
 	diff.KernelArgsRemoved, diff.KernelArgsAdded = nil, nil
 	diff.OSNotManaged = true
