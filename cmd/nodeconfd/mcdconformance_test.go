@@ -70,16 +70,14 @@ func machineConfigDiffCases() []mcdCase {
 		{name: u + "kernelArguments nil and empty are equal", old: mcdConfig{kargs: nil}, new: mcdConfig{kargs: []string{}}, want: wantNone},
 		{name: u + "SSH key changes recognized - Empty MC", new: mcdConfig{users: core("1234")}, want: wantNone},
 		{name: u + "SSH key changes recognized - New Key", old: mcdConfig{users: core("5678")}, new: mcdConfig{users: core("1234")}, want: wantNone},
-		// differs: core's password hash is refused (docs/disruption-policy.md,
-		// "Decision conformance with the MCD"); upstream applies it with the
-		// SSH key rule (None).
+		// Core's password hash is set in place with the SSH key rule (None).
 		{name: u + "PasswordHash changes recognized - Empty MC",
 			new:  mcdConfig{users: []map[string]any{{"name": "core", "passwordHash": "testpass"}}},
-			want: refusedAt("spec.config.passwd.users[name=core]")},
+			want: wantNone},
 		{name: u + "PasswordHash changes recognized - Password Change",
 			old:  mcdConfig{users: []map[string]any{{"name": "core", "passwordHash": "newtestpass"}}},
 			new:  mcdConfig{users: []map[string]any{{"name": "core", "passwordHash": "testpass"}}},
-			want: refusedAt("spec.config.passwd.users[name=core]")},
+			want: wantNone},
 		{name: "TestReconcilableDiff: add file", old: old, new: old.withFile("/etc/config11", "config11"), want: wantReboot},
 		{name: "TestReconcilableDiff: remove all files", old: old, new: mcdConfig{}, want: wantReboot},
 		{name: "TestReconcilableDiff: os update", old: old, new: mcdConfig{files: old.files, osImage: "example.com/rhel-coreos:new"}, want: wantReboot},

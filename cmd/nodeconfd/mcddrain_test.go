@@ -186,10 +186,6 @@ func registriesDrainCases() []mcdCase {
 func TestMCDKernelArguments(t *testing.T) {
 	for i, c := range []struct {
 		old, new []string
-		// bug marks a known bug (docs/disruption-policy.md, "Decision
-		// conformance with the MCD"): the edit loses the arguments' order.
-		// The case fails once it is fixed, to have the mark removed.
-		bug bool
 	}{
 		{old: nil, new: []string{"hello=world"}},
 		{old: []string{"hello=world"}, new: nil},
@@ -197,7 +193,7 @@ func TestMCDKernelArguments(t *testing.T) {
 		{old: []string{"foo", "bar=1 hello=world", "baz"}, new: []string{"foo", "bar=1", "hello=world"}},
 		{old: []string{` baz=test bar="hello world"`}, new: []string{` baz=test bar="hello world"`, "foo"}},
 		{old: []string{"hugepagesz=1G hugepages=4", "hugepagesz=2M hugepages=4"},
-			new: []string{"hugepagesz=1G hugepages=4", "hugepagesz=2M hugepages=6"}, bug: true},
+			new: []string{"hugepagesz=1G hugepages=4", "hugepagesz=2M hugepages=6"}},
 	} {
 		t.Run(fmt.Sprintf("case#%d", i), func(t *testing.T) {
 			r, code := planMCD(t, mcdCase{old: mcdConfig{kargs: c.old}, new: mcdConfig{kargs: c.new}, want: wantReboot})
@@ -207,12 +203,7 @@ func TestMCDKernelArguments(t *testing.T) {
 			}
 			got := osupdate.ApplyKargs(splitKargs(t, c.old), r.KernelArgs.Removed, r.KernelArgs.Added)
 			want := splitKargs(t, c.new)
-			switch ok := slices.Equal(got, want); {
-			case c.bug && ok:
-				t.Errorf("edit -%q +%q keeps the order now: remove the known-bug mark and its doc entry", r.KernelArgs.Removed, r.KernelArgs.Added)
-			case c.bug:
-				t.Logf("KNOWN BUG: edit -%q +%q makes %q; want %q", r.KernelArgs.Removed, r.KernelArgs.Added, got, want)
-			case !ok:
+			if !slices.Equal(got, want) {
 				t.Errorf("edit -%q +%q makes %q; want %q", r.KernelArgs.Removed, r.KernelArgs.Added, got, want)
 			}
 		})

@@ -38,8 +38,7 @@ func Compare(current, desired Config) (Diff, error) {
 	}
 	d.SSHKeysChanged = !slices.Equal(current.SSHKeys, desired.SSHKeys)
 	d.OSImageChanged = current.OSImageURL != desired.OSImageURL
-	d.KernelArgsRemoved = MultisetMinus(current.KernelArguments, desired.KernelArguments)
-	d.KernelArgsAdded = MultisetMinus(desired.KernelArguments, current.KernelArguments)
+	d.KernelArgsRemoved, d.KernelArgsAdded = kargsEdit(current.KernelArguments, desired.KernelArguments)
 	d.ExtensionsChanged = !slices.Equal(sortedSet(current.Extensions), sortedSet(desired.Extensions))
 	d.KernelTypeChanged = CanonicalKernelType(current.KernelType) != CanonicalKernelType(desired.KernelType)
 	d.PasswordHashChanged = current.PasswordHash != desired.PasswordHash
@@ -95,6 +94,27 @@ func samePtr[T comparable](a, b *T) bool {
 		return a == nil && b == nil
 	}
 	return *a == *b
+}
+
+// kargsEdit is the kernel argument edit from current to desired, as the
+// OS updater applies it (each removed argument's first occurrence deleted,
+// the added ones appended in order): the smallest one, the multiset
+// difference, when that ends in desired's order; else, as upstream's
+// generateKargs, every current argument deleted and every desired one
+// appended, so that order-sensitive arguments (hugepagesz=1G hugepages=4
+// hugepagesz=2M hugepages=6) keep their pairs.
+func kargsEdit(current, desired []string) (removed, added []string) {
+	removed, added = MultisetMinus(current, desired), MultisetMinus(desired, current)
+	out := slices.Clone(current)
+	for _, r := range removed {
+		if i := slices.Index(out, r); i >= 0 {
+			out = slices.Delete(out, i, i+1)
+		}
+	}
+	if slices.Equal(append(out, added...), desired) {
+		return removed, added
+	}
+	return slices.Clone(current), slices.Clone(desired)
 }
 
 // MultisetMinus returns the elements of a not matched by one in b, in a's

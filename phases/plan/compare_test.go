@@ -66,8 +66,13 @@ func TestCompare(t *testing.T) {
 			c.SSHKeys = []string{c.SSHKeys[1], c.SSHKeys[0]}
 		}, Diff{SSHKeysChanged: true}},
 		{"os image", func(c *Config) { c.OSImageURL = "quay.io/os@sha256:2" }, Diff{OSImageChanged: true}},
-		{"kernel args as multisets", func(c *Config) {
+		// Appending c a to a a would not give this order: every argument
+		// is deleted and the new ones appended, as upstream does.
+		{"kernel args in order", func(c *Config) {
 			c.KernelArguments = []string{"a", "c", "a", "a"}
+		}, Diff{KernelArgsRemoved: []string{"a", "a"}, KernelArgsAdded: []string{"a", "c", "a", "a"}}},
+		{"kernel args appended", func(c *Config) {
+			c.KernelArguments = []string{"a", "a", "c", "a"}
 		}, Diff{KernelArgsAdded: []string{"c", "a"}}},
 		{"extensions as a set", func(c *Config) { c.Extensions = []string{"usbguard", "kerberos", "usbguard"} }, Diff{}},
 		{"extensions", func(c *Config) { c.Extensions = []string{"kerberos"} }, Diff{ExtensionsChanged: true}},
@@ -104,7 +109,12 @@ func TestCompareKernelArgs(t *testing.T) {
 		removed, added   []string
 	}{
 		{nil, nil, nil, nil},
-		{[]string{"a", "b"}, []string{"b", "a"}, nil, nil},
+		// A new order is a change, as upstream's generateKargs sees it.
+		{[]string{"a", "b"}, []string{"b", "a"}, []string{"a", "b"}, []string{"b", "a"}},
+		{[]string{"hugepagesz=1G", "hugepages=4", "hugepagesz=2M", "hugepages=4"},
+			[]string{"hugepagesz=1G", "hugepages=4", "hugepagesz=2M", "hugepages=6"},
+			[]string{"hugepagesz=1G", "hugepages=4", "hugepagesz=2M", "hugepages=4"},
+			[]string{"hugepagesz=1G", "hugepages=4", "hugepagesz=2M", "hugepages=6"}},
 		{[]string{"a", "a", "b"}, []string{"a", "c"}, []string{"a", "b"}, []string{"c"}},
 		{[]string{"x=1"}, []string{"x=2"}, []string{"x=1"}, []string{"x=2"}},
 		{nil, []string{"b", "a", "b"}, nil, []string{"b", "a", "b"}},

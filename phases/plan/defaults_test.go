@@ -25,7 +25,7 @@ func TestDocumentedDefaults(t *testing.T) {
 		}
 		rows++
 	}
-	if !strings.Contains(string(doc), "| core's SSH keys | "+DescribeActions(DefaultSSHKeyActions())+" |") {
+	if !strings.Contains(string(doc), "| SSH keys (and core's password hash) | "+DescribeActions(DefaultSSHKeyActions())+" |") {
 		t.Errorf("docs/disruption-policy.md does not give the SSH keys' default")
 	}
 	table := string(doc)[strings.Index(string(doc), "## The default table"):]
