@@ -17,7 +17,8 @@ import (
 // the hostile corpus: nodepath-two-entries-one-file.yaml.)
 func TestAbsoluteSymlinksOnNode(t *testing.T) {
 	t.Parallel()
-	n, log := nodeWithPolicy(t, "absl", "rendered-absl-base", "nodeDisruptionPolicy:\n  files:\n  - path: /etc/nodeconfd-pki/\n    actions: [{type: None}]\n")
+	n, log := nodeWithPolicy(t, "absl", "rendered-absl-base", "nodeDisruptionPolicy:\n  files:\n  - path: /etc/nodeconfd-pki/\n    actions: [{type: None}]\n"+
+		"  units:\n  - name: nodeconfd-nosuch.service\n    actions: [{type: None}]\n")
 	config(t, "rendered-absl-base", ign(nil))
 	config(t, "rendered-absl-pki", ign(map[string]string{
 		"/etc/nodeconfd-pki/certs/extra.pem": "extra\n",
