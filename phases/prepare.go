@@ -93,7 +93,7 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 		return err
 	}
 	u.Action = policy.PostAction(current, desired, diff)
-	return nil
+	return checkActionUnits(ctx, d.Units(), desired, u.Action)
 }
 
 // saveAction is the record's copy of the chosen post action.

@@ -258,7 +258,7 @@ func TestRunnerPostActions(t *testing.T) {
 		wantReason    string // UpdatePostActionComplete's reason
 		err           error
 	}{
-		{"crio", file("/etc/containers/registries.d/a.yaml", "x"), []string{"reload crio.service"},
+		{"crio", file("/etc/containers/registries.d/a.yaml", "x"), []string{"is-enabled crio.service", "reload crio.service"},
 			[]string{"state b Done"}, "UpdatePostActionComplete", nil},
 		{"none", file("/var/lib/kubelet/config.json", "x"), nil, []string{"state b Done"}, "None", nil},
 		{"reboot", file("/etc/motd", "x"), []string{"boot-id", "reboot"}, []string{"cordon", "drain"}, "", phases.ErrRebooting},
