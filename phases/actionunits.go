@@ -10,7 +10,9 @@ import (
 )
 
 // unitDirs are where a config's storage files can put a unit file.
-func unitDirs() []string { return []string{"/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"} }
+func unitDirs() []string {
+	return []string{"/etc/systemd/system", "/usr/lib/systemd/system", "/lib/systemd/system"}
+}
 
 // checkActionUnits refuses, before anything is touched, a post action that
 // reloads or restarts a unit the node does not have and the config does
