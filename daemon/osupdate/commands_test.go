@@ -154,12 +154,17 @@ func TestKargsCommandForConfigs(t *testing.T) {
 	}{
 		{"none to one", nil, []string{"nosmt"}, "kargs --append=nosmt"},
 		{"one to none", []string{"nosmt"}, nil, "kargs --delete-if-present=nosmt"},
-		{"unchanged", []string{"a", "b=1"}, []string{"b=1", "a"}, ""},
+		// A new order is a change: every argument deleted, every one
+		// appended, as upstream's generateKargs.
+		{"reordered", []string{"a", "b=1"}, []string{"b=1", "a"}, "kargs --delete-if-present=a --delete-if-present=b=1 --append=b=1 --append=a"},
+		{"unchanged", []string{"a", "b=1"}, []string{"a", "b=1"}, ""},
 		{"value changed", []string{"hugepages=1"}, []string{"hugepages=2"}, "kargs --delete-if-present=hugepages=1 --append=hugepages=2"},
 		{"key to key=value", []string{"quiet"}, []string{"quiet=1"}, "kargs --delete-if-present=quiet --append=quiet=1"},
 		{"one more duplicate", []string{"console=tty0"}, []string{"console=tty0", "console=tty0"}, "kargs --append=console=tty0"},
 		{"one duplicate less", []string{"x", "x", "x"}, []string{"x"}, "kargs --delete-if-present=x --delete-if-present=x"},
-		{"several in order", []string{"a", "b", "c"}, []string{"c", "e", "d", "a"}, "kargs --delete-if-present=b --append=e --append=d"},
+		{"several, new order", []string{"a", "b", "c"}, []string{"c", "e", "d", "a"},
+			"kargs --delete-if-present=a --delete-if-present=b --delete-if-present=c --append=c --append=e --append=d --append=a"},
+		{"several appended", []string{"a", "b", "c"}, []string{"a", "c", "e", "d"}, "kargs --delete-if-present=b --append=e --append=d"},
 		{"quoted value", []string{`dyndbg="a b"`}, []string{`dyndbg="a c"`}, `kargs --delete-if-present=dyndbg="a b" --append=dyndbg="a c"`},
 		{"entry with several arguments", nil, []string{`a=1 b="x y"`}, `kargs --append=a=1 --append=b="x y"`},
 	}

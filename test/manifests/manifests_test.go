@@ -52,6 +52,7 @@ func TestKubectlApply(t *testing.T) {
 	want := []string{
 		"customresourcedefinition.apiextensions.k8s.io/machineconfignodes.machineconfiguration.openshift.io",
 		"customresourcedefinition.apiextensions.k8s.io/machineconfigs.machineconfiguration.openshift.io",
+		"customresourcedefinition.apiextensions.k8s.io/machineconfigurations.operator.openshift.io",
 		"namespace/nodeconfd",
 		"serviceaccount/nodeconfd",
 		"clusterrole.rbac.authorization.k8s.io/nodeconfd",
