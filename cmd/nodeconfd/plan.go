@@ -10,10 +10,12 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodeconfd/nodeconfd/daemon"
+	"github.com/nodeconfd/nodeconfd/daemon/disruption"
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
@@ -100,11 +102,6 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nodeconfd plan:", err)
 		return planUsage
 	}
-	policy, err := loadPolicy(o.policyFile)
-	if err != nil {
-		fmt.Fprintln(stderr, "nodeconfd plan:", err)
-		return planUsage
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), planTimeout)
 	defer cancel()
 	var host *hostfs.FS
@@ -115,12 +112,16 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		}
 		defer host.Close()
 	}
-	current, desired, pool, err := planInputs(ctx, o, host)
+	in, err := planInputs(ctx, o, host)
 	if err != nil {
 		fmt.Fprintln(stderr, "nodeconfd plan:", err)
 		return planUsage
 	}
-	dec, perr := phases.PlanConfigs(current, desired, policy, o.configPattern.For(pool), o.limits)
+	current, desired, policy := in.current, in.desired, in.policy
+	dec, perr := phases.PlanConfigs(current, desired, policy, o.configPattern.For(in.pool), o.limits)
+	if perr == nil && in.policyErr != nil {
+		perr = in.policyErr // prepare refuses the update while the policy is refused
+	}
 	if perr == nil && host != nil {
 		if perr = checkOnNode(ctx, o, host, policy, current == nil, &dec); errors.Is(perr, errNoNodeCheck) {
 			fmt.Fprintln(stderr, "nodeconfd plan:", perr)
@@ -171,34 +172,77 @@ func checkOnNode(ctx context.Context, o planOptions, host *hostfs.FS, policy pla
 }
 
 // planInputs reads the two configs (current nil: none) and the node's pool.
-func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
+// planInput is what plan decides on: the configs, the node's pool and the
+// node disruption policy (or why the cluster's is refused).
+type planInput struct {
+	current, desired *mcfgv1.MachineConfig
+	pool             string
+	policy           plan.Policy
+	policyErr        error
+}
+
+func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInput, error) {
+	var in planInput
+	var err error
 	if o.node != "" {
-		return clusterInputs(ctx, o, host)
-	}
-	if desired, err = readMachineConfig(o.desired); err != nil {
-		return nil, nil, "", err
-	}
-	if o.current != "" {
-		if current, err = readMachineConfig(o.current); err != nil {
-			return nil, nil, "", err
+		in, err = clusterInputs(ctx, o, host)
+	} else {
+		in.pool = kube.Pool(nil, o.pool)
+		if in.desired, err = readMachineConfig(o.desired); err == nil && o.current != "" {
+			in.current, err = readMachineConfig(o.current)
 		}
 	}
-	return current, desired, kube.Pool(nil, o.pool), nil
+	if err != nil || (o.node != "" && o.policyFile == "") {
+		return in, err
+	}
+	in.policy, err = loadPolicy(o.policyFile)
+	return in, err
+}
+
+// clusterPolicy is the cluster's node disruption policy, as the daemon
+// reads it: the defaults without a MachineConfiguration cluster.
+func clusterPolicy(ctx context.Context, api kube.API) (plan.Policy, error) {
+	res, err := kube.MachineConfigurations(api)
+	if err != nil {
+		return plan.Policy{}, err
+	}
+	mc, err := res.Get(ctx, kube.MachineConfigurationName, metav1.GetOptions{})
+	if apierrors.IsNotFound(err) {
+		return plan.DefaultPolicy(), nil
+	}
+	if err != nil {
+		return plan.Policy{}, fmt.Errorf("reading %s: %w", disruption.Object, err)
+	}
+	return plan.PolicyFromAPI(mc.Spec.NodeDisruptionPolicy, disruption.Object)
 }
 
 // clusterInputs reads the node's configs from the API server, through the
 // daemon's own client; with the node's root mount (host), the config it
 // runs comes from its copy on the node, as prepare takes it.
-func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
+func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInput, error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return nil, nil, "", err
+		return planInput{}, err
 	}
 	cfg.UserAgent = "nodeconfd-plan"
 	api, err := kube.NewAPI(cfg)
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("building the API client: %w", err)
+		return planInput{}, fmt.Errorf("building the API client: %w", err)
 	}
+	current, desired, pool, err := clusterConfigs(ctx, o, host, api)
+	in := planInput{current: current, desired: desired, pool: pool}
+	if err != nil || o.policyFile != "" {
+		return in, err
+	}
+	var pe *plan.PolicyError
+	if in.policy, err = clusterPolicy(ctx, api); errors.As(err, &pe) {
+		in.policy, in.policyErr, err = plan.DefaultPolicy(), err, nil
+	}
+	return in, err
+}
+
+// clusterConfigs reads the node's configs and pool.
+func clusterConfigs(ctx context.Context, o planOptions, host *hostfs.FS, api kube.API) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
 	node, err := api.Nodes().Get(ctx, o.node, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, "", fmt.Errorf("reading node %s: %w", o.node, err)

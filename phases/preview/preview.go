@@ -308,7 +308,10 @@ func refusal(err error) *Refusal {
 	var ue *plan.UnreconcilableError
 	var us *phases.UnsupportedError
 	var ce *plan.ConfigError
+	var pe *plan.PolicyError
 	switch {
+	case errors.As(err, &pe):
+		r.Problems = []Problem{{Field: pe.Object + " " + pe.Field, Message: pe.Msg}}
 	case errors.As(err, &ue):
 		r.State = phases.StateUnreconcilable
 		for _, f := range ue.Fields {

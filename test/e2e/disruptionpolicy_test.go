@@ -89,7 +89,17 @@ func TestNodeDisruptionPolicy(t *testing.T) {
 	}
 	before := startCount()
 	step("app", map[string]string{dir + "/app": "2\n"})
+	// plan --node reads the cluster's policy, as the daemon does.
+	r := runPlanCmd(ctx, t, []string{"--node", "ndp", "--desired", "rendered-ndp-app", "--kubeconfig", bed.CP.Kubeconfig(),
+		"-o", "json", "--allowed-config-pattern", testbed.TestConfigPattern})
+	if r.PostAction == nil || strings.Join(r.PostAction.Actions, ",") != "Restart "+appUnit || r.DrainRequired ||
+		len(r.Files) != 1 || r.Files[0].Source != "spec.nodeDisruptionPolicy.files[0]" {
+		t.Errorf("plan --node: %+v", r)
+	}
 	update("app", "Restarted "+appUnit, false)
+	if msg := log.Condition("UpdateCompatible").Message; msg != r.Summary {
+		t.Errorf("UpdateCompatible %q, the plan said %q", msg, r.Summary)
+	}
 	if c := startCount(); c != before+1 {
 		t.Errorf("%s started %d times, want once more than %d", appUnit, c, before)
 	}
