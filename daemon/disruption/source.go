@@ -82,7 +82,10 @@ func (s *Source) Policy() (plan.Policy, error) {
 		if s.good != nil {
 			return *s.good, nil
 		}
-		return plan.Policy{}, fmt.Errorf("reading the node disruption policy of %s: not read yet (%v)", Object, s.lastErr)
+		if s.lastErr != nil {
+			return plan.Policy{}, fmt.Errorf("reading the node disruption policy of %s: %w", Object, s.lastErr)
+		}
+		return plan.Policy{}, fmt.Errorf("reading the node disruption policy of %s: not read yet", Object)
 	}
 	obj, exists, _ := inf.GetStore().GetByKey(kube.MachineConfigurationName)
 	if !exists {
