@@ -23,7 +23,6 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/budget"
-	"github.com/nodeconfd/nodeconfd/daemon/disruption"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/drift"
 	"github.com/nodeconfd/nodeconfd/daemon/faultpoint"
@@ -216,23 +215,6 @@ func start(args []string) error {
 	return runDaemon(ctx, o, policy, log)
 }
 
-// policySource is the cluster's node disruption policy, watched, unless
-// --node-disruption-policy gives one (then nil: Env.Policy is it).
-func policySource(ctx context.Context, o options, api *kube.Client, log *zap.Logger) (func() (plan.Policy, error), error) {
-	if o.policyFile != "" {
-		log.Info("Using the node disruption policy of a file, not the cluster's", zap.String("node", o.nodeName),
-			zap.String("file", o.policyFile))
-		return nil, nil
-	}
-	res, err := kube.MachineConfigurations(api.API)
-	if err != nil {
-		return nil, err
-	}
-	s := &disruption.Source{Resource: res, Retry: api.Retry(), Log: log.Named("policy").With(zap.String("node", o.nodeName))}
-	s.Start(ctx)
-	return s.Policy, nil
-}
-
 // runDaemon builds every real dependency of the daemon and runs it until
 // ctx ends.
 func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logger) error {
@@ -262,20 +244,13 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	}
 	defer slots.Close()
 	objects := kube.NewWatch(api)
-	holds, err := o.waits.source(o, api, objects.Node)
-	if err != nil {
-		return err
-	}
-	holds.Start(ctx)
-	source, err := policySource(ctx, o, api, log)
+	holds, source, err := startSources(ctx, o, api, objects, log)
 	if err != nil {
 		return err
 	}
 	env := phases.Env{
-		Configs: &daemon.ConfigCache{Source: api, Size: 2},
-		Cluster: m.Cluster(cluster{Client: api, Drainer: &drain.Drainer{Client: kapi, NodeName: o.nodeName,
-			Timeout: o.drainTimeout, FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned,
-			Log: log.Named("drain"), Fault: fault}}),
+		Configs:      &daemon.ConfigCache{Source: api, Size: 2},
+		Cluster:      m.Cluster(cluster{Client: api, Drainer: drainer(o, kapi, log, fault)}),
 		Host:         daemon.Host{FS: host, Units: units},
 		Units:        units,
 		OS:           osu,

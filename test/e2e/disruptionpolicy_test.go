@@ -22,11 +22,14 @@ import (
 // Not parallel: the object is the cluster's, read by every daemon without
 // a policy file; its rules name only this test's paths and unit, and it
 // is deleted at the end.
+// ndpDir is TestNodeDisruptionPolicy's folder of files with a Restart rule.
+const ndpDir = "/etc/ndp-e2e"
+
 func TestNodeDisruptionPolicy(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
 	const (
-		dir     = "/etc/ndp-e2e"
+		dir     = ndpDir
 		starts  = "/var/lib/ndp-starts"
 		regs    = "/etc/containers/registries.conf"
 		kubeCA  = "/etc/kubernetes/kubelet-ca.crt"
@@ -61,25 +64,7 @@ func TestNodeDisruptionPolicy(t *testing.T) {
 
 	update := func(name, postMsg string, drained bool) {
 		t.Helper()
-		boots, reloads := n.Sys.Boots(), crioReloads(n)
-		if err := n.SetDesired(ctx, "rendered-ndp-"+name); err != nil {
-			t.Fatal(err)
-		}
-		if err := waitCurrent(ctx, log, "rendered-ndp-"+name); err != nil {
-			t.Fatal(err)
-		}
-		if got := log.Condition("UpdatePostActionComplete").Message; got != postMsg {
-			t.Errorf("%s: post action %q, want %q", name, got, postMsg)
-		}
-		if got := log.Condition("Drained").Reason != "NotRequired"; got != drained {
-			t.Errorf("%s: drained %v, want %v (%s)", name, got, drained, log.Condition("UpdateCompatible").Message)
-		}
-		if n.Sys.Boots() != boots {
-			t.Errorf("%s: the node rebooted", name)
-		}
-		if wantReload := strings.Contains(postMsg, "crio"); (crioReloads(n) > reloads) != wantReload {
-			t.Errorf("%s: CRI-O reloads %d -> %d", name, reloads, crioReloads(n))
-		}
+		ndpUpdate(ctx, t, n, log, name, postMsg, drained)
 	}
 
 	step("unit", map[string]string{dir + "/app": "1\n"})
@@ -114,8 +99,43 @@ func TestNodeDisruptionPolicy(t *testing.T) {
 		t.Errorf("UpdateCompatible does not say why it drains: %q", msg)
 	}
 
+	policyRefusals(ctx, t, n, log, policyWith, func() { step("refused", map[string]string{dir + "/app": "3\n"}) })
+}
+
+// ndpUpdate runs the update to rendered-ndp-<name> and checks its post
+// action's message, the drain, that the node did not reboot, and that
+// CRI-O was reloaded exactly when the message says so.
+func ndpUpdate(ctx context.Context, t *testing.T, n *testbed.Node, log *testbed.StatusLog, name, postMsg string, drained bool) {
+	t.Helper()
+	boots, reloads := n.Sys.Boots(), crioReloads(n)
+	if err := n.SetDesired(ctx, "rendered-ndp-"+name); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, log, "rendered-ndp-"+name); err != nil {
+		t.Fatal(err)
+	}
+	if got := log.Condition("UpdatePostActionComplete").Message; got != postMsg {
+		t.Errorf("%s: post action %q, want %q", name, got, postMsg)
+	}
+	if got := log.Condition("Drained").Reason != "NotRequired"; got != drained {
+		t.Errorf("%s: drained %v, want %v (%s)", name, got, drained, log.Condition("UpdateCompatible").Message)
+	}
+	if n.Sys.Boots() != boots {
+		t.Errorf("%s: the node rebooted", name)
+	}
+	if wantReload := strings.Contains(postMsg, "crio"); (crioReloads(n) > reloads) != wantReload {
+		t.Errorf("%s: CRI-O reloads %d -> %d", name, reloads, crioReloads(n))
+	}
+}
+
+// policyRefusals: a policy the CRD refuses never lands; one only the
+// daemon refuses (a relative path) fails prepare naming the field on a
+// daemon that never read a good one, until it is fixed.
+func policyRefusals(ctx context.Context, t *testing.T, n *testbed.Node, log *testbed.StatusLog,
+	policyWith func(extraFiles string) string, writeConfig func()) {
+	t.Helper()
 	// The CRD refuses a Restart without its service, naming the field.
-	bad := "  nodeDisruptionPolicy:\n    files:\n    - path: " + dir + "\n      actions: [{type: Restart}]\n"
+	bad := "  nodeDisruptionPolicy:\n    files:\n    - path: " + ndpDir + "\n      actions: [{type: Restart}]\n"
 	if out, err := kubectlApply(ctx, bad); err == nil || !strings.Contains(string(out), "restart is required when type is Restart") {
 		t.Errorf("the CRD took a Restart without a service: %v\n%s", err, out)
 	}
@@ -128,7 +148,7 @@ func TestNodeDisruptionPolicy(t *testing.T) {
 	if err := n.StartDaemon(); err != nil {
 		t.Fatal(err)
 	}
-	step("refused", map[string]string{dir + "/app": "3\n"})
+	writeConfig()
 	if err := n.SetDesired(ctx, "rendered-ndp-refused"); err != nil {
 		t.Fatal(err)
 	}
@@ -139,10 +159,10 @@ func TestNodeDisruptionPolicy(t *testing.T) {
 	if msg := log.Condition("UpdateCompatible").Message; !strings.Contains(msg, want) || !strings.Contains(msg, `"etc/relative" is not absolute`) {
 		t.Errorf("UpdateCompatible = %q, want it to name %s", msg, want)
 	}
-	if readNodeFile(t, n, dir+"/app") != "2\n" {
+	if readNodeFile(t, n, ndpDir+"/app") != "2\n" {
 		t.Error("a refused update wrote")
 	}
-	applyPolicy(ctx, t, policy) // fixed: the retry goes through
+	applyPolicy(ctx, t, policyWith("")) // fixed: the retry goes through
 	if err := waitCurrent(ctx, log, "rendered-ndp-refused"); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,49 @@
+package main
+
+import (
+	"context"
+
+	"go.uber.org/zap"
+
+	"github.com/nodeconfd/nodeconfd/daemon/disruption"
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/daemon/waits"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+)
+
+// startSources starts the watches beside the node's own: the waits' (the
+// windows' ConfigMap) and the node disruption policy's.
+func startSources(ctx context.Context, o options, api *kube.Client, objects *kube.Watch,
+	log *zap.Logger) (*waits.Source, func() (plan.Policy, error), error) {
+	holds, err := o.waits.source(o, api, objects.Node)
+	if err != nil {
+		return nil, nil, err
+	}
+	holds.Start(ctx)
+	source, err := policySource(ctx, o, api, log)
+	return holds, source, err
+}
+
+// drainer is the node's drainer, as the flags set it.
+func drainer(o options, kapi kube.API, log *zap.Logger, fault func(string)) *drain.Drainer {
+	return &drain.Drainer{Client: kapi, NodeName: o.nodeName, Timeout: o.drainTimeout,
+		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Log: log.Named("drain"), Fault: fault}
+}
+
+// policySource is the cluster's node disruption policy, watched, unless
+// --node-disruption-policy gives one (then nil: Env.Policy is it).
+func policySource(ctx context.Context, o options, api *kube.Client, log *zap.Logger) (func() (plan.Policy, error), error) {
+	if o.policyFile != "" {
+		log.Info("Using the node disruption policy of a file, not the cluster's", zap.String("node", o.nodeName),
+			zap.String("file", o.policyFile))
+		return nil, nil
+	}
+	res, err := kube.MachineConfigurations(api.API)
+	if err != nil {
+		return nil, err
+	}
+	s := &disruption.Source{Resource: res, Retry: api.Retry(), Log: log.Named("policy").With(zap.String("node", o.nodeName))}
+	s.Start(ctx)
+	return s.Policy, nil
+}
