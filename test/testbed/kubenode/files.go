@@ -14,6 +14,9 @@
 //     no controllers, so the kubelet and runc use cgroup v1 (failCgroupV1:
 //     false); nspawn mounts the v1 controllers read-only, which the set-up
 //     remounts read-write (the node's processes are in cgroups of their own).
+//   - OOM scores: nothing here holds CAP_SYS_RESOURCE, so no score goes
+//     below 0; containerd raises the kubelet's negative scores to its own
+//     (restrict_oom_score_adj, as on rootless nodes).
 //   - Kernel sysctls: the kubelet wants vm.overcommit_memory=1,
 //     kernel.panic=10 and kernel.panic_on_oops=1, which are the host's
 //     (not namespaced) and are left alone; files with those values are bound
@@ -184,7 +187,6 @@ KillMode=process
 Restart=always
 RestartSec=1
 LimitNOFILE=infinity
-OOMScoreAdjust=-999
 
 [Install]
 WantedBy=multi-user.target
@@ -239,7 +241,11 @@ state = "/run/containerd"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "SANDBOX"
 
+# Nothing on this host may lower an OOM score below 0 (the test process
+# itself lacks CAP_SYS_RESOURCE), while the kubelet gives critical pods
+# -997: containerd raises such scores to its own, as for rootless nodes.
 [plugins.'io.containerd.cri.v1.runtime']
+  restrict_oom_score_adj = true
   [plugins.'io.containerd.cri.v1.runtime'.containerd]
     default_runtime_name = "runc"
     [plugins.'io.containerd.cri.v1.runtime'.containerd.runtimes.runc]
