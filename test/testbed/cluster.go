@@ -71,7 +71,8 @@ type KubeNode struct {
 	Name string
 	Sys  *nspawn.Node
 	// IP is the node's address, its InternalIP.
-	IP netip.Addr
+	IP      netip.Addr
+	console *os.File
 }
 
 // AddKubeNode starts node name on a cluster bed. It returns once the
@@ -100,23 +101,47 @@ func (b *Bed) AddKubeNode(ctx context.Context, name string) (*KubeNode, error) {
 		return nil, err
 	}
 	dir := filepath.Join(b.Dir, "kubenode-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// nspawn's own messages and the guest's console.
+	console, err := os.Create(filepath.Join(dir, "console.log"))
+	if err != nil {
+		return nil, err
+	}
 	sys, err := nspawn.Start(ctx, nspawn.Options{
-		Name: name, ImageDir: c.rootImage, WorkDir: dir, Log: io.Discard,
+		Name: name, ImageDir: c.rootImage, WorkDir: dir, Log: console,
 		Setup:  func(root string) error { return kubenode.Write(root, files) },
 		Bridge: c.bridge.name, BindRO: kubenode.Binds(c.nodeStack, c.imageDir), LegacyCgroups: true,
 	})
 	if err != nil {
+		console.Close()
 		return nil, err
 	}
-	if err := sys.WaitRunning(ctx); err != nil {
-		return nil, errors.Join(err, sys.Stop(context.Background()))
+	if err := sys.WaitBoot(ctx, 1); err != nil {
+		defer console.Close()
+		return nil, errors.Join(fmt.Errorf("%w; console (%s) ends with:\n%s", err, console.Name(), tail(console.Name())),
+			sys.Stop(context.Background()))
 	}
-	return &KubeNode{Name: name, Sys: sys, IP: cfg.IP}, nil
+	return &KubeNode{Name: name, Sys: sys, IP: cfg.IP, console: console}, nil
 }
 
 // Stop powers the node off. Its Node object stays, as a powered-off
 // machine's does.
-func (n *KubeNode) Stop(ctx context.Context) error { return n.Sys.Stop(ctx) }
+func (n *KubeNode) Stop(ctx context.Context) error {
+	err := n.Sys.Stop(ctx)
+	n.console.Close()
+	return err
+}
+
+// tail returns the end of a log file, for errors.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
 
 func (c *cluster) stop() error {
 	if c == nil {

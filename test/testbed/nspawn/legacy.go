@@ -41,8 +41,9 @@ func newLegacyCgroups(name, suffix string) (*legacyCgroups, error) {
 		if !exists(filepath.Join(mount, "cgroup.procs")) {
 			return nil, errors.Join(fmt.Errorf("creating cgroups: no mount of v1 hierarchy %s at %s", parts[1], mount), lc.remove())
 		}
-		dir := filepath.Join(mount, parts[2], cgroupParent, name+"-"+suffix)
-		if err := mkdirCgroup(dir, parts[1] == "cpuset"); err != nil {
+		base := filepath.Join(mount, parts[2])
+		dir := filepath.Join(base, cgroupParent, name+"-"+suffix)
+		if err := mkdirCgroup(base, dir, parts[1] == "cpuset"); err != nil {
 			return nil, errors.Join(err, lc.remove())
 		}
 		lc.dirs = append(lc.dirs, dir)
@@ -53,15 +54,17 @@ func newLegacyCgroups(name, suffix string) (*legacyCgroups, error) {
 	return lc, nil
 }
 
-// mkdirCgroup creates dir and its missing parents. A new v1 cpuset cgroup
-// has no CPUs and no memory nodes, and takes no process until it has: each
-// one created gets its parent's.
-func mkdirCgroup(dir string, cpuset bool) error {
+// mkdirCgroup creates dir and its missing parents below base, which
+// exists. A new v1 cpuset cgroup has no CPUs and no memory nodes, and takes
+// no process until it has: each one on the way gets its parent's, even one
+// that exists already (another node may have just created it).
+func mkdirCgroup(base, dir string, cpuset bool) error {
+	if dir == base {
+		return nil
+	}
 	parent := filepath.Dir(dir)
-	if !exists(parent) {
-		if err := mkdirCgroup(parent, cpuset); err != nil {
-			return err
-		}
+	if err := mkdirCgroup(base, parent, cpuset); err != nil {
+		return err
 	}
 	if err := os.Mkdir(dir, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 		return fmt.Errorf("creating cgroup %s: %w", dir, err)
@@ -70,6 +73,13 @@ func mkdirCgroup(dir string, cpuset bool) error {
 		return nil
 	}
 	for _, f := range []string{"cpuset.cpus", "cpuset.mems"} {
+		have, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil {
+			return fmt.Errorf("reading %s of cgroup %s: %w", f, dir, err)
+		}
+		if len(strings.TrimSpace(string(have))) > 0 {
+			continue
+		}
 		v, err := os.ReadFile(filepath.Join(parent, f))
 		if err != nil {
 			return fmt.Errorf("reading %s of cgroup %s: %w", f, parent, err)
