@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"encoding/json"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -242,6 +243,17 @@ func workload(ctx context.Context, t *testing.T, name string, replicas int32) {
 		t.Fatal(err)
 	}
 	waitDeployment(ctx, t, name, replicas)
+	// Pod networking: each pod has an address of its node's CNI bridge.
+	pods, err := bed.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=" + name})
+	if err != nil {
+		t.Fatal(err)
+	}
+	podNet := netip.MustParsePrefix("10.244.0.0/16")
+	for _, p := range pods.Items {
+		if ip, err := netip.ParseAddr(p.Status.PodIP); err != nil || !podNet.Contains(ip) {
+			t.Errorf("pod %s on node %s has IP %q, want one of the nodes' pod networks %s", p.Name, p.Spec.NodeName, p.Status.PodIP, podNet)
+		}
+	}
 }
 
 func waitDeployment(ctx context.Context, t *testing.T, name string, replicas int32) {
