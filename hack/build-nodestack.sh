@@ -36,7 +36,7 @@ if complete; then
   exit 0
 fi
 echo "set-up: building kubelet, kube-scheduler and kube-controller-manager ${K8S_VERSION} and containerd" \
-  "${CONTAINERD_VERSION} from the Go module proxy, once (cached in $cache); about 10-15 minutes on 2 cores ..." >&2
+  "${CONTAINERD_VERSION} from the Go module proxy, once (cached in $cache); 15-40 minutes on 2 cores (38 measured beside other builds) ..." >&2
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
