@@ -81,6 +81,10 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 		}
 	}
 	waitDeployment(ctx, t, "web", 2)
+	for _, name := range names {
+		wantEvents(ctx, t, name, "MachineConfigNode", "UpdateCompatible", "Drained", "RebootedNode", "Uncordoned")
+		wantEvents(ctx, t, name, "Node", "Cordoned", "Drained", "RebootedNode")
+	}
 
 	createConfig(t, "rendered-worker-2", testbed.Ignition(map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
 		"/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n"},

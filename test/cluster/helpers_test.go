@@ -14,6 +14,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
@@ -146,5 +147,32 @@ func wantSeq(t *testing.T, node string, got, want []string) {
 	t.Helper()
 	if strings.Join(got, " ") != strings.Join(want, " ") {
 		t.Errorf("node %s: condition transitions:\n got: %s\nwant: %s", node, strings.Join(got, " "), strings.Join(want, " "))
+	}
+}
+
+// wantEvents checks that the object has Events with these reasons.
+func wantEvents(ctx context.Context, t *testing.T, name, kind string, reasons ...string) {
+	t.Helper()
+	var missing []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := bed.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.name": name, "involvedObject.kind": kind}.String()})
+		if err != nil {
+			return false, err
+		}
+		have := map[string]bool{}
+		for _, e := range evs.Items {
+			have[e.Reason] = true
+		}
+		missing = missing[:0]
+		for _, r := range reasons {
+			if !have[r] {
+				missing = append(missing, r)
+			}
+		}
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("%s %s: no Events with reasons %v: %v", kind, name, missing, err)
 	}
 }
