@@ -9,7 +9,7 @@ GO ?= go
 VERSION ?= $(shell cat VERSION)
 OUT ?= bin/nodeconfd
 
-.PHONY: all build image deps controlplane nodeimage promtool demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
+.PHONY: all build image deps controlplane nodeimage nodestack nodeimage-kube promtool demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
 
 all: build
 
@@ -32,6 +32,16 @@ controlplane: deps
 
 nodeimage: deps
 	bash hack/node-image.sh >/dev/null
+
+# The real nodes of test/cluster: kubelet, kube-scheduler,
+# kube-controller-manager and containerd built from their modules (cold:
+# about 25 minutes on 2 busy cores), and the node image with Debian's runc
+# and CNI plugins.
+nodestack: deps
+	bash hack/build-nodestack.sh >/dev/null
+
+nodeimage-kube: deps
+	bash hack/node-image-kube.sh >/dev/null
 
 # promtool checks the daemon's /metrics and the alert rules in the tests.
 promtool:
@@ -56,7 +66,7 @@ test-unit:
 # about 7 inotify instances). The e2e package, the longest, is listed first so
 # that go test starts it first.
 E2E_PARALLEL ?= 16
-test: deps controlplane nodeimage promtool build
+test: deps controlplane nodeimage nodestack nodeimage-kube promtool build
 	bash hack/check-tracked-sizes.sh
 	$(GO) vet ./...
 	$(GO) test -count=1 -timeout 45m -p 2 -parallel $(E2E_PARALLEL) ./test/e2e/ ./...

@@ -18,6 +18,7 @@ import (
 type StatusLog struct {
 	mu    sync.Mutex
 	snaps []mcfgv1.MachineConfigNodeStatus
+	at    []time.Time // when each snapshot was seen
 	seen  chan struct{}
 }
 
@@ -39,6 +40,7 @@ func (b *Bed) RecordStatus(ctx context.Context, node string) (*StatusLog, error)
 			mcn := ev.Object.(*mcfgv1.MachineConfigNode)
 			l.mu.Lock()
 			l.snaps = append(l.snaps, *mcn.Status.DeepCopy())
+			l.at = append(l.at, time.Now())
 			l.mu.Unlock()
 			select {
 			case l.seen <- struct{}{}:
@@ -47,6 +49,20 @@ func (b *Bed) RecordStatus(ctx context.Context, node string) (*StatusLog, error)
 		}
 	}()
 	return l, nil
+}
+
+// FirstStatus returns when the first snapshot with a condition was seen
+// (the daemon's first status write; a new MachineConfigNode has none), and
+// false before.
+func (l *StatusLog) FirstStatus() (time.Time, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for i, st := range l.snaps {
+		if len(st.Conditions) > 0 {
+			return l.at[i], true
+		}
+	}
+	return time.Time{}, false
 }
 
 // Latest returns the last status seen.

@@ -42,6 +42,8 @@ type Bed struct {
 	osFakeErr  error
 	// ports are the daemons' metrics ports (ports.go).
 	ports portPool
+	// cluster is set on a bed of real nodes (StartCluster).
+	cluster *cluster
 }
 
 // Start builds the daemon, starts the control plane and applies manifests/.
@@ -84,10 +86,14 @@ func StartWith(ctx context.Context, dir string, log io.Writer, cpo controlplane.
 	return b, nil
 }
 
-// Stop stops the control plane.
+// Stop stops the control plane (and removes a cluster bed's bridge; its
+// nodes must be stopped first).
 func (b *Bed) Stop() {
 	if b.CP != nil {
 		_ = b.CP.Stop()
+	}
+	if err := b.cluster.stop(); err != nil {
+		fmt.Fprintln(b.Log, err)
 	}
 }
 

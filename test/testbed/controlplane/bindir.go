@@ -31,6 +31,24 @@ func resolveBinDir(ctx context.Context, binDir string, log io.Writer) (string, e
 	return binDir, nil
 }
 
+// resolveNodeBinDir is resolveBinDir for kube-scheduler and
+// kube-controller-manager, from hack/build-nodestack.sh.
+func resolveNodeBinDir(ctx context.Context, binDir string, log io.Writer) (string, error) {
+	if binDir == "" {
+		dir, err := RunHackScript(ctx, "build-nodestack.sh", log)
+		if err != nil {
+			return "", err
+		}
+		binDir = dir
+	}
+	for _, name := range []string{"kube-scheduler", "kube-controller-manager"} {
+		if _, err := os.Stat(filepath.Join(binDir, name)); err != nil {
+			return "", fmt.Errorf("checking the node stack's binaries: %w", err)
+		}
+	}
+	return binDir, nil
+}
+
 // RunHackScript runs hack/<name> from the repository's root (its stderr to
 // log as well) and returns the last line it printed: the set-up scripts
 // print the path of what they built or found cached.

@@ -17,6 +17,8 @@ import (
 
 // pki is the key material of one control plane, as PEM.
 type pki struct {
+	ca                      *x509.Certificate
+	caKey                   *ecdsa.PrivateKey
 	caCert                  []byte
 	serverCert, serverKey   []byte
 	adminCert, adminKey     []byte
@@ -49,7 +51,7 @@ func newPKI() (*pki, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parsing CA certificate: %w", err)
 	}
-	p := &pki{caCert: pemBlock("CERTIFICATE", caDER)}
+	p := &pki{ca: ca, caKey: caKey, caCert: pemBlock("CERTIFICATE", caDER)}
 
 	p.serverCert, p.serverKey, err = leaf(ca, caKey, &x509.Certificate{
 		SerialNumber: big.NewInt(2),
@@ -91,6 +93,27 @@ func newPKI() (*pki, error) {
 	p.serviceAccountKey = pemBlock("PRIVATE KEY", saDER)
 	p.serviceAccountPublicKey = pemBlock("PUBLIC KEY", saPubDER)
 	return p, nil
+}
+
+// clientCert creates a client certificate and key for user cn in groups
+// orgs, signed by the CA: what the API server authenticates as that user.
+func (p *pki) clientCert(cn string, orgs ...string) (cert, key []byte, err error) {
+	serial, err := rand.Int(rand.Reader, new(big.Int).Lsh(big.NewInt(1), 62))
+	if err != nil {
+		return nil, nil, fmt.Errorf("choosing a serial number: %w", err)
+	}
+	cert, key, err = leaf(p.ca, p.caKey, &x509.Certificate{
+		SerialNumber: serial,
+		Subject:      pkix.Name{CommonName: cn, Organization: orgs},
+		NotBefore:    p.ca.NotBefore,
+		NotAfter:     p.ca.NotAfter,
+		KeyUsage:     x509.KeyUsageDigitalSignature,
+		ExtKeyUsage:  []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("creating a client certificate for %s: %w", cn, err)
+	}
+	return cert, key, nil
 }
 
 // leaf creates a key and a certificate for it signed by the CA.

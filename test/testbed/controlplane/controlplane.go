@@ -1,13 +1,18 @@
 // Package controlplane runs a real etcd and kube-apiserver on loopback for tests.
 //
-// There is no controller manager, scheduler or kubelet: objects are stored, validated, admitted
-// and authorized exactly as in a cluster, but mostly nothing reconciles them (a DaemonSet creates
-// no pods, a namespace is never finalized). The one exception is an in-process stand-in for the
-// disruption controller, which keeps PodDisruptionBudget status current so that evictions behave
-// as in a cluster. The ServiceAccount admission plugin is off, so pods need no "default"
+// By default there is no controller manager, scheduler or kubelet: objects are stored, validated,
+// admitted and authorized exactly as in a cluster, but mostly nothing reconciles them (a DaemonSet
+// creates no pods, a namespace is never finalized). The one exception is an in-process stand-in
+// for the disruption controller, which keeps PodDisruptionBudget status current so that evictions
+// behave as in a cluster. The ServiceAccount admission plugin is off, so pods need no "default"
 // ServiceAccount. Pair it with the kubelet package for nodes and pods.
 //
-// The binaries come from hack/build-controlplane.sh (built once into ~/.cache/nodeconfd).
+// With Options.Cluster it is a cluster for real kubelets instead: kube-scheduler and
+// kube-controller-manager run beside the API server (cluster.go), with the Node authorizer,
+// NodeRestriction and the ServiceAccount admission plugin on.
+//
+// The binaries come from hack/build-controlplane.sh and, for Cluster, hack/build-nodestack.sh
+// (built once into ~/.cache/nodeconfd).
 package controlplane
 
 import (
@@ -54,22 +59,31 @@ type Options struct {
 	// the control plane, and their start-up would take the CPU whose lack
 	// the API server's latency then shows.
 	Nice int
+	// Cluster runs kube-scheduler and kube-controller-manager (cluster.go) in place of the
+	// in-process disruption controller, for nodes with real kubelets.
+	Cluster bool
+	// NodeBinDir holds kube-scheduler and kube-controller-manager for Cluster. Empty: run
+	// hack/build-nodestack.sh.
+	NodeBinDir string
 }
 
 // ControlPlane is a running etcd and kube-apiserver. Stop it when done.
 type ControlPlane struct {
 	opts       Options
 	binDir     string
+	nodeBinDir string
 	pki        *pki
 	etcdPort   int
 	apiPort    int
 	cfg        *rest.Config
 	kubeconfig string
 
-	mu        sync.Mutex // guards the processes and stopped
-	etcd      *process
-	apiserver *process
-	stopped   bool
+	mu                sync.Mutex // guards the processes and stopped
+	etcd              *process
+	apiserver         *process
+	scheduler         *process // with Options.Cluster
+	controllerManager *process // with Options.Cluster
+	stopped           bool
 
 	stopControllers context.CancelFunc
 	controllersDone chan struct{}
@@ -89,14 +103,19 @@ func Start(ctx context.Context, opts Options) (*ControlPlane, error) {
 	if err != nil {
 		return nil, err
 	}
+	c := &ControlPlane{opts: opts, binDir: binDir}
+	if opts.Cluster {
+		if c.nodeBinDir, err = resolveNodeBinDir(ctx, opts.NodeBinDir, opts.Log); err != nil {
+			return nil, err
+		}
+	}
 	built := time.Since(begin)
 
-	c := &ControlPlane{opts: opts, binDir: binDir}
 	if err := c.start(ctx); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 	ready := time.Since(begin)
-	if err := c.startControllers(); err != nil {
+	if err := c.startControllers(ctx); err != nil {
 		return nil, errors.Join(err, c.Stop())
 	}
 
@@ -155,6 +174,11 @@ func (c *ControlPlane) start(ctx context.Context) error {
 	if err := writeKubeconfig(c.kubeconfig, c.cfg.Host, c.pki.caCert, "admin", c.pki.adminCert, c.pki.adminKey, ""); err != nil {
 		return err
 	}
+	if c.opts.Cluster {
+		if err := c.writeClusterPKI(); err != nil {
+			return err
+		}
+	}
 
 	peerURL := loopbackURL("http", peerPort)
 	c.mu.Lock()
@@ -183,7 +207,7 @@ func (c *ControlPlane) start(ctx context.Context) error {
 func (c *ControlPlane) startAPIServerLocked(ctx context.Context) error {
 	pkiDir := filepath.Join(c.opts.Dir, "pki")
 	var err error
-	c.apiserver, err = startProcess(c.opts.Dir, "kube-apiserver", filepath.Join(c.binDir, "kube-apiserver"), c.opts.Nice, []string{
+	c.apiserver, err = startProcess(c.opts.Dir, "kube-apiserver", filepath.Join(c.binDir, "kube-apiserver"), c.opts.Nice, append([]string{
 		"--etcd-servers=" + loopbackURL("http", c.etcdPort),
 		"--bind-address=127.0.0.1",
 		"--advertise-address=127.0.0.1",
@@ -196,14 +220,11 @@ func (c *ControlPlane) startAPIServerLocked(ctx context.Context) error {
 		"--service-account-key-file=" + filepath.Join(pkiDir, "sa.pub"),
 		"--service-account-signing-key-file=" + filepath.Join(pkiDir, "sa.key"),
 		"--service-cluster-ip-range=10.0.0.0/24",
-		"--authorization-mode=RBAC",
 		"--allow-privileged=true",
-		// No controller manager creates "default" ServiceAccounts, which this plugin requires.
-		"--disable-admission-plugins=ServiceAccount",
 		// A loopback address is not a valid endpoint for the kubernetes Service.
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=" + strconv.FormatBool(c.opts.PriorityAndFairness),
-	})
+	}, c.apiServerModeArgs()...))
 	if err != nil {
 		return err
 	}
@@ -215,8 +236,26 @@ func (c *ControlPlane) startAPIServerLocked(ctx context.Context) error {
 	return waitHealthy(ctx, c.apiserver, client, c.cfg.Host+"/readyz")
 }
 
-// startControllers runs the in-process controllers until Stop.
-func (c *ControlPlane) startControllers() error {
+// apiServerModeArgs are kube-apiserver's flags that differ with Options.Cluster.
+func (c *ControlPlane) apiServerModeArgs() []string {
+	if c.opts.Cluster {
+		return c.clusterAPIServerArgs()
+	}
+	return []string{
+		"--authorization-mode=RBAC",
+		// No controller manager creates "default" ServiceAccounts, which this plugin requires.
+		"--disable-admission-plugins=ServiceAccount",
+	}
+}
+
+// startControllers runs the controllers until Stop: kube-scheduler and
+// kube-controller-manager with Options.Cluster, else the in-process ones.
+func (c *ControlPlane) startControllers(ctx context.Context) error {
+	if c.opts.Cluster {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.startClusterLocked(ctx)
+	}
 	client, err := kubernetes.NewForConfig(c.cfg)
 	if err != nil {
 		return fmt.Errorf("creating client: %w", err)
@@ -312,6 +351,7 @@ func (c *ControlPlane) Stop() error {
 		c.stopControllers()
 		<-c.controllersDone
 	}
+	c.stopClusterLocked()
 	c.apiserver.stop(apiserverStopGrace)
 	var err error
 	if c.etcd.stop(etcdStopGrace) {

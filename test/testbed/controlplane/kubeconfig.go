@@ -10,7 +10,6 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/clientcmd"
-	clientcmdapi "k8s.io/client-go/tools/clientcmd/api"
 )
 
 // tokenLifetime is how long service account tokens issued for tests stay valid.
@@ -57,12 +56,7 @@ func (c *ControlPlane) KubeconfigFor(ctx context.Context, namespace, serviceAcco
 
 // writeKubeconfig writes a single-context kubeconfig with either a client certificate or a token.
 func writeKubeconfig(path, host string, ca []byte, user string, cert, key []byte, token string) error {
-	cfg := clientcmdapi.NewConfig()
-	cfg.Clusters["testbed"] = &clientcmdapi.Cluster{Server: host, CertificateAuthorityData: ca}
-	cfg.AuthInfos[user] = &clientcmdapi.AuthInfo{ClientCertificateData: cert, ClientKeyData: key, Token: token}
-	cfg.Contexts["testbed"] = &clientcmdapi.Context{Cluster: "testbed", AuthInfo: user}
-	cfg.CurrentContext = "testbed"
-	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+	if err := clientcmd.WriteToFile(*kubeconfigFor(host, ca, user, cert, key, token), path); err != nil {
 		return fmt.Errorf("writing kubeconfig %s: %w", path, err)
 	}
 	return nil

@@ -47,6 +47,21 @@ type Options struct {
 	// Setup, if set, is called once with the node's merged root before its
 	// first boot, to add files to the node's overlay.
 	Setup func(root string) error
+
+	// The options below make a node for a real kubelet and container
+	// runtime (package kubenode).
+
+	// Bridge, if set, puts the node's network namespace on that host
+	// bridge (a veth pair, the guest's end host0) instead of a private
+	// network with no link out.
+	Bridge string
+	// BindRO binds host paths (keys) read-only at guest paths (values).
+	BindRO map[string]string
+	// LegacyCgroups boots the guest on the host's cgroup v1 controller
+	// hierarchies, in a cgroup namespace, each in a cgroup of the node's
+	// own (legacy.go), with every capability, and with the host's /dev/kmsg
+	// (the kubelet's OOM watcher reads it).
+	LegacyCgroups bool
 }
 
 // A Node is a booted systemd-nspawn container. Its fields are read-only.
@@ -64,6 +79,7 @@ type Node struct {
 	machine string // nspawn's --machine, unique on the host
 	busDir  string // host folder bound at the guest's /run/dbus
 	cg      *cgroup
+	legacy  *legacyCgroups // with Options.LegacyCgroups
 
 	mu       sync.Mutex
 	stopping bool
@@ -160,6 +176,11 @@ func (n *Node) setUp(ctx context.Context) error {
 		return err
 	}
 	n.cg = cg
+	if n.opts.LegacyCgroups {
+		if n.legacy, err = newLegacyCgroups(n.Name, strings.TrimPrefix(n.machine, n.Name+"-")); err != nil {
+			return err
+		}
+	}
 	return ctx.Err()
 }
 

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sort"
 	"syscall"
 	"time"
 )
@@ -21,19 +22,7 @@ func (n *Node) spawn() (*exec.Cmd, error) {
 	if n.opts.Log != nil {
 		console = "read-only" // the guest's console goes to Log
 	}
-	cmd := exec.Command("systemd-nspawn",
-		"--boot",
-		"--register=no", // no machined on the host
-		"--keep-unit",   // no systemd on the host to make a scope
-		"--private-network",
-		"--console="+console,
-		"--setenv=SYSTEMD_COLORS=0",
-		"-D", n.Root,
-		"--machine="+n.machine,
-		"--hostname="+n.Name,
-		"--bind="+n.busDir+":/run/dbus",
-	)
-	cmd.Env = append(os.Environ(), "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1")
+	cmd := n.command(console)
 	cmd.Stdout = n.opts.Log
 	cmd.Stderr = n.opts.Log
 
@@ -62,6 +51,50 @@ func (n *Node) spawn() (*exec.Cmd, error) {
 	n.boots++
 	n.notifyLocked()
 	return cmd, nil
+}
+
+// command is the systemd-nspawn command of one boot.
+func (n *Node) command(console string) *exec.Cmd {
+	args := []string{
+		"--boot",
+		"--register=no", // no machined on the host
+		"--keep-unit",   // no systemd on the host to make a scope
+		"--console=" + console,
+		"--setenv=SYSTEMD_COLORS=0",
+		"-D", n.Root,
+		"--machine=" + n.machine,
+		"--hostname=" + n.Name,
+		"--bind=" + n.busDir + ":/run/dbus",
+	}
+	if n.opts.Bridge != "" {
+		args = append(args, "--network-bridge="+n.opts.Bridge)
+	} else {
+		args = append(args, "--private-network")
+	}
+	hosts := make([]string, 0, len(n.opts.BindRO))
+	for h := range n.opts.BindRO {
+		hosts = append(hosts, h)
+	}
+	sort.Strings(hosts)
+	for _, h := range hosts {
+		args = append(args, "--bind-ro="+h+":"+n.opts.BindRO[h])
+	}
+	env := append(os.Environ(), "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1")
+	if n.legacy == nil {
+		cmd := exec.Command("systemd-nspawn", args...)
+		cmd.Env = env
+		return cmd
+	}
+	// runc gives each container a session keyring, which nspawn's
+	// system call filter refuses by default.
+	args = append(args, "--capability=all", "--system-call-filter=@keyring", "--bind-ro=/dev/kmsg")
+	env = append(os.Environ(), "SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=0", "SYSTEMD_NSPAWN_USE_CGNS=1")
+	// Through joinScript, which joins the v1 cgroups and then becomes nspawn.
+	script := append([]string{"-c", joinScript, "sh"}, n.legacy.procsFiles()...)
+	script = append(append(script, "--", "systemd-nspawn"), args...)
+	cmd := exec.Command("/bin/sh", script...)
+	cmd.Env = env
+	return cmd
 }
 
 // supervise waits for nspawn; when the guest rebooted, it starts nspawn
@@ -187,6 +220,11 @@ func (n *Node) tearDown() error {
 	}
 	if n.cg != nil {
 		if err := n.cg.remove(); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if n.legacy != nil {
+		if err := n.legacy.remove(); err != nil {
 			errs = append(errs, err)
 		}
 	}

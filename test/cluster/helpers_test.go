@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed"
+)
+
+// startNodes starts real nodes at once, records their MachineConfigNode
+// status from before their daemons start, and annotates each, as soon as
+// its kubelet has registered it, as running config base. The nodes are
+// stopped when the test ends.
+func startNodes(ctx context.Context, t *testing.T, base string, names ...string) (map[string]*testbed.KubeNode, map[string]*testbed.StatusLog) {
+	t.Helper()
+	wctx, wcancel := context.WithCancel(context.Background())
+	t.Cleanup(wcancel)
+	logs := map[string]*testbed.StatusLog{}
+	for _, name := range names {
+		l, err := bed.RecordStatus(wctx, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		logs[name] = l
+	}
+	nodes := map[string]*testbed.KubeNode{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make(chan error, len(names))
+	for _, name := range names {
+		wg.Go(func() {
+			n, err := bed.AddKubeNode(ctx, name)
+			if err != nil {
+				errs <- err
+				return
+			}
+			mu.Lock()
+			nodes[name] = n
+			mu.Unlock()
+			errs <- annotateOnRegistration(ctx, name, base)
+		})
+	}
+	wg.Wait()
+	close(errs)
+	t.Cleanup(func() {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		for _, n := range nodes {
+			if t.Failed() {
+				out, _ := n.Sys.Exec(sctx, "journalctl", "--no-pager", "-n", "80", "-u", "kubelet", "-u", "containerd",
+					"-u", "testbed-node", "-u", "testbed-images")
+				t.Logf("node %s: the journal's last lines:\n%s", n.Name, out)
+			}
+			if err := n.Stop(sctx); err != nil {
+				t.Error(err)
+			}
+		}
+	})
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	return nodes, logs
+}
+
+// annotateOnRegistration waits for the kubelet to create the Node and marks
+// it as running config, as the MCO's first rendering would.
+func annotateOnRegistration(ctx context.Context, name, config string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		"machineconfiguration.openshift.io/desiredConfig": config,
+		"machineconfiguration.openshift.io/currentConfig": config,
+	}}})
+	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		_, err := bed.Kube.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	})
+}
+
+// waitDaemonSet waits until the DaemonSet's pods are ready on n nodes.
+func waitDaemonSet(ctx context.Context, t *testing.T, n int32) *appsv1.DaemonSet {
+	t.Helper()
+	var ds *appsv1.DaemonSet
+	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		var err error
+		ds, err = bed.Kube.AppsV1().DaemonSets(testbed.Namespace).Get(ctx, testbed.DaemonSetName, metav1.GetOptions{})
+		if err != nil {
+			return false, err
+		}
+		s := ds.Status
+		return s.DesiredNumberScheduled == n && s.NumberReady == n && s.UpdatedNumberScheduled == n, nil
+	})
+	if err != nil {
+		t.Fatalf("waiting for the DaemonSet to be ready on %d nodes: %v; status %+v", n, err, ds.Status)
+	}
+	return ds
+}
+
+// daemonPod returns the DaemonSet's pod on node.
+func daemonPod(ctx context.Context, t *testing.T, node string) *corev1.Pod {
+	t.Helper()
+	pods, err := bed.Kube.CoreV1().Pods(testbed.Namespace).List(ctx, metav1.ListOptions{
+		FieldSelector: "spec.nodeName=" + node, LabelSelector: "app.kubernetes.io/name=nodeconfd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pods.Items) != 1 {
+		t.Fatalf("%d daemon pods on node %s, want 1", len(pods.Items), node)
+	}
+	return &pods.Items[0]
+}
+
+// waitCurrent waits until a status from snapshot from on says the node
+// runs config name.
+func waitCurrent(ctx context.Context, log *testbed.StatusLog, from int, name string) error {
+	_, err := log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
+		if st.ConfigVersion == nil || st.ConfigVersion.Current != name {
+			return false
+		}
+		c := testbed.Find(st, "Updated")
+		return c != nil && c.Status == metav1.ConditionTrue
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the node to run %s: %w; latest:\n%s", name, err, log.Describe())
+	}
+	return nil
+}
+
+// wantSeq checks that got is exactly want.
+func wantSeq(t *testing.T, node string, got, want []string) {
+	t.Helper()
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("node %s: condition transitions:\n got: %s\nwant: %s", node, strings.Join(got, " "), strings.Join(want, " "))
+	}
+}
+
+// wantEvents checks that the object has Events with these reasons.
+func wantEvents(ctx context.Context, t *testing.T, name, kind string, reasons ...string) {
+	t.Helper()
+	var missing []string
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
+		evs, err := bed.Kube.CoreV1().Events("").List(ctx, metav1.ListOptions{
+			FieldSelector: fields.Set{"involvedObject.name": name, "involvedObject.kind": kind}.String()})
+		if err != nil {
+			return false, err
+		}
+		have := map[string]bool{}
+		for _, e := range evs.Items {
+			have[e.Reason] = true
+		}
+		missing = missing[:0]
+		for _, r := range reasons {
+			if !have[r] {
+				missing = append(missing, r)
+			}
+		}
+		return len(missing) == 0, nil
+	})
+	if err != nil {
+		t.Errorf("%s %s: no Events with reasons %v: %v", kind, name, missing, err)
+	}
+}

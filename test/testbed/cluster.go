@@ -1,0 +1,175 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
+	"github.com/nodeconfd/nodeconfd/test/testbed/images"
+	"github.com/nodeconfd/nodeconfd/test/testbed/kubenode"
+	"github.com/nodeconfd/nodeconfd/test/testbed/nspawn"
+)
+
+// cluster is what a bed of real nodes (StartCluster) adds to a bed.
+type cluster struct {
+	images    images.Set
+	imageDir  string // the folder of the image archives, bound into nodes
+	nodeStack string // hack/build-nodestack.sh's folder
+	rootImage string // hack/node-image-kube.sh's folder
+	bridge    *bridge
+
+	mu    sync.Mutex
+	nodes int // nodes added so far: the next one's index
+}
+
+// StartCluster starts a bed for real nodes (AddKubeNode): the control plane
+// runs kube-scheduler and kube-controller-manager beside the API server
+// (controlplane.Options.Cluster), the images the nodes run are built (the
+// sandbox, a workload, the daemon's release image), and manifests/ is
+// applied as shipped, so the DaemonSet runs the daemon on every node that
+// registers. The nodes' network is a host bridge of the bed's own.
+func StartCluster(ctx context.Context, dir string, log io.Writer) (*Bed, error) {
+	repo, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
+	c := &cluster{imageDir: filepath.Join(dir, "images")}
+	if c.images, err = images.Build(ctx, repo, c.imageDir); err != nil {
+		return nil, err
+	}
+	if c.nodeStack, err = controlplane.RunHackScript(ctx, "build-nodestack.sh", log); err != nil {
+		return nil, err
+	}
+	if c.rootImage, err = controlplane.RunHackScript(ctx, "node-image-kube.sh", log); err != nil {
+		return nil, err
+	}
+	if c.bridge, err = newBridge(); err != nil {
+		return nil, err
+	}
+	b, err := StartWith(ctx, dir, log, controlplane.Options{Cluster: true, NodeBinDir: c.nodeStack})
+	if err != nil {
+		return nil, errors.Join(err, c.bridge.remove())
+	}
+	b.cluster = c
+	return b, nil
+}
+
+// Images returns the images a cluster bed's nodes have (StartCluster).
+func (b *Bed) Images() images.Set { return b.cluster.images }
+
+// KubeNode is a real node: a systemd container with containerd and a
+// kubelet (package kubenode), registered with its own credentials.
+type KubeNode struct {
+	Name string
+	Sys  *nspawn.Node
+	// IP is the node's address, its InternalIP.
+	IP      netip.Addr
+	console *os.File
+}
+
+// AddKubeNode starts node name on a cluster bed. It returns once the
+// node's systemd is running; the kubelet registers the node soon after
+// (WaitNodeReady).
+func (b *Bed) AddKubeNode(ctx context.Context, name string) (*KubeNode, error) {
+	c := b.cluster
+	if c == nil {
+		return nil, errors.New("adding a real node: the bed is not a cluster (StartCluster)")
+	}
+	c.mu.Lock()
+	index := c.nodes
+	c.nodes++
+	c.mu.Unlock()
+	kubeconfig, err := b.CP.NodeKubeconfig(name, "https://"+kubenode.ServiceIP+":443")
+	if err != nil {
+		return nil, err
+	}
+	cfg := kubenode.Config{
+		Name: name, IP: c.bridge.addr(index), Gateway: c.bridge.Gateway(), PrefixLen: c.bridge.prefix.Bits(),
+		APIPort: b.CP.APIPort(), PodCIDR: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(index), 0}), 24),
+		CACert: b.CP.CACert(), Kubeconfig: kubeconfig, SandboxImage: images.Pause,
+	}
+	files, err := kubenode.Files(cfg)
+	if err != nil {
+		return nil, err
+	}
+	dir := filepath.Join(b.Dir, "kubenode-"+name)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	// nspawn's own messages and the guest's console.
+	console, err := os.Create(filepath.Join(dir, "console.log"))
+	if err != nil {
+		return nil, err
+	}
+	sys, err := nspawn.Start(ctx, nspawn.Options{
+		Name: name, ImageDir: c.rootImage, WorkDir: dir, Log: console,
+		Setup:  func(root string) error { return kubenode.Write(root, files) },
+		Bridge: c.bridge.name, BindRO: kubenode.Binds(c.nodeStack, c.imageDir), LegacyCgroups: true,
+	})
+	if err != nil {
+		console.Close()
+		return nil, err
+	}
+	if err := sys.WaitBoot(ctx, 1); err != nil {
+		defer console.Close()
+		return nil, errors.Join(fmt.Errorf("%w; console (%s) ends with:\n%s", err, console.Name(), tail(console.Name())),
+			sys.Stop(context.Background()))
+	}
+	return &KubeNode{Name: name, Sys: sys, IP: cfg.IP, console: console}, nil
+}
+
+// Stop powers the node off. Its Node object stays, as a powered-off
+// machine's does.
+func (n *KubeNode) Stop(ctx context.Context) error {
+	err := n.Sys.Stop(ctx)
+	n.console.Close()
+	return err
+}
+
+// tail returns the end of a log file, for errors.
+func tail(path string) string {
+	b, _ := os.ReadFile(path)
+	if len(b) > 2000 {
+		b = b[len(b)-2000:]
+	}
+	return string(b)
+}
+
+func (c *cluster) stop() error {
+	if c == nil {
+		return nil
+	}
+	return c.bridge.remove()
+}
+
+// ClusterMain is Main for a test binary whose tests share one cluster bed
+// (StartCluster). The first run on a machine builds the node stack and the
+// real-node image (hack/build-nodestack.sh, hack/node-image-kube.sh), which
+// takes many minutes; later runs find them cached.
+func ClusterMain(m *testing.M, prefix string, use func(*Bed)) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Minute)
+	dir, err := os.MkdirTemp("", prefix)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	b, err := StartCluster(ctx, dir, os.Stderr)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the cluster test bed:", err)
+		os.Exit(1)
+	}
+	use(b)
+	code := m.Run()
+	b.Stop()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
