@@ -26,7 +26,10 @@ type mergeCase struct {
 	wantSources []string
 }
 
-func mergeCases() []mergeCase {
+func mergeCases() []mergeCase { return append(poolMergeCases(), fileMergeCases()...) }
+
+// poolMergeCases are the parts of upstream's TestMergeMachineConfigs.
+func poolMergeCases() []mergeCase {
 	mode := 420
 	return []mergeCase{{
 		// The first part: one FIPS config and no Ignition config still
@@ -83,7 +86,13 @@ func mergeCases() []mergeCase {
 		wantIgn: *ignFiles(overwritten(rootFile("/etc/test1", "data:,new", mode), true),
 			overwritten(rootFile("/etc/test2", "data:,new", mode), true)),
 		wantSources: []string{"aaa", "bbb", "ddd", "ccc"},
-	}, {
+	}}
+}
+
+// fileMergeCases are the cases of upstream's tests of files alone.
+func fileMergeCases() []mergeCase {
+	mode := 420
+	return []mergeCase{{
 		name: "TestSetDefaultFileOverwrite",
 		configs: func(t *testing.T) []*mcfgv1.MachineConfig {
 			return []*mcfgv1.MachineConfig{fragment(t, "overwrite", "worker", ignFiles(
@@ -172,12 +181,31 @@ func TestMergeUpstreamCases(t *testing.T) {
 // TestRenderRefusals: a fragment that cannot render is refused, naming it
 // and its field.
 func TestRenderRefusals(t *testing.T) {
+	for _, c := range refusalCases() {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := Render("worker", c.configs(t), c.opts)
+			var ce *plan.ConfigError
+			if !errors.As(err, &ce) {
+				t.Fatalf("Render: %v, want a *plan.ConfigError", err)
+			}
+			if ce.Object != c.object || (c.field != "" && ce.Field != c.field) || !strings.Contains(ce.Msg, c.msg) {
+				t.Errorf("got %s (object %q field %q), want object %q field %q and %q in the message", err, ce.Object, ce.Field, c.object, c.field, c.msg)
+			}
+		})
+	}
+}
+
+// refusalCase is a rendering refused, naming object and field, with msg
+// in the message.
+type refusalCase struct {
+	name, object, field, msg string
+	configs                  func(t *testing.T) []*mcfgv1.MachineConfig
+	opts                     Options
+}
+
+func refusalCases() []refusalCase {
 	mode := 420
-	cases := []struct {
-		name, object, field, msg string
-		configs                  func(t *testing.T) []*mcfgv1.MachineConfig
-		opts                     Options
-	}{{
+	return []refusalCase{{
 		// Upstream: an Ignition config with contents and no version.
 		name: "TestIgnValidationGenerateRenderedMachineConfig", object: "05-extra-master", field: "spec.config.ignition.version",
 		configs: func(t *testing.T) []*mcfgv1.MachineConfig {
@@ -236,16 +264,4 @@ func TestRenderRefusals(t *testing.T) {
 			}
 		},
 	}}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			_, err := Render("worker", c.configs(t), c.opts)
-			var ce *plan.ConfigError
-			if !errors.As(err, &ce) {
-				t.Fatalf("Render: %v, want a *plan.ConfigError", err)
-			}
-			if ce.Object != c.object || (c.field != "" && ce.Field != c.field) || !strings.Contains(ce.Msg, c.msg) {
-				t.Errorf("got %s (object %q field %q), want object %q field %q and %q in the message", err, ce.Object, ce.Field, c.object, c.field, c.msg)
-			}
-		})
-	}
 }
