@@ -27,6 +27,14 @@ func commands() []command {
 				}
 				return nil
 			}},
+		{"render", "[--pool worker] [-o yaml|json] [flags] FILE...",
+			"merge a pool's MachineConfigs from files into its rendered config, as the controller does (see nodeconfd render --help)",
+			func(args []string) error {
+				if code := runRender(args, os.Stdout, os.Stderr); code != 0 {
+					os.Exit(code)
+				}
+				return nil
+			}},
 		{"version", "", "print the release this binary was built from", func([]string) error {
 			fmt.Println(version)
 			return nil
