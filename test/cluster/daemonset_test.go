@@ -100,6 +100,9 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 		checkLogs(ctx, t, name)
 		reportWorkingSet(ctx, t, name)
 	}
+	blockedByPDB(ctx, t, nodes, logs, "rendered-worker-3", testbed.Ignition(map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
+		"/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n", "/etc/motd.d/pdb": "after the budget\n"},
+		`"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":`+quote(helloUnit)+`}]}`))
 }
 
 // rollOut sets config as every node's desired one, waits until all run it
@@ -110,12 +113,8 @@ func rollOut(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNo
 	from := map[string]int{}
 	for name := range nodes {
 		from[name] = logs[name].Len()
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
-			"machineconfiguration.openshift.io/desiredConfig": config}}})
-		if _, err := bed.Kube.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
-			t.Fatal(err)
-		}
 	}
+	setDesired(ctx, t, nodes, config)
 	for name := range nodes {
 		if err := waitCurrent(ctx, logs[name], from[name], config); err != nil {
 			t.Fatalf("node %s: %v", name, err)
@@ -123,6 +122,18 @@ func rollOut(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNo
 		wantSeq(t, name, logs[name].Transitions(from[name]), want)
 	}
 	t.Logf("%s rolled out to %d nodes in %s", config, len(nodes), time.Since(begin).Round(100*time.Millisecond))
+}
+
+// setDesired sets config as the desired one of nodes, as a rollout would.
+func setDesired(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, config string) {
+	t.Helper()
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": map[string]string{
+		"machineconfiguration.openshift.io/desiredConfig": config}}})
+	for name := range nodes {
+		if _, err := bed.Kube.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 // reportStart logs the time from the daemon container's start to its first
