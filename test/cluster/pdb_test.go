@@ -6,18 +6,21 @@ import (
 	"testing"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
 // blockedByPDB: with a PodDisruptionBudget that allows no disruption of
 // the workload, a reboot update of a node running one of its pods holds in
-// its drain, the Drained condition naming the budget and the pod; once the
-// budget is gone the eviction goes through, the Deployment recreates the
-// pod, and the update completes.
+// its drain, the Drained condition naming the budget and the pod; the
+// daemon's pod deleted meanwhile is replaced and takes the drain up again;
+// once the budget is gone the eviction goes through, the Deployment
+// recreates the pod, and the update completes with the node uncordoned.
 func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, logs map[string]*testbed.StatusLog,
 	config, ignition string) {
 	t.Helper()
@@ -50,6 +53,7 @@ func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.K
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
+	restartMidDrain(ctx, t, name, logs[name], want)
 	if err := bed.Kube.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -57,4 +61,41 @@ func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.K
 		t.Fatalf("node %s after the budget was removed: %v", name, err)
 	}
 	waitDeployment(ctx, t, "web", 2)
+	if n, err := bed.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
+		t.Errorf("node %s left cordoned (%v)", name, err)
+	}
+}
+
+// restartMidDrain deletes the daemon's pod while its drain is held (the
+// kubelet's SIGTERM within the grace period), waits for the DaemonSet's new
+// pod, and checks that its container takes the update up again and holds
+// in the same drain.
+func restartMidDrain(ctx context.Context, t *testing.T, name string, log *testbed.StatusLog, held string) {
+	t.Helper()
+	old := daemonPod(ctx, t, name)
+	if err := bed.Kube.CoreV1().Pods(testbed.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var pod *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := bed.Kube.CoreV1().Pods(testbed.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "spec.nodeName=" + name, LabelSelector: "app.kubernetes.io/name=nodeconfd"})
+		if err != nil || len(pods.Items) != 1 || pods.Items[0].UID == old.UID {
+			return false, nil // the old pod still terminating, or no new one yet
+		}
+		pod = &pods.Items[0]
+		return pod.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s: waiting for the daemon's new pod after deleting %s: %v", name, old.Name, err)
+	}
+	mark := log.Len()
+	deadline := time.Now().Add(2 * time.Minute)
+	for log.Len() <= mark || !strings.Contains(log.Condition("Drained").Message, held) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node %s: the new pod %s did not take the drain up again; latest:\n%s", name, pod.Name, log.Describe())
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	t.Logf("node %s: pod %s deleted mid-drain, %s holds the drain again", name, old.Name, pod.Name)
 }
