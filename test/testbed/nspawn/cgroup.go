@@ -121,9 +121,19 @@ func (cg *cgroup) pids() ([]int, error) {
 // remove deletes the cgroup folders, deepest first, in every hierarchy. The
 // cgroup must be empty.
 func (cg *cgroup) remove() error {
-	var errs []error
+	var tops []string
 	for _, root := range append([]string{cg.v2}, cg.other...) {
-		top := filepath.Join(root, cg.rel)
+		tops = append(tops, filepath.Join(root, cg.rel))
+	}
+	return removeCgroupTrees(tops)
+}
+
+// removeCgroupTrees deletes each cgroup folder of tops and the folders below
+// it, deepest first (their processes must have exited), then its parent,
+// shared by all nodes, when it was the last one there.
+func removeCgroupTrees(tops []string) error {
+	var errs []error
+	for _, top := range tops {
 		var dirs []string
 		err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
 			if err == nil && d.IsDir() {
@@ -143,7 +153,6 @@ func (cg *cgroup) remove() error {
 				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", dirs[i], err))
 			}
 		}
-		// Shared by all nodes: removed when this was the last one.
 		_ = os.Remove(filepath.Dir(top))
 	}
 	return errors.Join(errs...)

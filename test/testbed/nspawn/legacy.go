@@ -103,33 +103,7 @@ func (lc *legacyCgroups) procsFiles() []string {
 
 // remove deletes the node's v1 cgroups and what the guest made in them,
 // deepest first. Their processes must have exited.
-func (lc *legacyCgroups) remove() error {
-	var errs []error
-	for _, top := range lc.dirs {
-		var dirs []string
-		err := filepath.WalkDir(top, func(path string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
-				dirs = append(dirs, path)
-			}
-			return err
-		})
-		if errors.Is(err, fs.ErrNotExist) {
-			continue
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("listing cgroup %s: %w", top, err))
-			continue
-		}
-		for i := len(dirs) - 1; i >= 0; i-- {
-			if err := os.Remove(dirs[i]); err != nil && !errors.Is(err, fs.ErrNotExist) {
-				errs = append(errs, fmt.Errorf("removing cgroup %s: %w", dirs[i], err))
-			}
-		}
-		// Shared by all nodes: removed when this was the last one.
-		_ = os.Remove(filepath.Dir(top))
-	}
-	return errors.Join(errs...)
-}
+func (lc *legacyCgroups) remove() error { return removeCgroupTrees(lc.dirs) }
 
 // joinScript is a shell script that writes its own PID to each of its
 // arguments up to "--" and then executes the rest: nspawn started through
