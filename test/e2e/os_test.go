@@ -304,10 +304,15 @@ func TestBootcSwitch(t *testing.T) {
 	if err := n.SetDesired(ctx, "rendered-bc-c"); err != nil {
 		t.Fatal(err)
 	}
-	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
+	// Each retry of the refused update starts prepare again (UpdateCompatible
+	// Unknown), so wait for the refusal itself rather than NodeDegraded.
+	if err := log.WaitFor(ctx, "UpdateCompatible", "False", ""); err != nil {
 		t.Fatal(err)
 	}
 	if c := log.Condition("UpdateCompatible"); !strings.Contains(c.Message, "this node's OS updater bootc cannot make the change: kernel argument changes on a bootc host need rpm-ostree") {
 		t.Errorf("UpdateCompatible message %q", c.Message)
+	}
+	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
+		t.Fatal(err)
 	}
 }
