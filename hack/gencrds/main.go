@@ -1,4 +1,5 @@
-// Command gencrds writes the MachineConfig and MachineConfigNode CustomResourceDefinitions under
+// Command gencrds writes the MachineConfig, MachineConfigNode, MachineConfigPool and
+// MachineConfiguration CustomResourceDefinitions under
 // manifests/ from the CRD YAMLs shipped in the github.com/openshift/api module, so the daemon's
 // CRDs match the Go types it is built with.
 //
@@ -70,6 +71,8 @@ func run(dir string, check bool) error {
 		// The daemons read spec.nodeDisruptionPolicy of the one named cluster.
 		{source: "0000_80_machine-config_01_machineconfigurations-Default.crd.yaml", dir: operatorSourceDir,
 			target: "00-crd-machineconfigurations.yaml"},
+		// The controller renders and rolls out per pool (docs/controller.md).
+		{source: "0000_80_machine-config_01_machineconfigpools-Default.crd.yaml", target: "00-crd-machineconfigpools.yaml"},
 	}
 	var stale []string
 	for _, c := range crds {

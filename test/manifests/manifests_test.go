@@ -51,6 +51,7 @@ func TestKubectlApply(t *testing.T) {
 	got := strings.Fields(kubectl(t, cp, "get", "-f", dir, "-o", "name"))
 	want := []string{
 		"customresourcedefinition.apiextensions.k8s.io/machineconfignodes.machineconfiguration.openshift.io",
+		"customresourcedefinition.apiextensions.k8s.io/machineconfigpools.machineconfiguration.openshift.io",
 		"customresourcedefinition.apiextensions.k8s.io/machineconfigs.machineconfiguration.openshift.io",
 		"customresourcedefinition.apiextensions.k8s.io/machineconfigurations.operator.openshift.io",
 		"namespace/nodeconfd",
