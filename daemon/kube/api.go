@@ -27,6 +27,8 @@ type API interface {
 	Events(namespace string) Resource[*corev1.Event, *corev1.EventList]
 	MachineConfigs() Resource[*mcfgv1.MachineConfig, *mcfgv1.MachineConfigList]
 	MachineConfigNodes() Resource[*mcfgv1.MachineConfigNode, *mcfgv1.MachineConfigNodeList]
+	// MachineConfigPools are read and written by the controller only.
+	MachineConfigPools() Resource[*mcfgv1.MachineConfigPool, *mcfgv1.MachineConfigPoolList]
 	// Evict posts a policy/v1 Eviction to its pod's eviction subresource,
 	// once: a refusal (429 from a PodDisruptionBudget) is returned at once
 	// for the caller to retry where it shows, not retried out of sight.

@@ -130,6 +130,12 @@ func (a *restAPI) MachineConfigNodes() Resource[*mcfgv1.MachineConfigNode, *mcfg
 		func() *mcfgv1.MachineConfigNodeList { return &mcfgv1.MachineConfigNodeList{} })
 }
 
+func (a *restAPI) MachineConfigPools() Resource[*mcfgv1.MachineConfigPool, *mcfgv1.MachineConfigPoolList] {
+	return newClient(a, a.mcfg, "machineconfigpools", "",
+		func() *mcfgv1.MachineConfigPool { return &mcfgv1.MachineConfigPool{} },
+		func() *mcfgv1.MachineConfigPoolList { return &mcfgv1.MachineConfigPoolList{} })
+}
+
 func (a *restAPI) Evict(ctx context.Context, eviction *policyv1.Eviction) error {
 	return postEviction(a.core, ctx, eviction)
 }

@@ -60,6 +60,10 @@ func (c clientsets) MachineConfigs() kube.Resource[*mcfgv1.MachineConfig, *mcfgv
 	return c.m.MachineconfigurationV1().MachineConfigs()
 }
 
+func (c clientsets) MachineConfigPools() kube.Resource[*mcfgv1.MachineConfigPool, *mcfgv1.MachineConfigPoolList] {
+	return c.m.MachineconfigurationV1().MachineConfigPools()
+}
+
 func (c clientsets) MachineConfigNodes() kube.Resource[*mcfgv1.MachineConfigNode, *mcfgv1.MachineConfigNodeList] {
 	return c.m.MachineconfigurationV1().MachineConfigNodes()
 }
