@@ -26,6 +26,10 @@ type Input struct {
 	Soak time.Duration
 	// Windows are the pool's maintenance windows; none means always open.
 	Windows window.Windows
+	// DeferNode is the node the controller itself runs on: while other
+	// nodes need Target it is passed over, so that the controller's own
+	// drain comes last (upstream defers the operator's node the same way).
+	DeferNode string
 }
 
 // Decision is what the controller does now for one pool.
@@ -60,6 +64,10 @@ func Next(in Input) Decision {
 		}
 	}
 	switch {
+	case in.Target == "":
+		// As upstream: an unrendered pool waits for its first render; an
+		// empty desiredConfig must never be handed out.
+		return Decision{Waiting: "pool has no rendered config yet"}
 	case len(needing) == 0:
 		return Decision{}
 	case in.Pool.Spec.Paused:
@@ -73,7 +81,7 @@ func Next(in Input) Decision {
 		return Decision{Waiting: err.Error() + "; the rollout stops until it is fixed"}
 	}
 	room, busy := capacity(in, maxUnavail)
-	cands, skipped := candidates(needing)
+	cands, skipped := candidates(needing, in.DeferNode)
 	d := Decision{Skipped: skipped}
 	if room == 0 {
 		d.Waiting = fmt.Sprintf("%d of %d nodes unavailable (maxUnavailable %d): %s",
@@ -132,9 +140,10 @@ func capacity(in Input, maxUnavail int) (int, []NodeReason) {
 }
 
 // candidates orders the nodes that need Target and may take it, and lists
-// those passed over: not ready (as upstream), or paused by an
-// administrator's annotation.
-func candidates(needing []*corev1.Node) ([]*corev1.Node, []NodeReason) {
+// those passed over: not ready (as upstream), paused by an administrator's
+// annotation, or the controller's own node while it is not the last one
+// (upstream's filterControlPlaneCandidateNodes).
+func candidates(needing []*corev1.Node, deferNode string) ([]*corev1.Node, []NodeReason) {
 	var cands []*corev1.Node
 	var skipped []NodeReason
 	for _, n := range needing {
@@ -150,6 +159,15 @@ func candidates(needing []*corev1.Node) ([]*corev1.Node, []NodeReason) {
 			continue
 		}
 		cands = append(cands, n)
+	}
+	if len(cands) > 1 {
+		for i, n := range cands {
+			if n.Name == deferNode {
+				cands = append(cands[:i:i], cands[i+1:]...)
+				skipped = append(skipped, NodeReason{Node: n.Name, Reason: "runs the controller and updates last"})
+				break
+			}
+		}
 	}
 	sortNodes(cands)
 	return cands, skipped
