@@ -1,0 +1,239 @@
+package rollout
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/window"
+)
+
+// Input is what the pool controller knows of one pool at a reconcile.
+type Input struct {
+	Pool *mcfgv1.MachineConfigPool
+	// Target is the rendered config the pool rolls out.
+	Target string
+	// Nodes are the pool's nodes (PoolForNode already applied).
+	Nodes []*corev1.Node
+	// MCNs are the nodes' MachineConfigNodes by node name; some may lack.
+	MCNs map[string]*mcfgv1.MachineConfigNode
+	Now  time.Time
+	// Soak is how long after a node finished Target the next node is
+	// handed it; 0 for no soak.
+	Soak time.Duration
+	// Windows are the pool's maintenance windows; none means always open.
+	Windows window.Windows
+	// DeferNode is the node the controller itself runs on: while other
+	// nodes need Target it is passed over, so that the controller's own
+	// drain comes last (upstream defers the operator's node the same way).
+	DeferNode string
+}
+
+// Decision is what the controller does now for one pool.
+type Decision struct {
+	// Hand are the nodes to give desiredConfig=Target now, in order.
+	Hand []string
+	// Waiting says why nodes that still need Target are not handed it (or
+	// fewer than there is room for), for the pool's Updating condition.
+	Waiting string
+	// RequeueAfter is when the decision may change by time alone (a soak
+	// ends, a window opens); 0 when only an event can change it.
+	RequeueAfter time.Duration
+	// Skipped are nodes that need Target but were passed over, and why.
+	Skipped []NodeReason
+}
+
+// maxPauseText caps an administrator's pause text quoted in messages.
+const maxPauseText = 256
+
+// Next decides which nodes get the pool's Target now. It follows
+// upstream's node controller (getAllCandidateMachines and
+// updateCandidateMachines): nodes not yet told Target are candidates when
+// ready; room is maxUnavailable less the unavailable nodes and the nodes
+// failing Target; candidates go in zone and age order. nodeconfd adds, in
+// this order, the health gate (a node rolled back from Target stops the
+// rollout), the node pause annotation, maintenance windows and the soak.
+func Next(in Input) Decision {
+	var needing []*corev1.Node
+	for _, n := range in.Nodes {
+		if n.Annotations[DesiredConfig] != in.Target {
+			needing = append(needing, n)
+		}
+	}
+	switch {
+	case in.Target == "":
+		// As upstream: an unrendered pool waits for its first render; an
+		// empty desiredConfig must never be handed out.
+		return Decision{Waiting: "pool has no rendered config yet"}
+	case len(needing) == 0:
+		return Decision{}
+	case in.Pool.Spec.Paused:
+		return Decision{Waiting: "pool is paused"}
+	}
+	if msg := healthGate(in.Nodes, in.Target); msg != "" {
+		return Decision{Waiting: msg}
+	}
+	maxUnavail, err := MaxUnavailable(in.Pool, len(in.Nodes))
+	if err != nil {
+		return Decision{Waiting: err.Error() + "; the rollout stops until it is fixed"}
+	}
+	room, busy := capacity(in, maxUnavail)
+	cands, skipped := candidates(needing, in.DeferNode)
+	d := Decision{Skipped: skipped}
+	if room == 0 {
+		d.Waiting = fmt.Sprintf("%d of %d nodes unavailable (maxUnavailable %d): %s",
+			len(busy), len(in.Nodes), maxUnavail, joinReasons(busy))
+		return d
+	}
+	if len(cands) == 0 {
+		d.Waiting = fmt.Sprintf("no node that needs %s can take it now: %s", in.Target, joinReasons(skipped))
+		return d
+	}
+	if d.Waiting, d.RequeueAfter = windowWait(in); d.Waiting != "" {
+		return d
+	}
+	if d.Waiting, d.RequeueAfter = soakWait(in); d.Waiting != "" {
+		return d
+	}
+	for _, n := range cands[:min(room, len(cands))] {
+		d.Hand = append(d.Hand, n.Name)
+	}
+	if len(d.Hand) < room && len(skipped) > 0 {
+		d.Waiting = fmt.Sprintf("%d more nodes could update but were passed over: %s", len(skipped), joinReasons(skipped))
+	}
+	return d
+}
+
+// healthGate stops the rollout when Target failed the health gate on a
+// node of the pool (the daemon rolled it back and wrote failedConfig): the
+// next node would most likely fail the same way. A failedConfig naming an
+// older config does not stop a newer one, which may be the fix.
+func healthGate(nodes []*corev1.Node, target string) string {
+	var failed []string
+	for _, n := range nodes {
+		if n.Annotations[FailedConfig] == target {
+			failed = append(failed, n.Name)
+		}
+	}
+	if len(failed) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("%s failed the health gate on %s (annotation %s); the rollout stops until the pool's config changes or an administrator retries",
+		target, strings.Join(failed, ", "), FailedConfig)
+}
+
+// capacity is how many more nodes may be handed Target, and the nodes
+// that take the room: the unavailable ones and, as upstream, those already
+// told Target whose daemon failed it (failingThisConfig), since a
+// transient failure may clear and then they update too.
+func capacity(in Input, maxUnavail int) (int, []NodeReason) {
+	busy := unavailableNodes(in.Nodes, in.MCNs)
+	for _, n := range in.Nodes {
+		if n.Annotations[DesiredConfig] == in.Target && isFailing(n) {
+			busy = append(busy, NodeReason{Node: n.Name, Reason: "failing " + in.Target + " (state " + n.Annotations[State] + ")"})
+		}
+	}
+	return max(maxUnavail-len(busy), 0), busy
+}
+
+// candidates orders the nodes that need Target and may take it, and lists
+// those passed over: not ready (as upstream), paused by an administrator's
+// annotation, or the controller's own node while it is not the last one
+// (upstream's filterControlPlaneCandidateNodes).
+func candidates(needing []*corev1.Node, deferNode string) ([]*corev1.Node, []NodeReason) {
+	var cands []*corev1.Node
+	var skipped []NodeReason
+	for _, n := range needing {
+		if r := notReady(n); r != "" {
+			skipped = append(skipped, NodeReason{Node: n.Name, Reason: r})
+			continue
+		}
+		if v, ok := n.Annotations[PauseAnnotation]; ok {
+			if len(v) > maxPauseText {
+				v = v[:maxPauseText] + "..."
+			}
+			skipped = append(skipped, NodeReason{Node: n.Name, Reason: fmt.Sprintf("paused by annotation %s=%q", PauseAnnotation, v)})
+			continue
+		}
+		cands = append(cands, n)
+	}
+	if len(cands) > 1 {
+		for i, n := range cands {
+			if n.Name == deferNode {
+				cands = append(cands[:i:i], cands[i+1:]...)
+				skipped = append(skipped, NodeReason{Node: n.Name, Reason: "runs the controller and updates last"})
+				break
+			}
+		}
+	}
+	sortNodes(cands)
+	return cands, skipped
+}
+
+// windowWait says when the next maintenance window opens, when none is
+// open now.
+func windowWait(in Input) (string, time.Duration) {
+	st := in.Windows.At(in.Now)
+	if st.Open {
+		return "", 0
+	}
+	if st.Next.IsZero() {
+		return "no maintenance window ever opens", 0
+	}
+	zone := time.UTC
+	for _, w := range in.Windows {
+		if w.Text == st.Window && w.Zone != nil {
+			zone = w.Zone
+		}
+	}
+	return fmt.Sprintf("maintenance window opens %s %s", st.Next.In(zone).Format("Mon 15:04"), zone), st.Next.Sub(in.Now)
+}
+
+// soakWait holds the next node until Soak has passed since the last node
+// finished Target. A node that finished Target but whose MachineConfigNode
+// does not say when holds the rollout too (until it does), since its soak
+// cannot be known to be over.
+func soakWait(in Input) (string, time.Duration) {
+	if in.Soak <= 0 {
+		return "", 0
+	}
+	var last time.Time
+	var lastNode string
+	for _, n := range in.Nodes {
+		if !isUpdated(n, in.Target) {
+			continue
+		}
+		t, ok := finishedAt(n, in.MCNs[n.Name], in.Target)
+		if !ok {
+			return fmt.Sprintf("soak of %s: waiting for its MachineConfigNode to report Updated for %s", n.Name, in.Target), 0
+		}
+		if t.After(last) {
+			last, lastNode = t, n.Name
+		}
+	}
+	end := last.Add(in.Soak)
+	if lastNode == "" || !in.Now.Before(end) {
+		return "", 0
+	}
+	left := end.Sub(in.Now)
+	return fmt.Sprintf("next node in %s: soak of %s", roundUp(left), lastNode), left
+}
+
+// roundUp rounds d up to whole seconds, so a message never says 0s.
+func roundUp(d time.Duration) time.Duration {
+	if r := d.Truncate(time.Second); r < d {
+		return r + time.Second
+	}
+	return d
+}
+
+func joinReasons(rs []NodeReason) string {
+	s := make([]string, len(rs))
+	for i, r := range rs {
+		s[i] = r.String()
+	}
+	return strings.Join(s, ", ")
+}

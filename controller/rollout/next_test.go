@@ -1,0 +1,214 @@
+package rollout
+
+import (
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+
+	"github.com/nodeconfd/nodeconfd/phases/window"
+)
+
+// TestNextCandidates ports the non-layered cases of upstream's
+// TestGetCandidateMachines: progress is maxUnavailable, target v1; want
+// are the nodes handed, others the candidates left for later, room the
+// capacity upstream returns.
+func TestNextCandidates(t *testing.T) {
+	T, F := corev1.ConditionTrue, corev1.ConditionFalse
+	tests := []struct {
+		name     string
+		progress int32
+		nodes    []*corev1.Node
+		want     []string
+		others   []string
+		room     int
+	}{
+		{"no progress - capacity 1", 1, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T)), mkNode("node-2", v1, v1, ready(T)),
+		}, nil, nil, 1},
+		{"no progress - capacity 0", 1, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T)), mkNode("node-2", v1, v1, ready(F)),
+		}, nil, nil, 0},
+		{"no progress because we have an unavailable node", 1, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(F)), mkNode("node-2", v0, v1, ready(T)),
+		}, nil, nil, 0},
+		{"node-0 is unavailable and should be skipped over", 2, []*corev1.Node{
+			mkNode("node-0", v0, v0, ready(F)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+		}, []string{"node-1"}, []string{"node-2"}, 1},
+		{"node-2 is going to change config, so we can only progress one more", 3, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(F)), mkNode("node-2", v0, v1, ready(T)),
+			mkNode("node-3", v0, v0, ready(T)), mkNode("node-4", v0, v0, ready(T)),
+		}, []string{"node-3"}, []string{"node-4"}, 1},
+		{"We have a node working, don't start anything else", 1, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T)), mkNode("node-2", v0, v1, ready(T)),
+			mkNode("node-3", v0, v0, ready(T)), mkNode("node-4", v0, v0, ready(T)),
+		}, nil, nil, 0},
+		{"progress on old stuck node", 1, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", "v0.1", "v0.2", ready(T), state(StateDegraded)),
+			mkNode("node-2", v0, v0, ready(T)),
+		}, []string{"node-1"}, []string{"node-2"}, 1},
+		{"Don't change a degraded node to same config, but also don't start another", 1, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T), state(StateDegraded)),
+			mkNode("node-2", v0, v0, ready(T)),
+		}, nil, nil, 0},
+		{"Must be able to roll back", 1, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T)),
+			mkNode("node-2", v1, v2, ready(T), state(StateDegraded)), mkNode("node-3", v1, v1, ready(T)),
+		}, []string{"node-2"}, nil, 1},
+		{"Validate we also don't affect nodes which haven't started work", 1, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-2", v1, v2, ready(T), state(StateDone)), mkNode("node-3", v1, v1, ready(T)),
+		}, nil, nil, 0},
+		{"More nodes in mixed order", 4, []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(F)), mkNode("node-2", v0, v1, ready(T)),
+			mkNode("node-3", v0, v0, ready(T)), mkNode("node-4", v0, v0, ready(T)), mkNode("node-5", v0, v0, ready(T)),
+			mkNode("node-6", v0, v0, ready(T)), mkNode("node-7", v1, v1, ready(T)), mkNode("node-8", v1, v1, ready(T)),
+		}, []string{"node-3", "node-4"}, []string{"node-5", "node-6"}, 2},
+		{"failing this config takes room", 2, []*corev1.Node{
+			mkNode("node-0", v0, v1, ready(T), state(StateDegraded)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+		}, []string{"node-1"}, []string{"node-2"}, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := Input{Pool: withMax(mkPool("worker", ""), intstr.FromInt32(tt.progress)), Target: v1, Nodes: tt.nodes}
+			room, _ := capacity(in, int(tt.progress))
+			if room != tt.room {
+				t.Errorf("capacity %d, want %d", room, tt.room)
+			}
+			var needing []*corev1.Node
+			for _, n := range tt.nodes {
+				if n.Annotations[DesiredConfig] != v1 {
+					needing = append(needing, n)
+				}
+			}
+			cands, _ := candidates(needing, "")
+			if room > 0 {
+				if got := names(cands[min(room, len(cands)):]); !slices.Equal(got, tt.others) {
+					t.Errorf("others %v, want %v", got, tt.others)
+				}
+			}
+			d := Next(in)
+			if !slices.Equal(d.Hand, tt.want) {
+				t.Errorf("hand %v, want %v (decision %+v)", d.Hand, tt.want, d)
+			}
+		})
+	}
+}
+
+// TestNext checks what nodeconfd adds to upstream's choice, and upstream's
+// TestPaused, TestShouldDoNothing and TestEmptyCurrentMachineConfig.
+func TestNext(t *testing.T) {
+	T, F := corev1.ConditionTrue, corev1.ConditionFalse
+	now := time.Date(2026, 3, 3, 12, 0, 0, 0, time.UTC) // a Tuesday
+	berlin, err := window.ParseList("Tue 22:00-23:00 Europe/Berlin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open, err := window.ParseList("Tue 11:00-13:00 UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	never, err := window.ParseList("Tue 12:00-13:00 UTC")
+	if err != nil {
+		t.Fatal(err)
+	}
+	never[0].Days = [7]bool{}
+	three := func(opts0 ...opt) []*corev1.Node {
+		return []*corev1.Node{
+			mkNode("worker-1", v0, v0, append([]opt{ready(T)}, opts0...)...),
+			mkNode("worker-2", v0, v0, ready(T)), mkNode("worker-3", v0, v0, ready(T)),
+		}
+	}
+	done := func(name string, at time.Time) (*corev1.Node, *mcfgv1.MachineConfigNode) {
+		return mkNode(name, v1, v1, ready(T)), mkMCN(name, v1, at, "")
+	}
+	d1, m1 := done("worker-1", now.Add(-6*time.Minute))
+	d2, m2 := done("worker-2", now.Add(-1*time.Minute))
+	pool := mkPool("worker", "")
+	paused := mkPool("worker", "")
+	paused.Spec.Paused = true
+	bad := withMax(mkPool("worker", ""), intstr.FromString("lots"))
+	two := withMax(mkPool("worker", ""), intstr.FromInt32(2))
+	tests := []struct {
+		name    string
+		in      Input
+		hand    []string
+		waiting string // a part of Waiting ("" for none)
+		requeue time.Duration
+		skipped []string
+	}{
+		{"do nothing: all told", Input{Pool: pool, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-2", v0, v1, ready(T))}}, nil, "", 0, nil},
+		{"empty target", Input{Pool: pool, Target: "", Nodes: three()}, nil, "pool has no rendered config yet", 0, nil},
+		{"paused pool", Input{Pool: paused, Target: v1, Nodes: three()}, nil, "pool is paused", 0, nil},
+		{"first node", Input{Pool: pool, Target: v1, Nodes: three()}, []string{"worker-1"}, "", 0, nil},
+		{"paused node passed over", Input{Pool: pool, Target: v1, Nodes: three(annot(PauseAnnotation, "alice: db migration"))},
+			[]string{"worker-2"}, "", 0, []string{`worker-1 paused by annotation nodeconfd.io/pause="alice: db migration"`}},
+		{"every candidate paused", Input{Pool: pool, Target: v1, Nodes: []*corev1.Node{mkNode("worker-1", v0, v0, ready(T), annot(PauseAnnotation, ""))}},
+			nil, "no node that needs " + v1 + " can take it now: worker-1 paused", 0, []string{`worker-1 paused by annotation nodeconfd.io/pause=""`}},
+		{"fewer than room: why", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-2", v0, v0, ready(T)), mkNode("worker-3", v0, v0, annot(PauseAnnotation, "bob"))}},
+			[]string{"worker-2"}, `1 more nodes could update but were passed over: worker-3 paused by annotation nodeconfd.io/pause="bob"`, 0,
+			[]string{`worker-3 paused by annotation nodeconfd.io/pause="bob"`}},
+		{"a not ready node takes room", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-2", v0, v0, ready(T)), mkNode("worker-3", v0, v0, ready(F))}},
+			[]string{"worker-2"}, "", 0, []string{"worker-3 NotReady"}},
+		{"health gate", Input{Pool: pool, Target: v1, Nodes: three(annot(FailedConfig, v1))},
+			nil, v1 + " failed the health gate on worker-1 (annotation machineconfiguration.openshift.io/failedConfig); the rollout stops", 0, nil},
+		{"failedConfig of another config does not stop", Input{Pool: pool, Target: v2, Nodes: three(annot(FailedConfig, v1))},
+			[]string{"worker-1"}, "", 0, nil},
+		{"no room", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{
+			mkNode("worker-1", v0, v0, ready(F)), mkNode("worker-2", v0, v1, ready(T)), mkNode("worker-3", v0, v0, ready(T)),
+		}}, nil, "2 of 3 nodes unavailable (maxUnavailable 2): worker-1 NotReady, worker-2 updating", 0, []string{"worker-1 NotReady"}},
+		{"malformed maxUnavailable", Input{Pool: bad, Target: v1, Nodes: three()}, nil, "MachineConfigPool worker: spec.maxUnavailable", 0, nil},
+		{"window closed", Input{Pool: pool, Target: v1, Nodes: three(), Now: now, Windows: berlin},
+			nil, "maintenance window opens Tue 22:00 Europe/Berlin", 9 * time.Hour, nil},
+		{"window open", Input{Pool: pool, Target: v1, Nodes: three(), Now: now, Windows: open}, []string{"worker-1"}, "", 0, nil},
+		{"window never opens", Input{Pool: pool, Target: v1, Nodes: three(), Now: now, Windows: never}, nil, "no maintenance window ever opens", 0, nil},
+		{"soak running", Input{Pool: pool, Target: v1, Now: now, Soak: 5 * time.Minute,
+			Nodes: []*corev1.Node{d1, d2, mkNode("worker-3", v0, v0, ready(T))},
+			MCNs:  map[string]*mcfgv1.MachineConfigNode{"worker-1": m1, "worker-2": m2}},
+			nil, "next node in 4m0s: soak of worker-2", 4 * time.Minute, nil},
+		{"soak over", Input{Pool: pool, Target: v1, Now: now, Soak: 5 * time.Minute,
+			Nodes: []*corev1.Node{d1, mkNode("worker-3", v0, v0, ready(T))},
+			MCNs:  map[string]*mcfgv1.MachineConfigNode{"worker-1": m1}},
+			[]string{"worker-3"}, "", 0, nil},
+		{"soak unknown: MachineConfigNode missing", Input{Pool: pool, Target: v1, Now: now, Soak: 5 * time.Minute,
+			Nodes: []*corev1.Node{d1, mkNode("worker-3", v0, v0, ready(T))}},
+			nil, "soak of worker-1: waiting for its MachineConfigNode", 0, nil},
+		{"soak unknown: MachineConfigNode still on the old config", Input{Pool: pool, Target: v1, Now: now, Soak: 5 * time.Minute,
+			Nodes: []*corev1.Node{d1, mkNode("worker-3", v0, v0, ready(T))},
+			MCNs:  map[string]*mcfgv1.MachineConfigNode{"worker-1": mkMCN("worker-1", v0, now.Add(-time.Hour), "")}},
+			nil, "soak of worker-1: waiting", 0, nil},
+		{"no soak", Input{Pool: pool, Target: v1, Now: now, Nodes: []*corev1.Node{d2, mkNode("worker-3", v0, v0, ready(T))}},
+			[]string{"worker-3"}, "", 0, nil},
+		{"controller's node last", Input{Pool: pool, Target: v1, Nodes: three(), DeferNode: "worker-1"},
+			[]string{"worker-2"}, "", 0, []string{"worker-1 runs the controller and updates last"}},
+		{"controller's node when it is the last", Input{Pool: pool, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-3", v0, v0, ready(T))}, DeferNode: "worker-3"},
+			[]string{"worker-3"}, "", 0, nil},
+		{"zone order", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{
+			mkNode("a", v0, v0, label(ZoneLabel, "z2")), mkNode("b", v0, v0), mkNode("c", v0, v0, label(ZoneLabel, "z1")),
+		}}, []string{"c", "a"}, "", 0, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := Next(tt.in)
+			if !slices.Equal(d.Hand, tt.hand) {
+				t.Errorf("hand %v, want %v", d.Hand, tt.hand)
+			}
+			if (tt.waiting == "") != (d.Waiting == "") || !strings.Contains(d.Waiting, tt.waiting) {
+				t.Errorf("waiting %q, want it to contain %q", d.Waiting, tt.waiting)
+			}
+			if d.RequeueAfter != tt.requeue {
+				t.Errorf("requeue after %v, want %v", d.RequeueAfter, tt.requeue)
+			}
+			var skipped []string
+			for _, s := range d.Skipped {
+				skipped = append(skipped, s.String())
+			}
+			if !slices.Equal(skipped, tt.skipped) {
+				t.Errorf("skipped %q, want %q", skipped, tt.skipped)
+			}
+		})
+	}
+}
