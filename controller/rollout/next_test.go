@@ -98,48 +98,28 @@ func TestNextCandidates(t *testing.T) {
 	}
 }
 
+// nextCase is one Next decision and what it must be.
+type nextCase struct {
+	name    string
+	in      Input
+	hand    []string
+	waiting string // a part of Waiting ("" for none)
+	requeue time.Duration
+	skipped []string
+}
+
 // TestNext checks what nodeconfd adds to upstream's choice, and upstream's
 // TestPaused, TestShouldDoNothing and TestEmptyCurrentMachineConfig.
 func TestNext(t *testing.T) {
 	T, F := corev1.ConditionTrue, corev1.ConditionFalse
-	now := time.Date(2026, 3, 3, 12, 0, 0, 0, time.UTC) // a Tuesday
-	berlin, err := window.ParseList("Tue 22:00-23:00 Europe/Berlin")
-	if err != nil {
-		t.Fatal(err)
-	}
-	open, err := window.ParseList("Tue 11:00-13:00 UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	never, err := window.ParseList("Tue 12:00-13:00 UTC")
-	if err != nil {
-		t.Fatal(err)
-	}
-	never[0].Days = [7]bool{}
-	three := func(opts0 ...opt) []*corev1.Node {
-		return []*corev1.Node{
-			mkNode("worker-1", v0, v0, append([]opt{ready(T)}, opts0...)...),
-			mkNode("worker-2", v0, v0, ready(T)), mkNode("worker-3", v0, v0, ready(T)),
-		}
-	}
-	done := func(name string, at time.Time) (*corev1.Node, *mcfgv1.MachineConfigNode) {
-		return mkNode(name, v1, v1, ready(T)), mkMCN(name, v1, at, "")
-	}
-	d1, m1 := done("worker-1", now.Add(-6*time.Minute))
-	d2, m2 := done("worker-2", now.Add(-1*time.Minute))
+	three := threeNodes
+	d1 := mkNode("worker-1", v1, v1, ready(T))
 	pool := mkPool("worker", "")
 	paused := mkPool("worker", "")
 	paused.Spec.Paused = true
 	bad := withMax(mkPool("worker", ""), intstr.FromString("lots"))
 	two := withMax(mkPool("worker", ""), intstr.FromInt32(2))
-	tests := []struct {
-		name    string
-		in      Input
-		hand    []string
-		waiting string // a part of Waiting ("" for none)
-		requeue time.Duration
-		skipped []string
-	}{
+	runNext(t, []nextCase{
 		{"do nothing: all told", Input{Pool: pool, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-2", v0, v1, ready(T))}}, nil, "", 0, nil},
 		{"empty target", Input{Pool: pool, Target: "", Nodes: three()}, nil, "pool has no rendered config yet", 0, nil},
 		{"paused pool", Input{Pool: paused, Target: v1, Nodes: three()}, nil, "pool is paused", 0, nil},
@@ -161,6 +141,30 @@ func TestNext(t *testing.T) {
 			mkNode("worker-1", v0, v0, ready(F)), mkNode("worker-2", v0, v1, ready(T)), mkNode("worker-3", v0, v0, ready(T)),
 		}}, nil, "2 of 3 nodes unavailable (maxUnavailable 2): worker-1 NotReady, worker-2 updating", 0, []string{"worker-1 NotReady"}},
 		{"malformed maxUnavailable", Input{Pool: bad, Target: v1, Nodes: three()}, nil, "MachineConfigPool worker: spec.maxUnavailable", 0, nil},
+		{"controller's node last", Input{Pool: pool, Target: v1, Nodes: three(), DeferNode: "worker-1"},
+			[]string{"worker-2"}, "", 0, []string{"worker-1 runs the controller and updates last"}},
+		{"controller's node when it is the last", Input{Pool: pool, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-3", v0, v0, ready(T))}, DeferNode: "worker-3"},
+			[]string{"worker-3"}, "", 0, nil},
+		{"zone order", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{
+			mkNode("a", v0, v0, label(ZoneLabel, "z2")), mkNode("b", v0, v0), mkNode("c", v0, v0, label(ZoneLabel, "z1")),
+		}}, []string{"c", "a"}, "", 0, nil},
+	})
+}
+
+// TestNextTime checks the maintenance windows and the soak.
+func TestNextTime(t *testing.T) {
+	T := corev1.ConditionTrue
+	now := time.Date(2026, 3, 3, 12, 0, 0, 0, time.UTC) // a Tuesday
+	berlin, open, never := mustWindows(t, "Tue 22:00-23:00 Europe/Berlin"), mustWindows(t, "Tue 11:00-13:00 UTC"), mustWindows(t, "Tue 12:00-13:00 UTC")
+	never[0].Days = [7]bool{}
+	three := threeNodes
+	done := func(name string, at time.Time) (*corev1.Node, *mcfgv1.MachineConfigNode) {
+		return mkNode(name, v1, v1, ready(T)), mkMCN(name, v1, at, "")
+	}
+	d1, m1 := done("worker-1", now.Add(-6*time.Minute))
+	d2, m2 := done("worker-2", now.Add(-1*time.Minute))
+	pool := mkPool("worker", "")
+	runNext(t, []nextCase{
 		{"window closed", Input{Pool: pool, Target: v1, Nodes: three(), Now: now, Windows: berlin},
 			nil, "maintenance window opens Tue 22:00 Europe/Berlin", 9 * time.Hour, nil},
 		{"window open", Input{Pool: pool, Target: v1, Nodes: three(), Now: now, Windows: open}, []string{"worker-1"}, "", 0, nil},
@@ -182,14 +186,28 @@ func TestNext(t *testing.T) {
 			nil, "soak of worker-1: waiting", 0, nil},
 		{"no soak", Input{Pool: pool, Target: v1, Now: now, Nodes: []*corev1.Node{d2, mkNode("worker-3", v0, v0, ready(T))}},
 			[]string{"worker-3"}, "", 0, nil},
-		{"controller's node last", Input{Pool: pool, Target: v1, Nodes: three(), DeferNode: "worker-1"},
-			[]string{"worker-2"}, "", 0, []string{"worker-1 runs the controller and updates last"}},
-		{"controller's node when it is the last", Input{Pool: pool, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-3", v0, v0, ready(T))}, DeferNode: "worker-3"},
-			[]string{"worker-3"}, "", 0, nil},
-		{"zone order", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{
-			mkNode("a", v0, v0, label(ZoneLabel, "z2")), mkNode("b", v0, v0), mkNode("c", v0, v0, label(ZoneLabel, "z1")),
-		}}, []string{"c", "a"}, "", 0, nil},
+	})
+}
+
+// threeNodes are three ready nodes on v0, the first with opts.
+func threeNodes(opts ...opt) []*corev1.Node {
+	return []*corev1.Node{
+		mkNode("worker-1", v0, v0, append([]opt{ready(corev1.ConditionTrue)}, opts...)...),
+		mkNode("worker-2", v0, v0, ready(corev1.ConditionTrue)), mkNode("worker-3", v0, v0, ready(corev1.ConditionTrue)),
 	}
+}
+
+func mustWindows(t *testing.T, s string) window.Windows {
+	t.Helper()
+	ws, err := window.ParseList(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return ws
+}
+
+func runNext(t *testing.T, tests []nextCase) {
+	t.Helper()
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			d := Next(tt.in)

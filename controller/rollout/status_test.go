@@ -1,0 +1,174 @@
+package rollout
+
+import (
+	"errors"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
+)
+
+// want is a status's counts and condition statuses (Updated, Updating,
+// Degraded), as upstream's TestCalculateStatus checks them.
+type want struct {
+	machines, updated, ready, unavailable, degraded int32
+	conds                                           [3]corev1.ConditionStatus
+}
+
+// TestStatus ports the non-layered cases of upstream's TestCalculateStatus
+// (target v1).
+func TestStatus(t *testing.T) {
+	T, F := corev1.ConditionTrue, corev1.ConditionFalse
+	tests := []struct {
+		name   string
+		nodes  []*corev1.Node
+		paused bool
+		want   want
+	}{
+		{"0 nodes updated, 0 nodes updating, 0 nodes degraded", []*corev1.Node{
+			mkNode("node-0", v0, v0, ready(T)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+		}, false, want{3, 0, 0, 0, 0, [3]corev1.ConditionStatus{F, T, F}}},
+		{"0 nodes updated, 1 node updating, 0 nodes degraded", []*corev1.Node{
+			mkNode("node-0", v0, v1, ready(T)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+		}, false, want{3, 0, 0, 1, 0, [3]corev1.ConditionStatus{F, T, F}}},
+		{"0 nodes updated, 0 nodes updating, 0 nodes degraded, pool paused", []*corev1.Node{
+			mkNode("node-0", v0, v1, ready(T)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+		}, true, want{3, 0, 0, 1, 0, [3]corev1.ConditionStatus{F, F, F}}},
+		{"0 nodes updated, 1 node updating (not ready), 0 nodes degraded", []*corev1.Node{
+			mkNode("node-0", v0, v1, ready(F)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+		}, false, want{3, 0, 0, 1, 0, [3]corev1.ConditionStatus{F, T, F}}},
+		{"0 nodes updated, 1 node updating, 1 node degraded", []*corev1.Node{
+			mkNode("node-0", v0, v1, ready(F), state(StateDegraded)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+		}, false, want{3, 0, 0, 1, 1, [3]corev1.ConditionStatus{F, T, T}}},
+		{"1 node updated, 1 node updating, 0 nodes degraded", []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(F)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+		}, false, want{3, 1, 0, 1, 0, [3]corev1.ConditionStatus{F, T, F}}},
+		{"1 node updated, 2 nodes updating, 0 nodes degraded", []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v0, v1, ready(T)), mkNode("node-2", v0, v1, ready(T)),
+		}, false, want{3, 1, 1, 2, 0, [3]corev1.ConditionStatus{F, T, F}}},
+		{"3 nodes updated, 0 nodes updating, 0 nodes degraded", []*corev1.Node{
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T)), mkNode("node-2", v1, v1, ready(T)),
+		}, false, want{3, 3, 3, 0, 0, [3]corev1.ConditionStatus{T, F, F}}},
+		{"unreconcilable counts as degraded", []*corev1.Node{
+			mkNode("node-0", v0, v1, ready(T), state(StateUnreconcilable)), mkNode("node-1", v1, v1, ready(T)),
+		}, false, want{2, 1, 1, 0, 1, [3]corev1.ConditionStatus{F, T, T}}},
+		{"no nodes: updated", nil, false, want{0, 0, 0, 0, 0, [3]corev1.ConditionStatus{T, F, F}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := mkPool("worker", "node-role/worker")
+			p.Spec.Paused = tt.paused
+			p.Spec.Configuration.Name = v1
+			p.Status.Configuration.Name = v0
+			st := Status(Input{Pool: p, Target: v1, Nodes: tt.nodes, Now: time.Unix(100, 0)}, nil)
+			got := want{st.MachineCount, st.UpdatedMachineCount, st.ReadyMachineCount, st.UnavailableMachineCount, st.DegradedMachineCount,
+				[3]corev1.ConditionStatus{condOf(st, mcfgv1.MachineConfigPoolUpdated).Status, condOf(st, mcfgv1.MachineConfigPoolUpdating).Status,
+					condOf(st, mcfgv1.MachineConfigPoolDegraded).Status}}
+			if got != tt.want {
+				t.Errorf("status %+v, want %+v", got, tt.want)
+			}
+			wantConfig := v0
+			if tt.want.conds[0] == T {
+				wantConfig = v1
+			}
+			if st.Configuration.Name != wantConfig {
+				t.Errorf("status.configuration %q, want %q", st.Configuration.Name, wantConfig)
+			}
+		})
+	}
+}
+
+// TestStatusMessages checks the conditions' messages, reasons and
+// transition times.
+func TestStatusMessages(t *testing.T) {
+	T := corev1.ConditionTrue
+	t0, t1 := time.Unix(100, 0), time.Unix(200, 0)
+	p := mkPool("worker", "node-role/worker")
+	nodes := []*corev1.Node{
+		mkNode("node-0", v1, v1, ready(T)),
+		mkNode("node-1", v0, v1, ready(T), state(StateDegraded), annot(Reason, "disk full")),
+		mkNode("node-2", v0, v0, ready(T)),
+	}
+	mcns := map[string]*mcfgv1.MachineConfigNode{"node-0": mkMCN("node-0", v1, t0, "config drift: /etc/foo")}
+	in := Input{Pool: p, Target: v1, Nodes: nodes, MCNs: mcns, Now: t0}
+	st := Status(in, errors.New("MachineConfig 99-x: spec.config: invalid"))
+
+	checks := []struct {
+		t               mcfgv1.MachineConfigPoolConditionType
+		status          corev1.ConditionStatus
+		reason, message string
+	}{
+		{mcfgv1.MachineConfigPoolUpdated, corev1.ConditionFalse, "", ""},
+		{mcfgv1.MachineConfigPoolUpdating, T, "", "All nodes are updating to MachineConfig " + v1 +
+			"; 2 of 3 nodes unavailable (maxUnavailable 1): node-0 NodeDegraded, node-1 failing " + v1 + " (state Degraded)"},
+		{mcfgv1.MachineConfigPoolRenderDegraded, T, "", "Failed to render configuration for pool worker: MachineConfig 99-x: spec.config: invalid"},
+		{mcfgv1.MachineConfigPoolNodeDegraded, T, "2 nodes are reporting degraded status on sync",
+			`Node node-0 is reporting: "config drift: /etc/foo", Node node-1 is reporting: "disk full"`},
+		{mcfgv1.MachineConfigPoolDegraded, T, "", `Node node-0 is reporting: "config drift: /etc/foo", Node node-1 is reporting: "disk full"`},
+	}
+	for _, c := range checks {
+		got := condOf(st, c.t)
+		if got.Status != c.status || got.Reason != c.reason || got.Message != c.message || !got.LastTransitionTime.Time.Equal(t0) {
+			t.Errorf("%s: got %+v, want %s %q %q at %v", c.t, got, c.status, c.reason, c.message, t0)
+		}
+	}
+
+	// The same state later changes nothing: no churn.
+	p.Status = st
+	again := Status(Input{Pool: p, Target: v1, Nodes: nodes, MCNs: mcns, Now: t1}, errors.New("MachineConfig 99-x: spec.config: invalid"))
+	if !reflect.DeepEqual(again, st) {
+		t.Errorf("a second reconcile changed the status:\n%+v\nwant\n%+v", again, st)
+	}
+
+	// The render is fixed: RenderDegraded turns False at t1, the others
+	// keep their time; Degraded stays True (nodes) and keeps its time.
+	p.Status = st
+	fixed := Status(Input{Pool: p, Target: v1, Nodes: nodes, MCNs: mcns, Now: t1}, nil)
+	if c := condOf(fixed, mcfgv1.MachineConfigPoolRenderDegraded); c.Status != corev1.ConditionFalse || !c.LastTransitionTime.Time.Equal(t1) {
+		t.Errorf("RenderDegraded %+v, want False at %v", c, t1)
+	}
+	if c := condOf(fixed, mcfgv1.MachineConfigPoolDegraded); c.Status != T || !c.LastTransitionTime.Time.Equal(t0) {
+		t.Errorf("Degraded %+v, want True since %v", c, t0)
+	}
+	if !reflect.DeepEqual(typesOf(fixed), typesOf(st)) {
+		t.Errorf("conditions reordered: %v, was %v", typesOf(fixed), typesOf(st))
+	}
+}
+
+// TestStatusRenderOnly checks that a render error alone degrades the
+// pool with its message, and that a paused pool says so.
+func TestStatusRenderOnly(t *testing.T) {
+	p := mkPool("worker", "node-role/worker")
+	p.Spec.Paused = true
+	nodes := []*corev1.Node{mkNode("node-0", v0, v0)}
+	st := Status(Input{Pool: p, Target: v1, Nodes: nodes, Now: time.Unix(1, 0)}, errors.New("boom"))
+	if c := condOf(st, mcfgv1.MachineConfigPoolDegraded); c.Status != corev1.ConditionTrue || !strings.Contains(c.Message, "boom") {
+		t.Errorf("Degraded %+v, want True naming the render error", c)
+	}
+	if c := condOf(st, mcfgv1.MachineConfigPoolNodeDegraded); c.Status != corev1.ConditionFalse {
+		t.Errorf("NodeDegraded %+v, want False", c)
+	}
+	if c := condOf(st, mcfgv1.MachineConfigPoolUpdating); c.Message != "Pool is paused; will not update to MachineConfig "+v1 {
+		t.Errorf("Updating %+v, want upstream's paused message", c)
+	}
+}
+
+func condOf(st mcfgv1.MachineConfigPoolStatus, t mcfgv1.MachineConfigPoolConditionType) mcfgv1.MachineConfigPoolCondition {
+	for _, c := range st.Conditions {
+		if c.Type == t {
+			return c
+		}
+	}
+	return mcfgv1.MachineConfigPoolCondition{Type: t, Status: "missing"}
+}
+
+func typesOf(st mcfgv1.MachineConfigPoolStatus) []mcfgv1.MachineConfigPoolConditionType {
+	var out []mcfgv1.MachineConfigPoolConditionType
+	for _, c := range st.Conditions {
+		out = append(out, c.Type)
+	}
+	return out
+}
