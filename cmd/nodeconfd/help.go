@@ -35,6 +35,8 @@ func commands() []command {
 				}
 				return nil
 			}},
+		{"controller", "[flags]", "render each MachineConfigPool's config and roll it out to the pool's nodes, " +
+			"as the elected leader of the controller's replicas (see nodeconfd controller --help)", runController},
 		{"version", "", "print the release this binary was built from", func([]string) error {
 			fmt.Println(version)
 			return nil

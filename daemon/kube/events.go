@@ -89,6 +89,16 @@ func (e *Events) Event(onNode, warning bool, reason, message string) {
 	}
 }
 
+// EventOn records one event on another object (the controller's on its
+// pools).
+func (e *Events) EventOn(ref corev1.ObjectReference, warning bool, reason, message string) {
+	typ := corev1.EventTypeNormal
+	if warning {
+		typ = corev1.EventTypeWarning
+	}
+	e.enqueue(e.newEvent(ref, typ, reason, message))
+}
+
 // Shutdown writes the queued Events (waiting at most shutdownWait) and
 // stops; later Events are dropped.
 func (e *Events) Shutdown() {

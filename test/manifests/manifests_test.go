@@ -65,6 +65,16 @@ func TestKubectlApply(t *testing.T) {
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-own-node-evictions",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node-evictions",
+		"serviceaccount/nodeconfd-controller",
+		"clusterrole.rbac.authorization.k8s.io/nodeconfd-controller",
+		"clusterrolebinding.rbac.authorization.k8s.io/nodeconfd-controller",
+		"role.rbac.authorization.k8s.io/nodeconfd-controller",
+		"rolebinding.rbac.authorization.k8s.io/nodeconfd-controller",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-controller",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-controller",
+		"deployment.apps/nodeconfd-controller",
+		"machineconfigpool.machineconfiguration.openshift.io/worker",
+		"machineconfigpool.machineconfiguration.openshift.io/master",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("kubectl get -f manifests/ -o name:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

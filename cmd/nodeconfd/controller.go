@@ -1,0 +1,111 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/nodeconfd/nodeconfd/controller"
+	"github.com/nodeconfd/nodeconfd/controller/leader"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/daemon/logging"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/render"
+)
+
+// controllerOptions are `nodeconfd controller`'s flags.
+type controllerOptions struct {
+	kubeconfig, namespace, identity, leaseName string
+	logFormat                                  string
+	debug, leaderElect                         bool
+	lease, renew, retry                        time.Duration
+	workers                                    int
+	osImage, extensionsImage                   string
+	limits                                     plan.Limits
+}
+
+func parseControllerFlags(args []string) (controllerOptions, error) {
+	var o controllerOptions
+	fs := flag.NewFlagSet("controller", flag.ContinueOnError)
+	host, _ := os.Hostname()
+	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
+	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "nodeconfd"), "namespace of the leader election's Lease (default $POD_NAMESPACE, else nodeconfd)")
+	fs.StringVar(&o.identity, "identity", envOr("POD_NAME", host), "this replica's name in the leader election (default $POD_NAME, else the host name)")
+	fs.StringVar(&o.leaseName, "leader-election-lease", "nodeconfd-controller", "name of the leader election's Lease")
+	fs.BoolVar(&o.leaderElect, "leader-elect", true, "run only while elected leader among the replicas (false: a single replica, for tests)")
+	fs.DurationVar(&o.lease, "leader-election-lease-duration", leader.DefaultLeaseDuration, "how long a leader's Lease holds without renewal")
+	fs.DurationVar(&o.renew, "leader-election-renew-deadline", leader.DefaultRenewDeadline, "how long a leader tries to renew before it stops leading")
+	fs.DurationVar(&o.retry, "leader-election-retry-period", leader.DefaultRetryPeriod, "how often candidates try and the leader renews")
+	fs.IntVar(&o.workers, "workers", 2, "pools reconciled at once")
+	fs.StringVar(&o.osImage, "base-os-image-url", "", "the OS image a pool runs when no MachineConfig sets one (default: none; the nodes keep their OS)")
+	fs.StringVar(&o.extensionsImage, "base-os-extensions-image", "", "the extensions image a pool runs when no MachineConfig sets one")
+	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
+	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "the daemons' --max-file-size: a config they would refuse is not rendered")
+	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "the daemons' --max-config-size")
+	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
+	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("controller: unexpected argument %q", fs.Arg(0))
+	}
+	if o.workers < 1 {
+		return o, fmt.Errorf("--workers=%d: want at least 1", o.workers)
+	}
+	if o.identity == "" {
+		return o, errors.New("--identity: empty (set $POD_NAME)")
+	}
+	return o, o.limits.Check()
+}
+
+// runController is `nodeconfd controller`: the pools' render and rollout,
+// while this replica is the leader.
+func runController(args []string) error {
+	o, err := parseControllerFlags(args)
+	if err != nil {
+		return err
+	}
+	log, err := logging.New(o.logFormat, o.debug)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = log.Sync() }()
+	cfg, err := restConfig(o.kubeconfig)
+	if err != nil {
+		return err
+	}
+	cfg.UserAgent = "nodeconfd-controller/" + o.identity
+	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
+	api, err := kube.NewAPI(cfg)
+	if err != nil {
+		return fmt.Errorf("building the API client: %w", err)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	events := kube.NewEvents(api, log, "", "")
+	defer events.Shutdown()
+	c := &controller.Controller{API: api, Log: log, Events: events, OwnNode: os.Getenv("NODE_NAME"),
+		Render: render.Options{BaseOSImageURL: o.osImage, BaseOSExtensionsImage: o.extensionsImage,
+			ControllerVersion: version, Limits: o.limits}}
+	log.Info("Starting the controller", zap.String("version", version), zap.String("identity", o.identity),
+		zap.Bool("leaderElect", o.leaderElect))
+	if !o.leaderElect {
+		return c.Run(ctx, o.workers)
+	}
+	var runErr error
+	err = leader.Run(ctx, leader.Config{Leases: api.Leases(o.namespace), Namespace: o.namespace, Name: o.leaseName,
+		Identity: o.identity, LeaseDuration: o.lease, RenewDeadline: o.renew, RetryPeriod: o.retry, Log: log},
+		func(lctx context.Context) { runErr = c.Run(lctx, o.workers) })
+	if errors.Is(err, context.Canceled) {
+		return runErr
+	}
+	return errors.Join(err, runErr)
+}

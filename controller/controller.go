@@ -1,0 +1,144 @@
+// Package controller is `nodeconfd controller`: for each MachineConfigPool
+// it renders the MachineConfigs the pool selects into the pool's rendered
+// config (phases/render), hands that config to the pool's nodes a few at a
+// time by their desiredConfig annotation (controller/rollout decides which
+// and when), and writes the pool's status, as the upstream MCO's render and
+// node controllers do. It is the only writer of desiredConfig.
+//
+// It is level-triggered in the shape of controller-runtime's Reconcile:
+// Reconcile(ctx, pool) reads the world from the informers' caches, does
+// what is missing, and is safe to run again at any time; the work queue owns
+// retries and their backoff. Only the elected leader runs it
+// (controller/leader).
+package controller
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/util/workqueue"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases/render"
+)
+
+// Controller renders and rolls out every pool.
+type Controller struct {
+	API kube.API
+	Log *zap.Logger
+	// Render are the rendering's options (base OS image, the daemons' size
+	// caps, the controller's version).
+	Render render.Options
+	// Events, when set, records the pools' Events (a config rendered, a
+	// node handed it).
+	Events *kube.Events
+	// OwnNode is the node this replica runs on, handed its pool's config
+	// after the pool's other nodes.
+	OwnNode string
+	Now    func() time.Time
+
+	pools, configs, nodes, mcns cache.SharedIndexInformer
+	queue                       workqueue.TypedRateLimitingInterface[string]
+
+	// handed are the nodes given a config whose change the node cache has
+	// not shown yet: a reconcile right after a handoff must count them as
+	// given, or it would hand a second node the first one's place.
+	mu     sync.Mutex
+	handed map[string]string
+}
+
+// Result is what a reconcile asks of the queue: to look again after a
+// time (a soak's end, a window's opening) even if nothing changes.
+type Result struct{ RequeueAfter time.Duration }
+
+// Run starts the caches and the workers and blocks until ctx ends.
+func (c *Controller) Run(ctx context.Context, workers int) error {
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+	c.handed = map[string]string{}
+	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
+		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pools"})
+	defer c.queue.ShutDown()
+	c.pools = informer(c.API.MachineConfigPools(), &mcfgv1.MachineConfigPool{})
+	c.configs = informer(c.API.MachineConfigs(), &mcfgv1.MachineConfig{})
+	c.nodes = informer(c.API.Nodes(), &corev1.Node{})
+	c.mcns = informer(c.API.MachineConfigNodes(), &mcfgv1.MachineConfigNode{})
+	for _, inf := range []cache.SharedIndexInformer{c.pools, c.configs, c.nodes, c.mcns} {
+		if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+			AddFunc:    func(any) { c.enqueueAll() },
+			UpdateFunc: func(any, any) { c.enqueueAll() },
+			DeleteFunc: func(any) { c.enqueueAll() },
+		}); err != nil {
+			return fmt.Errorf("watching: %w", err)
+		}
+		go inf.RunWithContext(ctx)
+	}
+	if !cache.WaitForCacheSync(ctx.Done(), c.pools.HasSynced, c.configs.HasSynced, c.nodes.HasSynced, c.mcns.HasSynced) {
+		return ctx.Err()
+	}
+	c.Log.Info("Caches synced; reconciling pools", zap.Int("workers", workers))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for c.next(ctx) {
+			}
+		}()
+	}
+	<-ctx.Done()
+	c.queue.ShutDown()
+	wg.Wait()
+	return nil
+}
+
+// enqueueAll queues every pool. Pools are few (a handful per cluster) and
+// any object may change any pool's decision (a node's readiness counts
+// against its pool's bound; a MachineConfig may be selected by several
+// pools), so every change reconciles them all; the queue merges repeats.
+func (c *Controller) enqueueAll() {
+	for _, p := range c.pools.GetStore().List() {
+		c.queue.Add(p.(*mcfgv1.MachineConfigPool).Name)
+	}
+}
+
+// next processes one pool from the queue; false once the queue shut down.
+func (c *Controller) next(ctx context.Context) bool {
+	pool, quit := c.queue.Get()
+	if quit {
+		return false
+	}
+	defer c.queue.Done(pool)
+	res, err := c.Reconcile(ctx, pool)
+	switch {
+	case err != nil && ctx.Err() == nil:
+		c.Log.Info("Reconcile failed; retrying with backoff", zap.String("pool", pool), zap.Error(err))
+		c.queue.AddRateLimited(pool)
+	case res.RequeueAfter > 0:
+		c.queue.Forget(pool)
+		c.queue.AddAfter(pool, res.RequeueAfter)
+	default:
+		c.queue.Forget(pool)
+	}
+	return true
+}
+
+// informer is a shared informer over one of kube.API's resources.
+func informer[T runtime.Object, L runtime.Object](r kube.Resource[T, L], obj runtime.Object) cache.SharedIndexInformer {
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: r.Watch,
+	}
+	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+}

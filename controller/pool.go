@@ -1,0 +1,120 @@
+package controller
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeconfd/nodeconfd/controller/rollout"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases/render"
+	"github.com/nodeconfd/nodeconfd/phases/window"
+)
+
+// The pool's own settings, as annotations on the MachineConfigPool (the
+// upstream type has no fields for them).
+const (
+	// SoakAnnotation is how long the pool waits after a node finished its
+	// update before the next node is handed the config (a Go duration,
+	// whole seconds, e.g. "10m").
+	SoakAnnotation = "nodeconfd.io/soak-time"
+	// WindowsAnnotation holds the pool's maintenance windows, one a line
+	// (DAYS START-END ZONE, as --maintenance-window): no node of the pool
+	// is handed a config outside them.
+	WindowsAnnotation = "nodeconfd.io/maintenance-windows"
+)
+
+// settings are the pool's soak time and windows.
+type settings struct {
+	soak    time.Duration
+	windows window.Windows
+}
+
+// poolSettings reads the pool's settings; a malformed one names the pool and
+// the annotation.
+func poolSettings(pool *mcfgv1.MachineConfigPool) (settings, error) {
+	var s settings
+	if v, ok := pool.Annotations[SoakAnnotation]; ok {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 || d%time.Second != 0 {
+			return s, fmt.Errorf("MachineConfigPool %s: metadata.annotations[%s]: %q is not a duration of whole seconds "+
+				"(e.g. 10m)", pool.Name, SoakAnnotation, v)
+		}
+		s.soak = d
+	}
+	if v, ok := pool.Annotations[WindowsAnnotation]; ok {
+		ws, err := window.ParseList(v)
+		if err != nil {
+			return s, fmt.Errorf("MachineConfigPool %s: metadata.annotations[%s]: %v", pool.Name, WindowsAnnotation, err)
+		}
+		s.windows = ws
+	}
+	return s, nil
+}
+
+// render merges the MachineConfigs the pool selects.
+func (c *Controller) render(pool *mcfgv1.MachineConfigPool) (render.Result, error) {
+	var all []*mcfgv1.MachineConfig
+	for _, o := range c.configs.GetStore().List() {
+		all = append(all, o.(*mcfgv1.MachineConfig))
+	}
+	// The store's order is a map's: sort for the merge's stable order of
+	// equal names (render sorts by name itself).
+	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	selected, err := render.Select(pool.Name, pool.Spec.MachineConfigSelector, all)
+	if err != nil {
+		return render.Result{}, fmt.Errorf("MachineConfigPool %s: spec.machineConfigSelector: %w", pool.Name, err)
+	}
+	return render.Render(pool.Name, selected, c.Render)
+}
+
+// poolNodes are the nodes whose pool this is, as the cache has them with
+// the configs this controller handed and the cache has not shown yet.
+func (c *Controller) poolNodes(pool *mcfgv1.MachineConfigPool, log *zap.Logger) []*corev1.Node {
+	var pools []*mcfgv1.MachineConfigPool
+	for _, o := range c.pools.GetStore().List() {
+		pools = append(pools, o.(*mcfgv1.MachineConfigPool))
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var out []*corev1.Node
+	for _, o := range c.nodes.GetStore().List() {
+		n := o.(*corev1.Node)
+		p, err := rollout.PoolForNode(pools, n)
+		if err != nil {
+			log.Info("Node is in no single pool; no pool hands it a config", zap.String("node", n.Name), zap.Error(err))
+			continue
+		}
+		if p == nil || p.Name != pool.Name {
+			continue
+		}
+		if want, ok := c.handed[n.Name]; ok {
+			if n.Annotations[kube.DesiredConfig] == want {
+				delete(c.handed, n.Name) // the cache caught up
+			} else {
+				n = n.DeepCopy()
+				if n.Annotations == nil {
+					n.Annotations = map[string]string{}
+				}
+				n.Annotations[kube.DesiredConfig] = want
+			}
+		}
+		out = append(out, n)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// machineConfigNodes are the cache's MachineConfigNodes by name.
+func (c *Controller) machineConfigNodes() map[string]*mcfgv1.MachineConfigNode {
+	out := map[string]*mcfgv1.MachineConfigNode{}
+	for _, o := range c.mcns.GetStore().List() {
+		m := o.(*mcfgv1.MachineConfigNode)
+		out[m.Name] = m
+	}
+	return out
+}

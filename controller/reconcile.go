@@ -1,0 +1,184 @@
+package controller
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeconfd/nodeconfd/controller/rollout"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+)
+
+// Reconcile brings one pool to what its MachineConfigs and nodes call for:
+// the rendered config exists and is the pool's configuration, the nodes the
+// rollout lets go next are handed it, and the status says where the pool
+// is. A pool whose config cannot be rendered, or whose settings are
+// malformed, hands nothing out (RenderDegraded names the object and field).
+func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error) {
+	obj, ok, err := c.pools.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return Result{}, err
+	}
+	pool := obj.(*mcfgv1.MachineConfigPool).DeepCopy()
+	log := c.Log.With(zap.String("pool", name))
+	stopErr := c.renderPool(ctx, pool, log)
+	settings, err := poolSettings(pool)
+	if stopErr == nil {
+		stopErr = err
+	}
+	in := rollout.Input{Pool: pool, Target: pool.Spec.Configuration.Name, Nodes: c.poolNodes(pool, log),
+		MCNs: c.machineConfigNodes(), Now: c.Now(), Soak: settings.soak, Windows: settings.windows,
+		DeferNode: c.OwnNode}
+	var d rollout.Decision
+	if stopErr == nil && in.Target != "" {
+		d = rollout.Next(in)
+		for _, node := range d.Hand {
+			if err := c.hand(ctx, pool, node, in.Target, log); err != nil {
+				return Result{}, err
+			}
+		}
+		if len(d.Hand) > 0 {
+			in.Nodes = c.poolNodes(pool, log)
+		} else if d.Waiting != "" {
+			log.Debug("Rollout waits", zap.String("config", in.Target), zap.String("why", d.Waiting))
+		}
+	}
+	if err := c.writeStatus(ctx, pool, rollout.Status(in, stopErr)); err != nil {
+		return Result{}, err
+	}
+	return Result{RequeueAfter: d.RequeueAfter}, nil
+}
+
+// renderPool renders the pool's MachineConfigs, creates the rendered config
+// once and makes it the pool's spec.configuration. The error it returns
+// stops the pool (RenderDegraded); a failed API write is returned by the
+// status write's caller instead through the queue's retry.
+func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigPool, log *zap.Logger) error {
+	res, err := c.render(pool)
+	if err != nil {
+		log.Info("Cannot render the pool's config; its rollout stops", zap.Error(err))
+		return err
+	}
+	mc := res.Config
+	if err := c.ensureRendered(ctx, pool, mc, log); err != nil {
+		return err
+	}
+	want := mcfgv1.MachineConfigPoolStatusConfiguration{
+		ObjectReference: corev1.ObjectReference{Name: mc.Name}, Source: res.Sources}
+	if reflect.DeepEqual(pool.Spec.Configuration, want) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"configuration": want}})
+	if err != nil {
+		return fmt.Errorf("encoding the configuration of MachineConfigPool %s: %w", pool.Name, err)
+	}
+	if _, err := c.API.MachineConfigPools().Patch(ctx, pool.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("setting MachineConfigPool %s spec.configuration to %s: %w", pool.Name, mc.Name, err)
+	}
+	if pool.Spec.Configuration.Name != mc.Name {
+		log.Info("Pool has a new rendered config", zap.String("config", mc.Name),
+			zap.String("previous", pool.Spec.Configuration.Name), zap.Int("sources", len(res.Sources)))
+		c.event(pool, false, "RenderedConfig", fmt.Sprintf("Rendered %s from %d MachineConfigs", mc.Name, len(res.Sources)))
+	}
+	pool.Spec.Configuration = want
+	return nil
+}
+
+// ensureRendered creates the rendered config unless it exists. One that
+// exists with other contents (made by hand, or changed since) is never
+// overwritten: nodes may run it; the pool stops, naming it.
+func (c *Controller) ensureRendered(ctx context.Context, pool *mcfgv1.MachineConfigPool, mc *mcfgv1.MachineConfig, log *zap.Logger) error {
+	if obj, ok, _ := c.configs.GetStore().GetByKey(mc.Name); ok {
+		return sameRendered(obj.(*mcfgv1.MachineConfig), mc)
+	}
+	mc = mc.DeepCopy()
+	yes := true
+	mc.OwnerReferences = []metav1.OwnerReference{{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool",
+		Name: pool.Name, UID: pool.UID, Controller: &yes}}
+	_, err := c.API.MachineConfigs().Create(ctx, mc, metav1.CreateOptions{})
+	if apierrors.IsAlreadyExists(err) {
+		got, err := c.API.MachineConfigs().Get(ctx, mc.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("reading MachineConfig %s: %w", mc.Name, err)
+		}
+		return sameRendered(got, mc)
+	}
+	if err != nil {
+		return fmt.Errorf("creating MachineConfig %s: %w", mc.Name, err)
+	}
+	log.Info("Created the rendered config", zap.String("config", mc.Name))
+	return nil
+}
+
+// sameRendered refuses a rendered config of the right name with other
+// contents.
+func sameRendered(have, want *mcfgv1.MachineConfig) error {
+	a, _ := json.Marshal(have.Spec)
+	b, _ := json.Marshal(want.Spec)
+	if string(a) != string(b) {
+		return fmt.Errorf("MachineConfig %s: spec: exists with other contents than the pool's MachineConfigs render to "+
+			"(rendered configs are never changed; delete it if no node runs it)", have.Name)
+	}
+	return nil
+}
+
+// hand gives node the config by its desiredConfig annotation. The patch
+// carries the node's resourceVersion as seen in the cache: a node changed
+// since (by its daemon or an administrator) fails it with a conflict and
+// the pool is decided again from fresh data.
+func (c *Controller) hand(ctx context.Context, pool *mcfgv1.MachineConfigPool, name, config string, log *zap.Logger) error {
+	obj, ok, err := c.nodes.GetStore().GetByKey(name)
+	if err != nil || !ok {
+		return fmt.Errorf("node %s: not in the cache", name)
+	}
+	node := obj.(*corev1.Node)
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
+		"resourceVersion": node.ResourceVersion,
+		"annotations":     map[string]string{kube.DesiredConfig: config}}})
+	if err != nil {
+		return fmt.Errorf("encoding node %s's desiredConfig: %w", name, err)
+	}
+	if _, err := c.API.Nodes().Patch(ctx, name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		return fmt.Errorf("setting node %s's desiredConfig to %s: %w", name, config, err)
+	}
+	c.mu.Lock()
+	c.handed[name] = config
+	c.mu.Unlock()
+	log.Info("Handed a node the pool's config", zap.String("node", name), zap.String("config", config),
+		zap.String("previous", node.Annotations[kube.DesiredConfig]))
+	c.event(pool, false, "SetDesiredConfig", fmt.Sprintf("Targeted node %s to MachineConfig %s", name, config))
+	return nil
+}
+
+// writeStatus writes the pool's status when it changed.
+func (c *Controller) writeStatus(ctx context.Context, pool *mcfgv1.MachineConfigPool, st mcfgv1.MachineConfigPoolStatus) error {
+	st.ObservedGeneration = pool.Generation
+	if reflect.DeepEqual(pool.Status, st) {
+		return nil
+	}
+	patch, err := json.Marshal(map[string]any{"status": st})
+	if err != nil {
+		return fmt.Errorf("encoding the status of MachineConfigPool %s: %w", pool.Name, err)
+	}
+	if _, err := c.API.MachineConfigPools().Patch(ctx, pool.Name, types.MergePatchType, patch, metav1.PatchOptions{},
+		"status"); err != nil {
+		return fmt.Errorf("writing the status of MachineConfigPool %s: %w", pool.Name, err)
+	}
+	return nil
+}
+
+func (c *Controller) event(pool *mcfgv1.MachineConfigPool, warning bool, reason, message string) {
+	if c.Events == nil {
+		return
+	}
+	c.Events.EventOn(corev1.ObjectReference{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool",
+		Name: pool.Name, UID: pool.UID}, warning, reason, message)
+}
