@@ -43,7 +43,7 @@ type Controller struct {
 	// OwnNode is the node this replica runs on, handed its pool's config
 	// after the pool's other nodes.
 	OwnNode string
-	Now    func() time.Time
+	Now     func() time.Time
 
 	pools, configs, nodes, mcns cache.SharedIndexInformer
 	queue                       workqueue.TypedRateLimitingInterface[string]
