@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"go.uber.org/zap"
@@ -64,7 +65,9 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error)
 func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigPool, log *zap.Logger) error {
 	res, err := c.render(pool)
 	if err != nil {
-		log.Info("Cannot render the pool's config; its rollout stops", zap.Error(err))
+		if !reported(pool, err) {
+			log.Info("Cannot render the pool's config; its rollout stops", zap.Error(err))
+		}
 		return err
 	}
 	mc := res.Config
@@ -90,6 +93,17 @@ func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigP
 	}
 	pool.Spec.Configuration = want
 	return nil
+}
+
+// reported says whether the pool's status already shows err, so that a
+// refusal is logged once, not at every reconcile.
+func reported(pool *mcfgv1.MachineConfigPool, err error) bool {
+	for _, c := range pool.Status.Conditions {
+		if c.Type == mcfgv1.MachineConfigPoolRenderDegraded {
+			return c.Status == corev1.ConditionTrue && strings.Contains(c.Message, err.Error())
+		}
+	}
+	return false
 }
 
 // ensureRendered creates the rendered config unless it exists. One that

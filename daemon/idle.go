@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -44,7 +45,18 @@ func (d *Daemon) idle(ctx context.Context, current string) error {
 
 // markUpdated reports a node that runs its desired config as Updated, once:
 // a node registered at its current config, or one whose status was lost.
+// A node with no state annotation yet (it was given its configs before
+// its first daemon ran) gets state Done, as the upstream daemon writes at
+// its first run: the pool controller counts a node without it as
+// unavailable. A state the daemon wrote (Degraded for a drift) is left to
+// the code that wrote it.
 func (d *Daemon) markUpdated(ctx context.Context, current string) error {
+	if d.node.Annotations[kube.State] == "" {
+		if err := d.API.SetNodeState(ctx, "", phases.StateDone, ""); err != nil {
+			return fmt.Errorf("writing the node's state annotation: %w", err)
+		}
+		d.Log.Info("Node runs its desired config; state Done", zap.String("node", d.node.Name), zap.String("config", current))
+	}
 	cur, _ := d.status.Versions()
 	if c := d.status.Find(status.Updated); c == nil || c.Status != metav1.ConditionTrue || cur != current {
 		d.stageUpdated(current)

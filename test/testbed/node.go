@@ -62,6 +62,8 @@ type NodeOptions struct {
 	// OS, if set, installs the fake rpm-ostree and/or bootc (package
 	// osfake) with a booted deployment; nodes have no OS updater otherwise.
 	OS *osfake.Options
+	// Labels are the Node's labels at registration (node-role, zone).
+	Labels map[string]string
 	// Cgroup, if set, runs the daemon in that cgroup from its first
 	// instruction, from a copy of the binary of its own that is not in the
 	// page cache yet, as a container runs from its image: the cgroup is
@@ -96,7 +98,7 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 		}
 	}
 	var kubeconfig string
-	n.Kubelet, err = kubelet.Start(ctx, b.Kube, name, kubelet.Options{GracePeriodScale: 0.01})
+	n.Kubelet, err = kubelet.Start(ctx, b.Kube, name, kubelet.Options{GracePeriodScale: 0.01, Labels: opts.Labels})
 	if err != nil {
 		return nil, err
 	}
