@@ -65,7 +65,7 @@ for s in "${cold[@]}"; do total=$((total + minutes[$s])); done
 if [ ${#cold[@]} -gt 0 ]; then
   list=""
   for s in "${cold[@]}"; do list+="${list:+, }${what[$s]} (~${minutes[$s]} min)"; done
-  echo "set-up: first run on this machine: building $list; about $total minutes in all," \
+  echo "set-up: first run on this machine: building $list; about $total min in all," \
     "once (cached in ~/.cache/nodeconfd)" >&2
 fi
 
@@ -108,5 +108,7 @@ for s in "$@"; do
   [ "$status" -eq 0 ] || exit "$status"
 done
 if [ ${#cold[@]} -gt 0 ]; then
-  echo "set-up: done in $(((SECONDS - start + 30) / 60)) min; later runs use the cache" >&2
+  took=$((SECONDS - start))
+  if [ "$took" -lt 120 ]; then took="${took}s"; else took="$(((took + 30) / 60)) min"; fi
+  echo "set-up: done in $took; later runs use the cache" >&2
 fi
