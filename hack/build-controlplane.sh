@@ -14,10 +14,17 @@ cache=${NODECONFD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodeconfd}
 out="$cache/controlplane-k8s-${K8S_VERSION}-etcd-${ETCD_VERSION}"
 mkdir -p "$cache"
 
+cached() { [ -x "$out/kube-apiserver" ] && [ -x "$out/kubectl" ] && [ -x "$out/etcd" ]; }
+# --cached: only tell whether the build is done (hack/setup.sh).
+if [ "${1:-}" = --cached ]; then
+  cached
+  exit
+fi
+
 exec 9>"$cache/controlplane.lock"
 flock 9
 
-if [ -x "$out/kube-apiserver" ] && [ -x "$out/kubectl" ] && [ -x "$out/etcd" ]; then
+if cached; then
   echo "set-up: control plane (kube-apiserver, kubectl ${K8S_VERSION}, etcd ${ETCD_VERSION}): cached in $out" >&2
   echo "$out"
   exit 0

@@ -10,6 +10,11 @@ command -v systemd-nspawn >/dev/null || need+=(systemd-container)
 command -v flock >/dev/null || need+=(util-linux)
 command -v dbus-daemon >/dev/null || need+=(dbus)
 command -v mount >/dev/null || need+=(mount)
+# --cached: only tell whether everything is installed (hack/setup.sh).
+if [ "${1:-}" = --cached ]; then
+  [ ${#need[@]} -eq 0 ] && { command -v go >/dev/null || [ -x /usr/local/go/bin/go ]; }
+  exit
+fi
 if [ ${#need[@]} -gt 0 ]; then
   echo "set-up: installing Debian packages ${need[*]} (once; about a minute) ..." >&2
   apt-get update -qq

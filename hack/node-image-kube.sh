@@ -12,8 +12,15 @@ set -euo pipefail
 RECIPE_VERSION=1
 PACKAGES=(runc containernetworking-plugins nftables iproute2)
 
-base=$(bash "$(dirname "$0")/node-image.sh")
 cache=${NODECONFD_CACHE:-$HOME/.cache/nodeconfd}
+# --cached: only tell whether the build (and the node image under it) is
+# done (hack/setup.sh).
+if [ "${1:-}" = --cached ]; then
+  base=$(bash "$(dirname "$0")/node-image.sh" --cached) || exit 1
+  [ -f "$cache/$(basename "$base")-kube-v$RECIPE_VERSION/.nodeimage-complete" ]
+  exit
+fi
+base=$(bash "$(dirname "$0")/node-image.sh")
 out="$cache/$(basename "$base")-kube-v$RECIPE_VERSION"
 
 exec 9>"$cache/nodeimage-kube.lock"

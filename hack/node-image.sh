@@ -16,6 +16,13 @@ cache=${NODECONFD_CACHE:-$HOME/.cache/nodeconfd}
 out="$cache/nodeimage-$SUITE-v$RECIPE_VERSION"
 mkdir -p "$cache"
 
+# --cached: only tell whether the build is done, and print its folder if so
+# (hack/setup.sh, hack/node-image-kube.sh).
+if [ "${1:-}" = --cached ]; then
+  [ -f "$out/.nodeimage-complete" ] && echo "$out"
+  exit
+fi
+
 exec 9>"$cache/nodeimage.lock"
 flock 9
 

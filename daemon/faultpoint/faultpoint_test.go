@@ -1,6 +1,13 @@
 package faultpoint
 
-import "testing"
+import (
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
 
 func TestParse(t *testing.T) {
 	cases := []struct {
@@ -47,4 +54,61 @@ func TestCountsHits(t *testing.T) {
 		f("file-written") // below the count: goes on
 	}
 	f("done:write") // another point: goes on
+}
+
+func TestBothArmed(t *testing.T) {
+	t.Setenv(EnvVar, "done:write")
+	t.Setenv(PauseEnvVar, "file-written")
+	if f, err := FromEnv(); f != nil || err == nil {
+		t.Errorf("FromEnv() with both variables set = %v, %v; want an error", f != nil, err)
+	}
+}
+
+func TestPauseMalformed(t *testing.T) {
+	t.Setenv(PauseEnvVar, "x:0")
+	if f, err := FromEnv(); f != nil || err == nil || !strings.Contains(err.Error(), PauseEnvVar) {
+		t.Errorf("FromEnv() = %v, %v; want an error naming %s", f != nil, err, PauseEnvVar)
+	}
+}
+
+// TestPauseUntilSIGTERM sends this process real SIGTERMs until the paused
+// point goes on. The test's own handler keeps a signal sent before the
+// hook's is in place from ending the process.
+func TestPauseUntilSIGTERM(t *testing.T) {
+	t.Setenv(PauseEnvVar, "file-written:2")
+	f, err := FromEnv()
+	if err != nil || f == nil {
+		t.Fatalf("FromEnv() = %v, %v", f != nil, err)
+	}
+	mine := make(chan os.Signal, 1)
+	signal.Notify(mine, syscall.SIGTERM)
+	defer signal.Stop(mine)
+	f("file-written") // the first hit: goes on
+	f("done:write")   // another point: goes on
+	returned := make(chan struct{})
+	go func() {
+		f("file-written")
+		close(returned)
+	}()
+	select {
+	case <-returned:
+		t.Fatal("the second hit went on before any SIGTERM")
+	case <-time.After(50 * time.Millisecond):
+	}
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	deadline := time.After(10 * time.Second)
+	for {
+		select {
+		case <-returned:
+			f("file-written") // the third hit: goes on
+			return
+		case <-tick.C:
+			if err := syscall.Kill(os.Getpid(), syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+		case <-deadline:
+			t.Fatal("the paused point did not go on after SIGTERM")
+		}
+	}
 }

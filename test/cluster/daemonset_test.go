@@ -100,9 +100,13 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 		checkLogs(ctx, t, name)
 		reportWorkingSet(ctx, t, name)
 	}
-	blockedByPDB(ctx, t, nodes, logs, "rendered-worker-3", testbed.Ignition(map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
-		"/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n", "/etc/motd.d/pdb": "after the budget\n"},
-		`"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":`+quote(helloUnit)+`}]}`))
+	unit := `"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":` + quote(helloUnit) + `}]}`
+	files := map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
+		"/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n", "/etc/motd.d/pdb": "after the budget\n"}
+	name := blockedByPDB(ctx, t, nodes, logs, "rendered-worker-3", testbed.Ignition(files, unit))
+	deleteMidWrite(ctx, t, nodes[name], logs[name], "rendered-worker-4", files, map[string]string{
+		"/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n  example.org: {}\n",
+		"/etc/containers/registries.d/second.yaml": "docker:\n  example.net: {}\n"}, unit)
 }
 
 // rollOut sets config as every node's desired one, waits until all run it

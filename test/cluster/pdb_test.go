@@ -21,8 +21,9 @@ import (
 // daemon's pod deleted meanwhile is replaced and takes the drain up again;
 // once the budget is gone the eviction goes through, the Deployment
 // recreates the pod, and the update completes with the node uncordoned.
+// It returns the node's name.
 func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, logs map[string]*testbed.StatusLog,
-	config, ignition string) {
+	config, ignition string) string {
 	t.Helper()
 	pods, err := bed.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 	if err != nil || len(pods.Items) == 0 {
@@ -64,6 +65,7 @@ func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.K
 	if n, err := bed.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
 		t.Errorf("node %s left cordoned (%v)", name, err)
 	}
+	return name
 }
 
 // restartMidDrain deletes the daemon's pod while its drain is held (the
@@ -76,19 +78,7 @@ func restartMidDrain(ctx context.Context, t *testing.T, name string, log *testbe
 	if err := bed.Kube.CoreV1().Pods(testbed.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	var pod *corev1.Pod
-	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pods, err := bed.Kube.CoreV1().Pods(testbed.Namespace).List(ctx, metav1.ListOptions{
-			FieldSelector: "spec.nodeName=" + name, LabelSelector: "app.kubernetes.io/name=nodeconfd"})
-		if err != nil || len(pods.Items) != 1 || pods.Items[0].UID == old.UID {
-			return false, nil // the old pod still terminating, or no new one yet
-		}
-		pod = &pods.Items[0]
-		return pod.Status.Phase == corev1.PodRunning, nil
-	})
-	if err != nil {
-		t.Fatalf("node %s: waiting for the daemon's new pod after deleting %s: %v", name, old.Name, err)
-	}
+	pod := waitNewDaemonPod(ctx, t, name, old)
 	mark := log.Len()
 	deadline := time.Now().Add(2 * time.Minute)
 	for log.Len() <= mark || !strings.Contains(log.Condition("Drained").Message, held) {
@@ -98,4 +88,24 @@ func restartMidDrain(ctx context.Context, t *testing.T, name string, log *testbe
 		time.Sleep(250 * time.Millisecond)
 	}
 	t.Logf("node %s: pod %s deleted mid-drain, %s holds the drain again", name, old.Name, pod.Name)
+}
+
+// waitNewDaemonPod waits until the DaemonSet's pod on node is a running one
+// other than old, and returns it.
+func waitNewDaemonPod(ctx context.Context, t *testing.T, node string, old *corev1.Pod) *corev1.Pod {
+	t.Helper()
+	var pod *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		pods, err := bed.Kube.CoreV1().Pods(testbed.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "spec.nodeName=" + node, LabelSelector: "app.kubernetes.io/name=nodeconfd"})
+		if err != nil || len(pods.Items) != 1 || pods.Items[0].UID == old.UID {
+			return false, nil // the old pod still terminating, or no new one yet
+		}
+		pod = &pods.Items[0]
+		return pod.Status.Phase == corev1.PodRunning, nil
+	})
+	if err != nil {
+		t.Fatalf("node %s: waiting for the daemon's new pod after deleting %s: %v", node, old.Name, err)
+	}
+	return pod
 }

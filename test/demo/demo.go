@@ -9,17 +9,20 @@ import (
 	"strings"
 	"time"
 
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
 const annotationPrefix = "machineconfiguration.openshift.io/"
 
-// demo drives one node of a running bed.
+// demo drives one real node of a cluster bed.
 type demo struct {
 	bed  *testbed.Bed
-	node *testbed.Node
+	node *testbed.KubeNode
 	log  *testbed.StatusLog
 	// bootsBefore and reloadsBefore are the node's counts when the last
 	// update started.
@@ -29,29 +32,58 @@ type demo struct {
 	took           time.Duration
 }
 
-// join registers the node at config base, as a freshly installed node runs
-// it, and waits for the daemon to report it up to date. The status watch
-// lives as long as ctx.
-func (d *demo) join(ctx context.Context, base string) error {
-	if err := d.node.Annotate(ctx, map[string]string{
-		annotationPrefix + "currentConfig": base,
-		annotationPrefix + "desiredConfig": base,
-	}); err != nil {
-		return fmt.Errorf("annotating node %s: %w", d.node.Name, err)
-	}
-	log, err := d.bed.RecordStatus(context.WithoutCancel(ctx), d.node.Name)
+// boot starts the node, and marks it, as soon as its kubelet has
+// registered it, as running config base, as a freshly installed node runs
+// it. The status watch, started first so that it sees the daemon's first
+// write, lives as long as ctx.
+func (d *demo) boot(ctx context.Context, base string) error {
+	log, err := d.bed.RecordStatus(context.WithoutCancel(ctx), nodeName)
 	if err != nil {
-		return fmt.Errorf("watching the MachineConfigNode of %s: %w", d.node.Name, err)
+		return fmt.Errorf("watching the MachineConfigNode of %s: %w", nodeName, err)
 	}
 	d.log = log
+	if d.node, err = d.bed.AddKubeNode(ctx, nodeName); err != nil {
+		return fmt.Errorf("adding node %s: %w", nodeName, err)
+	}
+	patch := map[string]string{annotationPrefix + "currentConfig": base, annotationPrefix + "desiredConfig": base}
+	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		err := d.annotate(ctx, patch)
+		if apierrors.IsNotFound(err) {
+			return false, nil // not registered yet
+		}
+		return err == nil, err
+	})
+}
+
+// join waits for the DaemonSet's pod on the node, then for the daemon to
+// report the node up to date.
+func (d *demo) join(ctx context.Context, base string) error {
+	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
+		ds, err := d.bed.Kube.AppsV1().DaemonSets(testbed.Namespace).Get(ctx, testbed.DaemonSetName, metav1.GetOptions{})
+		return err == nil && ds.Status.NumberReady == 1, nil
+	})
+	if err != nil {
+		return fmt.Errorf("waiting for the DaemonSet's pod on %s: %w", nodeName, err)
+	}
+	d.kubectl(ctx, "get", "nodes", "-o", "wide")
+	fmt.Printf("\nThe DaemonSet as shipped, its image the release image built here (%s) and imported into the node:\n",
+		d.bed.Images().DaemonRef)
+	d.kubectl(ctx, "get", "daemonsets,pods", "-n", testbed.Namespace, "-o", "wide")
 	wctx, cancel := context.WithTimeout(ctx, updateTimeout)
 	defer cancel()
 	if err := d.waitUpdated(wctx, base); err != nil {
 		return err
 	}
-	fmt.Printf("Node %s runs %s and its daemon reports it up to date:\n", d.node.Name, base)
+	fmt.Printf("\nNode %s runs %s and its daemon reports it up to date:\n", nodeName, base)
 	d.kubectl(ctx, "get", "machineconfignodes", "-o", "wide")
 	return nil
+}
+
+// annotate merges ann into the node's annotations.
+func (d *demo) annotate(ctx context.Context, ann map[string]string) error {
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
+	_, err := d.bed.Kube.CoreV1().Nodes().Patch(ctx, nodeName, types.MergePatchType, patch, metav1.PatchOptions{})
+	return err
 }
 
 // update sets the node's desiredConfig to config and prints the
@@ -63,7 +95,7 @@ func (d *demo) update(ctx context.Context, config string) error {
 	d.statusesBefore = d.log.Len()
 	fmt.Printf("kubectl annotate node %s %sdesiredConfig=%s\n", d.node.Name, annotationPrefix, config)
 	start := time.Now()
-	if err := d.node.SetDesired(ctx, config); err != nil {
+	if err := d.annotate(ctx, map[string]string{annotationPrefix + "desiredConfig": config}); err != nil {
 		return fmt.Errorf("setting desiredConfig of %s: %w", d.node.Name, err)
 	}
 	wctx, cancel := context.WithTimeout(ctx, updateTimeout)
@@ -92,10 +124,10 @@ func (d *demo) printTable(ctx context.Context, start time.Time) {
 	var last []byte
 	show := func(c context.Context) {
 		out, err := d.bed.Kubectl(c, "get", "machineconfignodes", "-o", "wide")
-		if err != nil || bytes.Equal(out, last) {
+		if err != nil || bytes.Equal(withoutAge(out), last) {
 			return
 		}
-		last = out
+		last = withoutAge(out)
 		now := time.Now()
 		fmt.Printf("--- %s (+%.1fs)\n%s", now.Format("15:04:05.000"), now.Sub(start).Seconds(), out)
 	}
@@ -110,6 +142,28 @@ func (d *demo) printTable(ctx context.Context, start time.Time) {
 			show(ctx)
 		}
 	}
+}
+
+// withoutAge returns a kubectl table without its AGE column, which
+// changes every second and would print the table as often while a node
+// reboots.
+func withoutAge(table []byte) []byte {
+	lines := bytes.Split(table, []byte("\n"))
+	start := bytes.Index(lines[0], []byte(" AGE "))
+	if start < 0 {
+		return table
+	}
+	start++
+	end := start + len("AGE")
+	for end < len(lines[0]) && lines[0][end] == ' ' {
+		end++
+	}
+	for i, l := range lines {
+		if len(l) >= end {
+			lines[i] = append(l[:start:start], l[end:]...)
+		}
+	}
+	return bytes.Join(lines, []byte("\n"))
 }
 
 // waitUpdated waits, on the status watch, until the node reports

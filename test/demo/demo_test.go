@@ -1,0 +1,17 @@
+package main
+
+import "testing"
+
+func TestWithoutAge(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{"NAME       UPDATED   AGE   POOL\nworker-0   True      4s    worker\n", "NAME       UPDATED   POOL\nworker-0   True      worker\n"},
+		{"NAME       UPDATED   AGE   POOL\nworker-0   True      105s  worker\n", "NAME       UPDATED   POOL\nworker-0   True      worker\n"},
+		{"NAME       UPDATED\nworker-0   True\n", "NAME       UPDATED\nworker-0   True\n"},
+		{"", ""},
+	}
+	for _, c := range cases {
+		if got := string(withoutAge([]byte(c.in))); got != c.want {
+			t.Errorf("withoutAge(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}
