@@ -20,8 +20,13 @@ import (
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
-// firstReadWait bounds the wait for the object's first list.
-const firstReadWait = 5 * time.Second
+// firstReadWait bounds the wait for the object's first list. An update
+// that comes right after the daemon started waits for it rather than
+// failing: a failed prepare marks the node degraded until its retry (seen
+// with a first list that took over 5 s on a loaded API server). A minute is
+// well past a healthy server's answer; a server that does not answer in it
+// fails the update anyway.
+const firstReadWait = time.Minute
 
 // Object names the watched object in errors and logs.
 const Object = "MachineConfiguration " + kube.MachineConfigurationName

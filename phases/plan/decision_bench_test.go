@@ -18,7 +18,7 @@ import (
 // anchor is the same configs with that file under registries.d (a plain
 // CRI-O reload, nothing parsed: what every registries.conf change cost
 // before registries.conf was decided as upstream decides it) and the
-// defaults alone.
+// defaults alone; the middle case adds only the 100-rule policy.
 func BenchmarkPrepareDecision(b *testing.B) {
 	var rules []FileRule
 	for i := range 100 {
@@ -30,6 +30,7 @@ func BenchmarkPrepareDecision(b *testing.B) {
 		policy Policy
 	}{
 		{"anchor-registries.d-defaults", "/etc/containers/registries.d/bench.conf", DefaultPolicy()},
+		{"registries.d-policy-100", "/etc/containers/registries.d/bench.conf", DefaultPolicy().With(Policy{Files: rules})},
 		{"registries.conf-500-policy-100", RegistriesConfPath, DefaultPolicy().With(Policy{Files: rules})},
 	} {
 		b.Run(c.name, func(b *testing.B) {
