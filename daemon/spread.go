@@ -47,12 +47,12 @@ type spread struct {
 // can tell where a node starts). A lone node (nodes ≤ 1) and perNode ≤ 0
 // do not wait.
 func spreadDelay(node, config string, nodes int, perNode time.Duration) time.Duration {
-	return time.Duration(SpreadPoint(node, config) * float64(spreadWindow(nodes, perNode)))
+	return time.Duration(SpreadPoint(node, config) * float64(SpreadWindow(nodes, perNode)))
 }
 
-// spreadWindow is min((nodes-1) × perNode, MaxUpdateSpread), 0 for a lone
+// SpreadWindow is the window the starts of an update spread over: min((nodes-1) × perNode, MaxUpdateSpread), 0 for a lone
 // node or perNode ≤ 0.
-func spreadWindow(nodes int, perNode time.Duration) time.Duration {
+func SpreadWindow(nodes int, perNode time.Duration) time.Duration {
 	if nodes <= 1 || perNode <= 0 {
 		return 0
 	}
