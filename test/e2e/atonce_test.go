@@ -20,8 +20,8 @@ import (
 // cluster-wide bound of its own (nodeconfd controller paces a pool by
 // handing the nodes their configs). Two nodes given a reboot update at the
 // same moment are cordoned at the same time, neither waits for the other,
-// and both reach the config. Their --update-spread is off, so that nothing
-// but the daemons themselves is measured.
+// and both reach the config. (The test bed's daemons run with
+// --update-spread 0: nothing but the daemons themselves puts a start off.)
 func TestHandSetConfigsUpdateAtOnce(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
@@ -32,7 +32,7 @@ func TestHandSetConfigsUpdateAtOnce(t *testing.T) {
 	nodes := make([]*testbed.Node, len(names))
 	logs := make([]*testbed.StatusLog, len(names))
 	for i, name := range names {
-		nodes[i], logs[i] = nodeOpts(t, name, "rendered-atonce-a", testbed.NodeOptions{ExtraArgs: []string{"--update-spread", "0"}})
+		nodes[i], logs[i] = node(t, name, "rendered-atonce-a")
 	}
 	cordons := watchCordons(ctx, t, names)
 	for _, n := range nodes {
