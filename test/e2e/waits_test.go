@@ -94,7 +94,7 @@ func TestPausedNode(t *testing.T) {
 }
 
 // A node paused while its drain is blocked (a PodDisruptionBudget): the
-// drain stops, the node is uncordoned and its slot given back, and it
+// drain stops, the node is uncordoned, and it
 // waits paused; unpaused, it updates.
 func TestPausedDuringDrain(t *testing.T) {
 	t.Parallel()
