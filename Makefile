@@ -93,17 +93,16 @@ fuzz:
 
 bench: deps controlplane nodeimage build
 	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./phases/plan/ ./daemon/hostfs/ ./test/bench/
-	$(FLEET_BENCH) -timeout 15m ./test/fleet/ -args -fleet.nodes=20 -fleet.slots=2 -fleet.idle=20s -fleet.restart-settle=10s
+	$(FLEET_BENCH) -timeout 15m ./test/fleet/ -args -fleet.nodes=20 -fleet.idle=20s -fleet.restart-settle=10s
 
-# A fleet of N simulated daemons (S disruption slots) on the test bed's real
+# A fleet of N simulated daemons on the test bed's real
 # kube-apiserver and etcd: start-up storm, idle, one node's update, a rolling
-# update, an API server restart (test/fleet). `make bench-fleet N=1000 S=10`.
+# update, an API server restart (test/fleet). `make bench-fleet N=1000`.
 N ?= 100
-S ?= 10
 IDLE ?= 60s
 ROLL ?= true
 FLEET_TIMEOUT ?= 60m
 FLEET_BENCH = $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x
 bench-fleet: deps controlplane build
-	$(FLEET_BENCH) -timeout $(FLEET_TIMEOUT) ./test/fleet/ -args -fleet.nodes=$(N) -fleet.slots=$(S) \
+	$(FLEET_BENCH) -timeout $(FLEET_TIMEOUT) ./test/fleet/ -args -fleet.nodes=$(N) \
 		-fleet.idle=$(IDLE) -fleet.roll=$(ROLL) -fleet.timeout=$(FLEET_TIMEOUT)

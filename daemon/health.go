@@ -19,7 +19,7 @@ import (
 //     from a new record (which remembers that value);
 //   - a rollback is under way while the desired config changed: the
 //     rollback runs to its end first (the new config then starts from the
-//     previous config, on an uncordoned node holding no slot).
+//     previous config, on an uncordoned node).
 //
 // It returns the record the pass goes on with.
 func (d *Daemon) healthHold(ctx context.Context, rec *progress.Record, current, desired string) (*progress.Record, bool, error) {

@@ -50,7 +50,7 @@ func (d *Daemon) waitStartDelay(ctx context.Context) error {
 		return err
 	}
 	nodes := d.countAtStart(ctx)
-	_, left := firstStartDelays(u, d.StartJitter, spreadWindow(nodes, d.UpdateSpread))
+	_, left := firstStartDelays(u, d.StartJitter, SpreadWindow(nodes, d.UpdateSpread))
 	log.Info("First start on this node: waiting before registering, to spread a whole cluster's registrations",
 		zap.Duration("delay", (beforeCount+left).Round(time.Millisecond)), zap.Duration("left", left.Round(time.Millisecond)),
 		zap.Int("nodes", nodes))

@@ -114,7 +114,7 @@ func (d *Daemon) recordLost() bool {
 // on: whether it may be adopted at its desired config (when it is not
 // known to run another one), and which config an update starts from. An
 // update left unfinished may have written part of the desired config,
-// cordoned the node or held a disruption slot, so the node is not taken to
+// or cordoned the node, so the node is not taken to
 // be at its currentConfig: a node that is at its desired config in full
 // (files, units, OS) is adopted (its cordon, if the daemon's, lifted: see
 // phases.Adopt), else it is updated, from currentConfig when that is

@@ -14,22 +14,22 @@ import (
 // cluster, how long the start of a new update may be put off. A rendered
 // config reaches a whole pool at once; without the spread every node
 // prepares at the same moment (status writes, the node's state, Events,
-// the config fetched, a queue entry: about ten requests each, three of
+// the config fetched: about ten requests each, three of
 // them MachineConfigNode writes at ~10 ms of API server CPU each) and the
 // API server answers the burst late or with 429s. Spread over 100 ms per
 // node, the updates start at about 10 nodes a second whatever the
 // cluster's size: measured with make bench-fleet at 1,000 nodes on an API
-// server of two cores shared with the whole simulated fleet, its p99 stays
-// at 400 ms through the roll (at 50 ms per node it reached 4 s while the
-// starts went on). The roll is not slowed: the first S nodes start within
-// S × 100 ms, and a node further back waits for its slot longer than for
-// its start as long as one update takes more than S × 100 ms.
+// server of two cores shared with the whole simulated fleet (the Lease
+// budget's roll, before issue 26), its p99 stays at 400 ms through the
+// roll (at 50 ms per node it reached 4 s while the starts went on). A
+// paced roll is not slowed: S nodes handed their config at once start
+// within S × 100 ms.
 const DefaultUpdateSpread = 100 * time.Millisecond
 
 // MaxUpdateSpread caps the window the updates spread over (reached at
 // 3,000 nodes by default), so that even a very large cluster's last node
-// starts its update within five minutes: an update that needs no slot (no
-// drain, no reboot) does wait for its start.
+// starts its update within five minutes: every update waits for its
+// start, one that needs no drain or reboot too.
 const MaxUpdateSpread = 5 * time.Minute
 
 // spread is the start of a new update the daemon puts off.
@@ -47,12 +47,12 @@ type spread struct {
 // can tell where a node starts). A lone node (nodes ≤ 1) and perNode ≤ 0
 // do not wait.
 func spreadDelay(node, config string, nodes int, perNode time.Duration) time.Duration {
-	return time.Duration(SpreadPoint(node, config) * float64(spreadWindow(nodes, perNode)))
+	return time.Duration(SpreadPoint(node, config) * float64(SpreadWindow(nodes, perNode)))
 }
 
-// spreadWindow is min((nodes-1) × perNode, MaxUpdateSpread), 0 for a lone
+// SpreadWindow is the window the starts of an update spread over: min((nodes-1) × perNode, MaxUpdateSpread), 0 for a lone
 // node or perNode ≤ 0.
-func spreadWindow(nodes int, perNode time.Duration) time.Duration {
+func SpreadWindow(nodes int, perNode time.Duration) time.Duration {
 	if nodes <= 1 || perNode <= 0 {
 		return 0
 	}

@@ -59,12 +59,9 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 		return updating, nil
 	}
 	if lost {
-		// The record that said whether the lost update held a cordon or a
-		// slot is gone: lift the daemon's cordon, release its slot.
+		// The record that said whether the lost update held a cordon is
+		// gone: lift the daemon's cordon.
 		if err := d.Cluster().Uncordon(ctx); err != nil {
-			return Outcome{}, err
-		}
-		if err := releaseSlot(ctx, d); err != nil {
 			return Outcome{}, err
 		}
 	}

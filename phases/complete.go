@@ -24,7 +24,6 @@ const (
 func Validate() Phase {
 	return Phase{
 		Name: progress.StepValidate, Group: status.UpdateComplete,
-		Wait: keepSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			cfg := d.Update().Desired
 			if err := CheckOnDisk(ctx, d.Host(), d.Units(), cfg); err != nil {
@@ -62,7 +61,7 @@ func CheckOnDisk(ctx context.Context, host Host, units Units, cfg plan.Config) e
 }
 
 // Uncordon makes the node schedulable again, only if this daemon cordoned
-// it, and gives back its disruption slot.
+// it.
 func Uncordon() Phase {
 	return Phase{
 		Name: progress.StepUncordon, Group: status.UpdateComplete, Condition: status.Uncordoned,
@@ -81,26 +80,18 @@ func Uncordon() Phase {
 				return Outcome{}, err
 			}
 			d.Progress().CordonedByUs = false
-			if err := endSlot(ctx, d); err != nil { // the soak time, if any (soak.go)
-				return Outcome{}, err
-			}
 			return Outcome{Message: "Uncordoned node " + d.Update().Node}, nil
 		},
 	}
 }
 
-// SetCurrent records the node at its new config: it gives back the
-// disruption slot of a node left cordoned (the uncordon did not run), then
-// writes the node's currentConfig and state=Done annotations, keeps the
+// SetCurrent records the node at its new config: it writes the node's currentConfig and state=Done annotations, keeps the
 // config on the node and stages status.configVersion.current.
 func SetCurrent() Phase {
 	return Phase{
 		Name: progress.StepSetCurrent, Group: status.UpdateComplete,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
-			if err := releaseSlot(ctx, d); err != nil {
-				return Outcome{}, err
-			}
 			if err := d.Cluster().SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
 				return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
 			}

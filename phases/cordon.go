@@ -21,11 +21,12 @@ func needsDrain(d Data) (bool, string) {
 // Cordon marks the node unschedulable before a disruptive post action and
 // remembers whether this daemon did it, so the uncordon never undoes an
 // administrator's cordon. It first checks that the drain could start (pods
-// without a controller fail the update here, with nothing cordoned and no
-// slot taken), then waits for a cluster-wide disruption slot. When this
-// daemon's cordon may already be on the node (an earlier try was cut short
-// before it was undone), the check is left to the drain, whose failure
-// undoes the cordon: failing here would leave the node cordoned.
+// without a controller fail the update here, with nothing cordoned). When
+// this daemon's cordon may already be on the node (an earlier try was cut
+// short before it was undone), the check is left to the drain, whose
+// failure undoes the cordon: failing here would leave the node cordoned.
+// Who goes next is not the daemon's to decide: a node updates once its
+// desiredConfig changes (nodeconfd controller paces that per pool).
 func Cordon() Phase {
 	return Phase{
 		Name: progress.StepCordon, Group: status.UpdateExecuted, Condition: status.Cordoned,
@@ -42,12 +43,12 @@ func Cordon() Phase {
 		OnSuperseded: supersededCordon,
 		Wait: func(ctx context.Context, d Data) error {
 			if d.Progress().CordonedByUs {
-				return holdSlot(ctx, d)
+				return nil
 			}
 			if err := d.Cluster().CheckDrain(ctx); err != nil {
 				return fmt.Errorf("checking the pods of node %s before the cordon: %w", d.Update().Node, err)
 			}
-			return holdSlot(ctx, d)
+			return nil
 		},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			if !d.Update().Action.NeedsDrain() { // the inherited cordon (Needed)
@@ -85,8 +86,8 @@ func Cordon() Phase {
 }
 
 // supersededCordon is the cordon and drain phases' OnSuperseded: the new
-// desired config's update starts from an uncordoned node holding no slot,
-// so that whatever it does (even fail) leaves neither behind unreported.
+// desired config's update starts from an uncordoned node, so that whatever
+// it does (even fail) leaves no cordon behind unreported.
 // If it needs a drain, it cordons again.
 func supersededCordon(ctx context.Context, d Data) error {
 	if _, err := giveBack(ctx, d, "Uncordoned: the node's desired config changed before anything was written"); err != nil {
@@ -98,12 +99,8 @@ func supersededCordon(ctx context.Context, d Data) error {
 // giveBack undoes an update's cordon before anything is written: the
 // cordon step is forgotten (the record first, so a crash at any point
 // leaves a record that cordons again), the node uncordoned if this daemon
-// cordoned it (Cordoned then says so, with uncordoned), and only then the
-// disruption slot given back: a node waiting for the slot cordons as soon as
-// it gets it, and this node must not be cordoned still. A crash or a failed
-// uncordon before the release keeps the slot (its Lease names this node,
-// which adopts it again), so the retry's cordon holds a slot too. It
-// returns what it did.
+// cordoned it (Cordoned then says so, with uncordoned). It returns what it
+// did.
 func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 	rec := d.Progress()
 	wasCordoned := rec.Done(progress.StepCordon)
@@ -114,9 +111,8 @@ func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 	return release(ctx, d, wasCordoned, rec.WriteStarted, uncordoned)
 }
 
-// release lifts this daemon's cordon, then gives back the slot (see
-// giveBack); cordonDone says the cordon step was done, writeStarted that
-// what was written was rolled back.
+// release lifts this daemon's cordon (see giveBack); cordonDone says the
+// cordon step was done, writeStarted that what was written was rolled back.
 func release(ctx context.Context, d Data, cordonDone, writeStarted bool, uncordoned string) (string, error) {
 	rec := d.Progress()
 	outcome := "the node was not cordoned"
@@ -139,10 +135,6 @@ func release(ctx context.Context, d Data, cordonDone, writeStarted bool, uncordo
 		if writeStarted {
 			outcome = "uncordoned the node, what was written was rolled back"
 		}
-	}
-	// The retry waits for a slot again before it cordons.
-	if err := releaseSlot(ctx, d); err != nil {
-		return "", fmt.Errorf("%s, then %w", outcome, err)
 	}
 	return outcome, nil
 }

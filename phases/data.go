@@ -72,7 +72,7 @@ type DrainResult struct {
 	// pods left in place.
 	Evicted, Skipped int
 	// Took is the drain's duration; Blocked the part of it during which at
-	// least one eviction was refused (a disruption budget, an error).
+	// least one eviction was refused (a PodDisruptionBudget, an error).
 	Took, Blocked time.Duration
 }
 
@@ -208,21 +208,6 @@ type Drift interface {
 	Watch(ctx context.Context, cfg plan.Config) error
 }
 
-// Disruption is the cluster-wide disruption budget: at most N nodes are
-// disrupted (cordoned, drained, rebooted) at once (package daemon/budget).
-type Disruption interface {
-	// Acquire returns once this node holds a slot, at once when it holds one
-	// already. While it waits, report receives a message naming the nodes
-	// that hold the slots (and how many wait ahead): when the wait starts,
-	// and on a change, at most every few seconds, while next in line.
-	Acquire(ctx context.Context, report func(message string)) error
-	// Keep takes a slot without waiting and reports whether the node holds
-	// one: the one it holds, its own (after a restart), or a free one.
-	Keep(ctx context.Context) (bool, error)
-	// Release gives the node's slot back; a no-op when it holds none.
-	Release(ctx context.Context) error
-}
-
 // Data is what a phase sees of the update and of the node.
 type Data interface {
 	// Update is the update in progress: names, parsed configs, plan.
@@ -267,8 +252,6 @@ type Data interface {
 	Drift() Drift
 	// Limits caps the decoded size of the configs parsed.
 	Limits() plan.Limits
-	// Disruption is nil when the daemon keeps no disruption budget.
-	Disruption() Disruption
 	// ConfigRule is the desired config names the node accepts.
 	ConfigRule() plan.ConfigRule
 	// Waits is what may hold the update (pause, windows, blocking pods);
@@ -331,15 +314,15 @@ type Phase struct {
 	// Nil means always needed.
 	Needed func(d Data) (bool, string)
 	// Wait, when set, runs before a needed phase starts and returns once it
-	// may start (a disruption slot is held). While it waits the phase's
+	// may start (nothing holds the update, its pods can be drained). While it waits the phase's
 	// conditions stay False, not started; Report sets the message of the
 	// phase's condition (reason Waiting). Nil means no wait.
 	Wait func(ctx context.Context, d Data) error
 	Run  func(ctx context.Context, d Data) (Outcome, error)
 	// OnSuperseded, set on the phases before anything of the update is
 	// written (cordon, drain), makes a new desired config end the phase's
-	// Wait: OnSuperseded then undoes what the update holds (its cordon, its
-	// slot) and the run stops with ErrSuperseded. A long Run (the drain)
+	// Wait: OnSuperseded then undoes what the update holds (its cordon) and
+	// the run stops with ErrSuperseded. A long Run (the drain)
 	// watches Data.Superseded and does the same itself.
 	OnSuperseded func(ctx context.Context, d Data) error
 	// Quick marks a phase whose start is not worth a write of its own: its

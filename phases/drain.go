@@ -17,13 +17,13 @@ import (
 // cordoned by an update that cannot go on, and the retry starts again from
 // the cordon. A drain interrupted for shutdown stops with ErrStopped and
 // runs again at the next start. A new desired config (a rollback) stops a
-// drain: the cordon is undone and the slot given back (supersededCordon),
+// drain: the cordon is undone (supersededCordon),
 // and the daemon takes up the new config.
 func Drain() Phase {
 	return Phase{
 		Name: progress.StepDrain, Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
 		Starting: "Draining node", EventOnNode: true,
-		Wait: holdSlot, OnSuperseded: supersededCordon,
+		OnSuperseded: supersededCordon,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			interrupt := d.Interrupt()
 			dctx, cancel := context.WithCancel(ctx)
@@ -76,7 +76,7 @@ func drainedMessage(res DrainResult) string {
 }
 
 // undoCordon is the end of a drain that gave up: giveBack undoes the
-// cordon and returns the slot, and the drain's error is reported with what
+// cordon, and the drain's error is reported with what
 // was done.
 func undoCordon(ctx context.Context, d Data, drainErr error) error {
 	why := "the drain timed out"

@@ -20,9 +20,8 @@ const ReasonRolledBack = "RolledBack"
 
 // GiveBack gives back what an update replaced before its write was done
 // still holds (the record's Replaced): what it wrote is rolled back from
-// its journal, then its cordon lifted and its disruption slot released, so
-// that this update starts from the node as it was, uncordoned and holding
-// no slot, whatever it needs. A running update replaced before it wrote
+// its journal, then its cordon lifted, so that this update starts from the
+// node as it was, uncordoned, whatever it needs. A running update replaced before it wrote
 // does this itself (OnSuperseded); this step is for one that did not get to
 // (a restart, a SIGTERM or a failure came between, or it was writing).
 func GiveBack() Phase {
@@ -49,7 +48,7 @@ func GiveBack() Phase {
 				return Outcome{}, fmt.Errorf("giving back the cordon of the replaced update to %s: %w", rp.Desired, err)
 			}
 			log := LogFrom(ctx, zap.NewNop())
-			log.Info("Replaced update gave back its cordon and disruption slot", zap.String("replaced", rp.Desired),
+			log.Info("Replaced update gave back its cordon", zap.String("replaced", rp.Desired),
 				zap.String("result", outcome))
 			// Cordoned says so before the new update's status starts.
 			if err := d.Stager().Flush(ctx); err != nil {

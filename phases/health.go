@@ -13,7 +13,7 @@ import (
 )
 
 // The post-update health gate: after the post action and before the
-// uncordon (so before the disruption slot goes back), the node must be
+// uncordon (so before the node counts as available again), the node must be
 // healthy on the desired config, within a timeout: the Node Ready again as
 // the kubelet reports it (after a reboot), the listed units active and not
 // restarting, the check command exiting 0. A node that is not is rolled back
@@ -120,7 +120,6 @@ func Health() Phase {
 		Name: "health", Group: status.UpdateComplete, Condition: status.HealthChecked,
 		Starting: "Checking the health of the node", EventOnNode: true,
 		Needed: gateNeeded,
-		Wait:   keepSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rec := d.Progress()
 			if rec.Health == nil {

@@ -44,27 +44,3 @@ func waitNotFailedElsewhere(ctx context.Context, d Data) error {
 	}
 	return ctx.Err()
 }
-
-// failedWhileWaiting runs once holdSlot got a slot, before the cordon: the
-// slot may have been released by a node whose health gate failed this very
-// config (it records the failure before it releases the slot). The slot is
-// then given back and the update waits as HealthWait does; it reports
-// true when the slot is to be waited for again.
-func failedWhileWaiting(ctx context.Context, d Data) (bool, error) {
-	g := d.Health()
-	rec := d.Progress()
-	if g == nil || g.Probe == nil || rec.CordonedByUs || rec.Done("cordon") {
-		return false, nil
-	}
-	node, err := g.Probe.FailedOn(ctx, d.Update().DesiredName)
-	if err != nil || node == "" {
-		if err != nil {
-			return false, fmt.Errorf("looking for nodes on which %s failed the health gate: %w", d.Update().DesiredName, err)
-		}
-		return false, nil
-	}
-	if err := releaseSlot(ctx, d); err != nil {
-		return false, err
-	}
-	return true, waitNotFailedElsewhere(ctx, d)
-}

@@ -10,7 +10,7 @@ type logKey struct{}
 
 // WithLog returns ctx carrying log. The runner gives each phase's Wait and
 // Run a context with its logger (node, config and phase fields), so that
-// the adapters a phase calls (the drainer, the disruption budget) log
+// the adapters a phase calls (the drainer, the waits) log
 // their decisions with the same fields.
 func WithLog(ctx context.Context, log *zap.Logger) context.Context {
 	return context.WithValue(ctx, logKey{}, log)

@@ -61,9 +61,6 @@ func Results() []string {
 // They are CamelCase, as the Hold kinds, the status reasons and the Event
 // reasons are.
 const (
-	// WaitDisruptionSlot: every cluster-wide disruption slot is held by
-	// other nodes.
-	WaitDisruptionSlot = "DisruptionSlot"
 	// WaitDrainBlocked: the drain is past its timeout and evictions are
 	// still refused (a PodDisruptionBudget, an error).
 	WaitDrainBlocked = "DrainBlocked"
@@ -75,7 +72,7 @@ const (
 // WaitReasons lists every reason an update can wait for, so that metrics
 // show each one (at 0) before the first wait.
 func WaitReasons() []string {
-	return []string{WaitDisruptionSlot, WaitDrainBlocked, WaitUpdateSpread, HoldPaused, HoldWindow, HoldBlockingPods}
+	return []string{WaitDrainBlocked, WaitUpdateSpread, HoldPaused, HoldWindow, HoldBlockingPods}
 }
 
 // nopObserver is the Observer of an Env without one.

@@ -89,7 +89,7 @@ func TestObserverWaitSuperseded(t *testing.T) {
 	r.Env.Observer = o
 	changed := make(chan struct{})
 	r.Stop = stopOn(t, context.Background(), changed)
-	r.Env.Disruption = &slots{block: true, waiting: func() { close(changed) }}
+	r.Env.Waits = holding(func() { close(changed) })
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
 		t.Fatalf("Run: %v, want ErrSuperseded", err)
 	}
@@ -106,7 +106,7 @@ func TestObserverNone(t *testing.T) {
 	if r.Observer() == nil {
 		t.Fatal("Observer() is nil without one")
 	}
-	r.Observer().Waiting(phases.WaitDisruptionSlot)
+	r.Observer().Waiting(phases.WaitDrainBlocked)
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

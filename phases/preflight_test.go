@@ -18,15 +18,13 @@ import (
 )
 
 // A node-side refusal (Preflight) fails the update in prepare: before the
-// disruption slot, the cordon and the first write, with UpdateCompatible
+// cordon and the first write, with UpdateCompatible
 // False naming the field.
 func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
 	refusal := &plan.ConfigError{Object: "b", Field: "spec.config.storage.files[0].user.name", Msg: `unknown user "ghost" on the node`}
 	h := &host{files: map[string]string{}, state: map[string][]byte{}, preflightErr: refusal}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w) // a reboot: needs a drain
-	budget := &slots{log: &cl.calls}
-	r.Env.Disruption = budget
 	err := r.Run(context.Background())
 	var ce *plan.ConfigError
 	if !errors.As(err, &ce) || ce != refusal {
@@ -36,9 +34,8 @@ func TestRunnerPreflightRefusalBeforeCordon(t *testing.T) {
 	if h.preflights != 1 {
 		t.Errorf("%d preflights, want 1", h.preflights)
 	}
-	if len(cl.calls) != 0 || len(h.written) != 0 || len(units.CallLog()) != 0 || budget.held {
-		t.Errorf("after the refusal: cluster calls %v, written %v, systemd %v, slot held %v",
-			cl.calls, h.written, units.CallLog(), budget.held)
+	if len(cl.calls) != 0 || len(h.written) != 0 || len(units.CallLog()) != 0 {
+		t.Errorf("after the refusal: cluster calls %v, written %v, systemd %v", cl.calls, h.written, units.CallLog())
 	}
 	c := status.Find(w.last, status.UpdateCompatible)
 	if c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, refusal.Field) {

@@ -81,7 +81,7 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	} else if err := checkOS(ctx, d.OS(), u.CurrentName == "", current, desired, d.Progress().EarlierKernelArgs, &diff); err != nil {
 		return err
 	} else if err := d.Host().Preflight(current, desired, diff); err != nil {
-		return err // the node's side, before the slot, the cordon, a write
+		return err // the node's side, before the cordon, a write
 	}
 	u.Current, u.Desired, u.Diff = current, desired, diff
 	if saved != nil && d.Progress().Action != nil {

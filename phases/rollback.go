@@ -24,8 +24,8 @@ import (
 // through the updater's own rollback, then comes the post action the
 // rollback needs: a reboot when the update rebooted (or the OS was rolled
 // back), else the reverse diff's reloads and restarts. The node must then
-// be healthy on the previous config; only then is it uncordoned, its slot
-// given back and the failed config recorded. Each step is recorded in the
+// be healthy on the previous config; only then is it uncordoned and the
+// failed config recorded. Each step is recorded in the
 // progress record (progress.Health) once done and never run twice; the
 // reboot above all: a node that does not come back healthy from it is
 // reported, never rebooted again.
@@ -203,7 +203,7 @@ func rollBackPost(ctx context.Context, d Data, rev reversed) (string, error) {
 // rollBackCheck checks the node on the previous config: after a reboot,
 // that it booted the previous OS and the Node is Ready again; the listed
 // units (those the previous config has) and the check command as the gate
-// does. A node unhealthy here keeps its cordon and slot and is reported;
+// does. A node unhealthy here keeps its cordon and is reported;
 // it is not rebooted again.
 func rollBackCheck(ctx context.Context, d Data, rev reversed) (string, error) {
 	u := d.Update()
@@ -220,14 +220,14 @@ func rollBackCheck(ctx context.Context, d Data, rev reversed) (string, error) {
 		return "", err
 	}
 	if !res.healthy {
-		return "", fmt.Errorf("the node is not healthy on %s either: waiting for %s; keeping the cordon and the disruption "+
-			"slot, not rebooting again: waiting for an administrator or a new desired config", previousName(u), res.message)
+		return "", fmt.Errorf("the node is not healthy on %s either: waiting for %s; keeping the cordon, "+
+			"not rebooting again: waiting for an administrator or a new desired config", previousName(u), res.message)
 	}
 	return res.message, nil
 }
 
 // hold ends the rollback: the failed config recorded on the node, state
-// Degraded, the cordon lifted and the slot given back (the node is healthy
+// Degraded, the cordon lifted (the node is healthy
 // on its previous config), and the status saying what happened. Every
 // step is idempotent until Held is saved.
 func hold(ctx context.Context, d Data) (Outcome, error) {
@@ -260,9 +260,6 @@ func hold(ctx context.Context, d Data) (Outcome, error) {
 		}
 		d.SetCondition(status.Uncordoned, metav1.ConditionTrue, status.Reason(status.Uncordoned),
 			"Uncordoned node "+u.Node+" after the rollback to "+previousName(u))
-	}
-	if err := releaseSlot(ctx, d); err != nil {
-		return Outcome{}, err
 	}
 	h.Held = true
 	if err := d.SaveProgress(); err != nil {

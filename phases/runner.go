@@ -23,7 +23,7 @@ var ErrRebooting = errors.New("node is rebooting")
 var ErrStopped = errors.New("stopped between steps for shutdown")
 
 // ErrSuperseded is returned when a step that can wait without end (a
-// slot wait, a blocked drain) gave up because the node's desired config
+// hold, a blocked drain) gave up because the node's desired config
 // changed: the daemon goes on with the new config at once.
 var ErrSuperseded = errors.New("stopped: the node's desired config changed")
 
@@ -40,8 +40,6 @@ type Env struct {
 	PolicySource func() (plan.Policy, error)
 	// Drift restarts the config drift monitor; nil for none.
 	Drift Drift
-	// Disruption is the cluster-wide disruption budget; nil for none.
-	Disruption Disruption
 	// ConfigRule is the desired config names the node accepts; the zero
 	// value accepts every name.
 	ConfigRule plan.ConfigRule
@@ -293,7 +291,7 @@ var ErrComplete = errors.New("update complete")
 // wait runs the phase's Wait before the phase starts. A shutdown ends the
 // wait, and the run stops with ErrStopped. A new desired config ends the
 // wait of a phase with OnSuperseded (even one that just ended well):
-// OnSuperseded undoes what the update holds (its cordon, its slot), and the
+// OnSuperseded undoes what the update holds (its cordon), and the
 // run stops with ErrSuperseded. Nothing of the phase is done.
 func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 	wctx, cancel := context.WithCancel(ctx)

@@ -351,16 +351,12 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	cl := &cluster{drainErr: fmt.Errorf("%w after 1m0s; waiting on pod default/web-0", phases.ErrDrainTimedOut)}
 	units, w := &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
-	b := &slots{waited: true, log: &cl.calls}
-	r.Env.Disruption = b
 	err := r.Run(context.Background())
 	if !errors.Is(err, phases.ErrDrainTimedOut) || !strings.Contains(err.Error(), "uncordoned the node") {
 		t.Fatalf("Run: %v, want a drain timeout that uncordoned", err)
 	}
-	// The slot goes back only once the node is uncordoned: a waiter that
-	// gets it cordons at once.
-	if got := strings.Join(cl.calls, ","); got != "acquire,cordon,acquire,drain,uncordon,release" {
-		t.Errorf("calls %s, want acquire,cordon,acquire,drain,uncordon,release", got)
+	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
+		t.Errorf("calls %s, want cordon,drain,uncordon", got)
 	}
 	r.Fail(context.Background(), err)
 	cl.calls = nil
@@ -387,7 +383,7 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	if err := r2.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
 		t.Fatalf("retry: %v", err)
 	}
-	if got := strings.Join(cl.calls, ","); got != "acquire,cordon,acquire,drain,acquire,acquire" {
+	if got := strings.Join(cl.calls, ","); got != "cordon,drain" {
 		t.Errorf("calls %s after the retry", got)
 	}
 }
@@ -414,7 +410,7 @@ func TestRunnerInterruptStopsDrain(t *testing.T) {
 }
 
 // A new desired config stops a drain blocked without end: the cordon is
-// undone and the slot given back before the new config takes over, nothing
+// undone before the new config takes over, nothing
 // is written, and the status shows no failure.
 func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
@@ -422,8 +418,6 @@ func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 	cl, units, w := &cluster{drainBlocks: true, onDrain: func() { close(changed) }}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	r.Stop = stopOn(t, context.Background(), changed)
-	budget := &slots{}
-	r.Env.Disruption = budget
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
 		t.Fatalf("Run: %v, want ErrSuperseded", err)
 	}
@@ -437,9 +431,6 @@ func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
 		t.Errorf("cluster calls %s", got)
 	}
-	if budget.held || budget.releases != 1 {
-		t.Errorf("slot held %v after %d releases", budget.held, budget.releases)
-	}
 	if c := status.Find(w.last, status.Cordoned); c.Status != metav1.ConditionFalse || !strings.Contains(c.Message, "desired config changed") {
 		t.Errorf("Cordoned = %s %q", c.Status, c.Message)
 	}
@@ -449,7 +440,7 @@ func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 }
 
 // A new desired config does not stop a step once the update may have
-// written something: the write's wait for its slot goes on.
+// written something: the write goes on.
 func TestRunnerDesiredChangeLeavesWrite(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
@@ -461,7 +452,6 @@ func TestRunnerDesiredChangeLeavesWrite(t *testing.T) {
 	r.Record.CordonedByUs = true
 	r.Record.MarkDone(progress.Step{Name: "cordon"})
 	r.Record.MarkDone(progress.Step{Name: "drain"})
-	r.Env.Disruption = &slots{waited: true}
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
 		t.Fatalf("Run: %v, want the update to go on to its reboot", err)
 	}
@@ -470,15 +460,15 @@ func TestRunnerDesiredChangeLeavesWrite(t *testing.T) {
 	}
 }
 
-// A new desired config ends the wait for a disruption slot before anything
-// is done.
-func TestRunnerDesiredChangeStopsSlotWait(t *testing.T) {
+// A new desired config ends a hold (a closed window) before anything is
+// done.
+func TestRunnerDesiredChangeStopsHold(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
 	changed := make(chan struct{})
 	r.Stop = stopOn(t, context.Background(), changed)
-	r.Env.Disruption = &slots{block: true, waiting: func() { close(changed) }}
+	r.Env.Waits = holding(func() { close(changed) })
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
 		t.Fatalf("Run: %v, want ErrSuperseded", err)
 	}
@@ -491,8 +481,8 @@ func TestRunnerDesiredChangeStopsSlotWait(t *testing.T) {
 }
 
 // The give-back step, for an update replaced before it wrote anything and
-// that did not stop itself (a restart came between): its cordon is lifted,
-// its slot released, and the record says so.
+// that did not stop itself (a restart came between): its cordon is lifted
+// and the record says so.
 func TestRunnerGiveBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
@@ -503,8 +493,6 @@ func TestRunnerGiveBack(t *testing.T) {
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x"), "c": empty}, h, cl, units, w)
 	r.Record = progress.Replacing(old, "a", "c")
 	r.Phases = []phases.Phase{phases.GiveBack()}
-	budget := &slots{held: true}
-	r.Env.Disruption = budget
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}
@@ -520,9 +508,6 @@ func TestRunnerGiveBack(t *testing.T) {
 	}
 	if got := strings.Join(cl.calls, ","); got != "uncordon" {
 		t.Errorf("cluster calls %s", got)
-	}
-	if budget.held || budget.releases != 1 {
-		t.Errorf("slot held %v after %d releases", budget.held, budget.releases)
 	}
 }
 

@@ -64,8 +64,5 @@ func (r *Runner) Limits() plan.Limits { return r.Env.Limits }
 // ConfigRule returns the desired config names the node accepts.
 func (r *Runner) ConfigRule() plan.ConfigRule { return r.Env.ConfigRule }
 
-// Disruption returns the disruption budget, nil for none.
-func (r *Runner) Disruption() Disruption { return r.Env.Disruption }
-
 // Health returns the post-update health gate, nil for none.
 func (r *Runner) Health() *HealthGate { return r.Env.Health }

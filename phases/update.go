@@ -25,7 +25,7 @@ func All() []Phase {
 		// The waits (waits.go: pause, maintenance window, blocking pods)
 		// hold the cordon and the drain, or, for an update that drains
 		// nothing, the gate before its first write.
-		Gated(Cordon()), // cordon.go: a disruption slot, then the cordon
+		Gated(Cordon()), // cordon.go: the pod check, then the cordon
 		Gated(Drain()),  // drain.go
 		Gate(),          // waits.go
 		Write(),         // write.go: files, units, SSH keys, OS; journaled

@@ -46,7 +46,7 @@ type Hold struct {
 }
 
 // ErrPaused is returned by a drain stopped for the node's pause annotation:
-// its cordon and slot were given back. It wraps ErrSuperseded, so that the
+// its cordon was given back. It wraps ErrSuperseded, so that the
 // daemon runs the update again at once and its gate waits for the pause to
 // end.
 var ErrPaused = fmt.Errorf("stopped: the node was paused: %w", ErrSuperseded)
@@ -124,56 +124,13 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 	}
 }
 
-// untilHeld runs wait under a context cancelled once something holds the
-// update (pause only when pauseOnly), and reports whether that happened.
-func untilHeld(ctx context.Context, d Data, disrupts, pauseOnly bool, wait func(context.Context, Data) error) (bool, error) {
-	w := d.Waits()
-	if w == nil || wait == nil {
-		if wait == nil {
-			return false, nil
-		}
-		return false, wait(ctx, d)
-	}
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	held := make(chan struct{})
-	go func() {
-		for Sleep(wctx, gateEvery) == nil {
-			if _, paused := w.Paused(); paused {
-				close(held)
-				cancel()
-				return
-			}
-			if pauseOnly {
-				continue
-			}
-			if h, err := w.Check(wctx, disrupts); err == nil && h.Kind != "" {
-				close(held)
-				cancel()
-				return
-			}
-		}
-	}()
-	err := wait(wctx, d)
-	cancel()
-	select {
-	case <-held:
-		if ctx.Err() == nil {
-			return true, nil
-		}
-	default:
-	}
-	return false, err
-}
-
 // Gated adds the waits to the phases that start a disruption or the first
 // write (cordon, drain, write), and returns the others as they are:
 //   - cordon: the gate (pause, windows, blocking pods) before its own wait
-//     (the pod check, a slot); a hold that comes while it waits for a slot
-//     stops that wait, gives back a slot just taken, and the gate waits;
-//   - drain: a pause stops its slot wait or the drain itself, and gives
-//     back the cordon and the slot (the update then waits in the cordon's
-//     gate); a window that closes does not cut a started update off;
+//     (the pod check);
+//   - drain: a pause stops the drain, and gives back the cordon (the update
+//     then waits in the cordon's gate); a window that closes does not cut a
+//     started update off;
 //
 // An update that is not cordoned (a rebootless one) waits in Gate.
 func Gated(p Phase) Phase {
@@ -181,27 +138,13 @@ func Gated(p Phase) Phase {
 	case progress.StepCordon:
 		inner := p.Wait
 		p.Wait = func(ctx context.Context, d Data) error {
-			for {
-				if err := gate(ctx, d, disruptive(d)); err != nil {
-					return err
-				}
-				held, err := untilHeld(ctx, d, disruptive(d), false, inner)
-				if !held {
-					return err
-				}
-				if !d.Progress().CordonedByUs {
-					if err := releaseSlot(ctx, d); err != nil {
-						return err
-					}
-				}
+			if err := gate(ctx, d, disruptive(d)); err != nil {
+				return err
 			}
+			return inner(ctx, d)
 		}
 	case progress.StepDrain:
-		inner, run := p.Wait, p.Run
-		p.Wait = func(ctx context.Context, d Data) error {
-			_, err := untilHeld(ctx, d, true, true, inner) // a pause: Run gives back
-			return err
-		}
+		run := p.Run
 		p.Run = func(ctx context.Context, d Data) (Outcome, error) { return pausableDrain(ctx, d, run) }
 	}
 	return p
@@ -240,7 +183,7 @@ func ran(rec *progress.Record, name string) bool {
 }
 
 // pausableDrain runs the drain so that a pause stops it as a new desired
-// config does: supersededCordon gives back the cordon and the slot, and
+// config does: supersededCordon gives back the cordon, and
 // the Cordoned condition says it was the pause.
 func pausableDrain(ctx context.Context, d Data, run func(context.Context, Data) (Outcome, error)) (Outcome, error) {
 	w := d.Waits()
@@ -277,7 +220,7 @@ func pausableDrain(ctx context.Context, d Data, run func(context.Context, Data) 
 	}
 	select {
 	case h := <-paused:
-		LogFrom(ctx, zap.NewNop()).Info("Drain stopped: the node was paused; cordon and slot given back")
+		LogFrom(ctx, zap.NewNop()).Info("Drain stopped: the node was paused; cordon given back")
 		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned),
 			"Uncordoned: the node was paused before anything was written ("+h.Message+")")
 		return Outcome{}, ErrPaused
@@ -286,7 +229,7 @@ func pausableDrain(ctx context.Context, d Data, run func(context.Context, Data) 
 	}
 }
 
-// givenBackForPause gives back the cordon and slot of a drain that has not
+// givenBackForPause gives back the cordon of a drain that has not
 // started, for a pause.
 func givenBackForPause(ctx context.Context, d Data, h Hold) error {
 	if _, err := giveBack(ctx, d, "Uncordoned: the node was paused before anything was written ("+h.Message+")"); err != nil {

@@ -115,17 +115,15 @@ func TestGateHoldsRebootlessUpdate(t *testing.T) {
 }
 
 // A reboot update outside a window waits before the cordon: Cordoned says
-// so, nothing is cordoned or taken until the hold ends.
+// so, nothing is cordoned or checked until the hold ends.
 func TestGateHoldsCordon(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
-	b := &slots{}
-	r.Env.Disruption = b
 	fw := &fakeWaits{hold: phases.Hold{Kind: phases.HoldWindow, Message: "Outside the maintenance windows"}, holds: 3}
 	fw.onCheck = func() {
-		if len(cl.calls) != 0 || b.acquires != 0 || cl.checks != 0 {
-			t.Errorf("while held: cluster calls %v, %d acquires, %d checks", cl.calls, b.acquires, cl.checks)
+		if len(cl.calls) != 0 || cl.checks != 0 {
+			t.Errorf("while held: cluster calls %v, %d checks", cl.calls, cl.checks)
 		}
 		if fw.checks > 1 {
 			if c := status.Find(w.last, status.Cordoned); c.Reason != status.ReasonWaiting || c.Message != "Outside the maintenance windows" {
@@ -142,15 +140,12 @@ func TestGateHoldsCordon(t *testing.T) {
 	}
 }
 
-// A pause during a drain stops it: the cordon is lifted, the slot given
-// back, Cordoned says it was the pause, and the run stops with ErrPaused
+// A pause during a drain stops it: the cordon is lifted, Cordoned says it was the pause, and the run stops with ErrPaused
 // (an ErrSuperseded, so the daemon runs it again at once, into the gate).
 func TestPauseStopsDrain(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{drainBlocks: true}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
-	b := &slots{}
-	r.Env.Disruption = b
 	fw := &fakeWaits{}
 	cl.onDrain = func() { fw.mu.Lock(); fw.paused = true; fw.mu.Unlock() }
 	r.Env.Waits = fw
@@ -161,8 +156,8 @@ func TestPauseStopsDrain(t *testing.T) {
 	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
 		t.Errorf("cluster calls %s", got)
 	}
-	if b.held || r.Record.Done("cordon") || r.Record.CordonedByUs || len(h.written) != 0 {
-		t.Errorf("after the pause: slot %v, steps %+v, written %v", b.held, r.Record.Steps, h.written)
+	if r.Record.Done("cordon") || r.Record.CordonedByUs || len(h.written) != 0 {
+		t.Errorf("after the pause: steps %+v, written %v", r.Record.Steps, h.written)
 	}
 	if c := status.Find(w.last, status.Cordoned); c.Status != metav1.ConditionFalse ||
 		!strings.Contains(c.Message, "Uncordoned: the node was paused before anything was written (Paused by test)") {

@@ -17,7 +17,6 @@ func Write() Phase {
 	return Phase{
 		Name: progress.StepWrite, Group: status.UpdateExecuted, Condition: status.AppliedFilesAndOS,
 		Starting: "Writing files, units, SSH keys and OS changes", Commits: true,
-		Wait: holdSlot,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			if err := markWriteStarted(d); err != nil {

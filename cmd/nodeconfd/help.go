@@ -84,8 +84,6 @@ func startFlagGroups() []flagGroup {
 		{"Maintenance windows and blocking pods", []string{"maintenance-window", "maintenance-windows-configmap",
 			"maintenance-windows-all-updates", "blocking-pod-selector"}},
 		{"Drain", []string{"drain-timeout", "drain-timeout-action", "evict-unowned-pods"}},
-		{"Disruption budget", []string{"disruption-budget", "disruption-slots", "disruption-lease-duration",
-			"disruption-soak-time"}},
 		{"OS", []string{"os-pull-attempts", "os-pull-retry-initial", "os-pull-retry-max", "os-command-timeout"}},
 		{"Logging and metrics", []string{"log-format", "debug", "metrics-address"}},
 	}
@@ -116,7 +114,7 @@ func writeStartUsage(w io.Writer, fs *flag.FlagSet) {
 	}
 	other := false
 	fs.VisitAll(func(f *flag.Flag) {
-		if shown[f.Name] {
+		if shown[f.Name] || isRemoved(f) {
 			return
 		}
 		if !other {

@@ -39,7 +39,7 @@ func startHelp(t *testing.T) string {
 func TestStartHelpGroupsEveryFlag(t *testing.T) {
 	out := startHelp(t)
 	last := -1
-	for _, title := range []string{"Cluster:", "Node:", "Drain:", "Disruption budget:", "OS:", "Logging and metrics:"} {
+	for _, title := range []string{"Cluster:", "Node:", "Drain:", "OS:", "Logging and metrics:"} {
 		i := strings.Index(out, "\n"+title+"\n")
 		if i < 0 || i < last {
 			t.Errorf("group %q missing or out of order in:\n%s", title, out)

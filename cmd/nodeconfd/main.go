@@ -22,7 +22,6 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeconfd/nodeconfd/daemon"
-	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/drift"
 	"github.com/nodeconfd/nodeconfd/daemon/faultpoint"
@@ -79,10 +78,8 @@ type options struct {
 	backoffInitial, backoffMax                        time.Duration
 	pullRetry                                         osupdate.Retry
 	osTimeout                                         time.Duration
-	namespace, budgetName                             string
+	namespace                                         string
 	configPattern                                     plan.ConfigPattern
-	slots                                             int
-	leaseDuration                                     time.Duration
 	startJitter                                       time.Duration
 	updateSpread                                      time.Duration
 	limits                                            plan.Limits
@@ -90,6 +87,7 @@ type options struct {
 	onceFrom                                          string
 	skipReboot                                        bool
 	health                                            healthOptions
+	removed                                           *[]string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -124,15 +122,12 @@ func parseFlags(args []string) (options, error) {
 	fs.DurationVar(&o.pullRetry.Initial, "os-pull-retry-initial", osupdate.DefaultRetry().Initial, "first wait before retrying a failed OS image pull")
 	fs.DurationVar(&o.pullRetry.Max, "os-pull-retry-max", osupdate.DefaultRetry().Max, "longest wait between OS image pull retries")
 	fs.DurationVar(&o.osTimeout, "os-command-timeout", osupdate.DefaultTimeout, "how long one rpm-ostree or bootc command may run")
-	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "nodeconfd"), "the daemon's namespace, where the disruption budget's Leases live (default $POD_NAMESPACE, else nodeconfd)")
-	fs.StringVar(&o.budgetName, "disruption-budget", budget.DefaultName, "name of the cluster-wide disruption budget: its slots are the Leases <name>-0 … <name>-(N-1)")
-	fs.IntVar(&o.slots, "disruption-slots", budget.DefaultSlots, "how many nodes may be disrupted (cordoned, drained, rebooted) at once, cluster-wide")
+	fs.StringVar(&o.namespace, "namespace", envOr("POD_NAMESPACE", "nodeconfd"), "the daemon's namespace, where --maintenance-windows-configmap is read (default $POD_NAMESPACE, else nodeconfd)")
 	fs.DurationVar(&o.startJitter, "start-jitter", daemon.DefaultStartJitter,
 		"on a node the daemon never ran on, wait a random time up to this (or the longer --update-spread window) before registering, so that a new cluster's nodes do not all register at once (0: no wait)")
 	fs.DurationVar(&o.updateSpread, "update-spread", daemon.DefaultUpdateSpread,
 		"spread the start of a new update over (nodes in the cluster - 1) × this, at most "+daemon.MaxUpdateSpread.String()+
 			", so that nodes given a config at once do not all prepare at once (0: start at once)")
-	fs.DurationVar(&o.leaseDuration, "disruption-lease-duration", budget.DefaultDuration, "how long a disruption slot stays held after its holder stops renewing it (renewed every fifth of it); must exceed a node's reboot")
 	o.health.register(fs)
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern,
 		"regular expression a desired config's name must match, {pool} standing for the node's pool; "+
@@ -141,6 +136,7 @@ func parseFlags(args []string) (options, error) {
 	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "cap on one file's decoded contents (gzip and base64 decoded, appends included); a config with a bigger file is refused in prepare")
 	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "cap on one config's decoded files, unit contents, drop-ins and SSH keys together; a bigger config is refused in prepare")
 	o.waits = addWaitFlags(fs)
+	o.removed = addRemovedFlags(fs)
 	fs.StringVar(&o.onceFrom, "once-from", "", "apply the rendered MachineConfig in this file (YAML or JSON) with no API server, record it as the node's config, and exit")
 	fs.BoolVar(&o.skipReboot, "skip-reboot", false, "with --once-from: do not reboot; what needs a reboot takes effect at the next boot")
 	if err := fs.Parse(args); err != nil {
@@ -152,6 +148,9 @@ func parseFlags(args []string) (options, error) {
 // checkOptions checks the start flags together, before anything starts;
 // each error names its flag.
 func checkOptions(o *options, pattern string) error {
+	if err := checkRemoved(*o.removed); err != nil {
+		return err
+	}
 	if err := o.waits.check(); err != nil {
 		return err
 	}
@@ -167,12 +166,6 @@ func checkOptions(o *options, pattern string) error {
 	}
 	if o.nodeName == "" {
 		return fmt.Errorf("--node-name (or $NODE_NAME) is required")
-	}
-	if o.slots < 1 {
-		return fmt.Errorf("--disruption-slots=%d: want at least 1", o.slots)
-	}
-	if o.leaseDuration < budget.MinDuration || o.leaseDuration%time.Second != 0 {
-		return fmt.Errorf("--disruption-lease-duration=%s: want whole seconds, at least %s", o.leaseDuration, budget.MinDuration)
 	}
 	if o.drainTimeoutAction != "retry" && o.drainTimeoutAction != "fail" {
 		return fmt.Errorf("--drain-timeout-action %q: want retry or fail", o.drainTimeoutAction)
@@ -237,12 +230,6 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		return err
 	}
 	api := &kube.Client{API: kapi, NodeName: o.nodeName, StatusWritten: m.StatusWritten, Readiness: ready}
-	slots, err := budget.New(budget.Config{Client: kapi, Namespace: o.namespace, Name: o.budgetName, Slots: o.slots,
-		Holder: o.nodeName, Duration: o.leaseDuration, Soak: o.waits.soak, Log: log.Named("budget")})
-	if err != nil {
-		return err
-	}
-	defer slots.Close()
 	objects := kube.NewWatch(api)
 	holds, source, err := startSources(ctx, o, api, objects, log)
 	if err != nil {
@@ -256,7 +243,6 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		OS:           osu,
 		Policy:       policy,
 		PolicySource: source,
-		Disruption:   m.Disruption(slots),
 		Limits:       o.limits,
 		Waits:        holds,
 		Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,

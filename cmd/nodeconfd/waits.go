@@ -15,14 +15,13 @@ import (
 )
 
 // waitOptions are the flags of what may hold an update: maintenance
-// windows, blocking pods, the soak time (the pause is an annotation).
+// windows, blocking pods (the pause is an annotation).
 type waitOptions struct {
 	windows       window.Windows
 	allUpdates    bool
 	configMap     string
 	blocking      string
 	blockingSel   labels.Selector
-	soak          time.Duration
 	windowsByFlag windowList
 }
 
@@ -60,8 +59,6 @@ func addWaitFlags(fs *flag.FlagSet) *waitOptions {
 		"exists (watched; grant its read in RBAC)")
 	fs.StringVar(&w.blocking, "blocking-pod-selector", "", "label selector of pods that, while running on the node, "+
 		"hold an update that drains or reboots it (e.g. app=backup)")
-	fs.DurationVar(&w.soak, "disruption-soak-time", 0, "how long a node's disruption slot stays held after its uncordon, "+
-		"so the next node starts only after it (whole seconds)")
 	return w
 }
 
@@ -73,9 +70,6 @@ func (w *waitOptions) check() error {
 			return fmt.Errorf("--blocking-pod-selector %q: %w", w.blocking, err)
 		}
 		w.blockingSel = sel
-	}
-	if w.soak < 0 || w.soak%time.Second != 0 {
-		return fmt.Errorf("--disruption-soak-time=%s: want whole seconds, not negative", w.soak)
 	}
 	return nil
 }

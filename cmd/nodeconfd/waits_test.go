@@ -3,25 +3,22 @@ package main
 import (
 	"strings"
 	"testing"
-	"time"
 )
 
 func TestWaitFlags(t *testing.T) {
 	o, err := parseFlags([]string{"--node-name", "n1",
 		"--maintenance-window", "Mon-Fri 22:00-06:00 Europe/Berlin", "--maintenance-window", "Sat,Sun 00:00-24:00; Wed 12:00-13:00 UTC",
-		"--blocking-pod-selector", "app in (backup,batch)", "--disruption-soak-time", "10m"})
+		"--blocking-pod-selector", "app in (backup,batch)"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(o.waits.windows) != 3 || o.waits.soak != 10*time.Minute || o.waits.blockingSel.String() != "app in (backup,batch)" {
+	if len(o.waits.windows) != 3 || o.waits.blockingSel.String() != "app in (backup,batch)" {
 		t.Errorf("waits %+v", o.waits)
 	}
 	for _, tc := range []struct{ args, want string }{
 		{"--maintenance-window=Mon 25:00-26:00", `flag -maintenance-window: window "Mon 25:00-26:00"`},
 		{"--maintenance-window=Mon 10:00-11:00 Nowhere/City", "time zone"},
 		{"--blocking-pod-selector=app in (", "--blocking-pod-selector"},
-		{"--disruption-soak-time=1.5s", "--disruption-soak-time"},
-		{"--disruption-soak-time=-1s", "--disruption-soak-time"},
 	} {
 		if _, err := parseFlags([]string{"--node-name", "n1", tc.args}); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.args, err, tc.want)

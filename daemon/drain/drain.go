@@ -115,8 +115,7 @@ func (d *Drainer) logger(ctx context.Context) *zap.Logger {
 }
 
 // CheckDrain lists the node's pods and runs Select on them, without evicting
-// anything: the update calls it before it takes a disruption slot and
-// cordons, so that pods that would make the drain fail (pods without a
+// anything: the update calls it before it cordons, so that pods that would make the drain fail (pods without a
 // controller) fail the update while the node is still untouched.
 func (d *Drainer) CheckDrain(ctx context.Context) error {
 	list, err := d.listPods(ctx)

@@ -1,6 +1,6 @@
 // Package metrics serves the daemon's /metrics and /healthz, and counts what
 // the daemon does: its requests to the API server, the update's phases,
-// results and waits (as the phases.Observer), drains, disruption slot waits,
+// results and waits (as the phases.Observer), drains,
 // the node's health and config drift, and OS pull retries. The names follow
 // the Prometheus conventions (`promtool check metrics`); docs/metrics.md
 // lists them.

@@ -66,23 +66,21 @@ nodeconfd_updates_total{result="superseded"} 0
 // reason replaces the current one; the end of the update ends the wait.
 func TestWaits(t *testing.T) {
 	m, c := newTest()
-	m.Waiting(phases.WaitDisruptionSlot)
+	m.Waiting(phases.WaitDrainBlocked)
 	c.t = c.t.Add(30 * time.Second)
-	m.Waiting(phases.WaitDisruptionSlot) // idempotent: the wait goes on
+	m.Waiting(phases.WaitDrainBlocked) // idempotent: the wait goes on
 	expect(t, m, `
 # HELP nodeconfd_waiting Whether the node's update is waiting now (1) or not (0), by what it waits for.
 # TYPE nodeconfd_waiting gauge
 nodeconfd_waiting{reason="BlockingPods"} 0
-nodeconfd_waiting{reason="DisruptionSlot"} 1
-nodeconfd_waiting{reason="DrainBlocked"} 0
+nodeconfd_waiting{reason="DrainBlocked"} 1
 nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_waiting{reason="Paused"} 0
 nodeconfd_waiting{reason="UpdateSpread"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
 nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
-nodeconfd_wait_seconds_total{reason="DisruptionSlot"} 30
-nodeconfd_wait_seconds_total{reason="DrainBlocked"} 0
+nodeconfd_wait_seconds_total{reason="DrainBlocked"} 30
 nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_wait_seconds_total{reason="Paused"} 0
 nodeconfd_wait_seconds_total{reason="UpdateSpread"} 0
@@ -95,7 +93,6 @@ nodeconfd_wait_seconds_total{reason="UpdateSpread"} 0
 # HELP nodeconfd_waiting Whether the node's update is waiting now (1) or not (0), by what it waits for.
 # TYPE nodeconfd_waiting gauge
 nodeconfd_waiting{reason="BlockingPods"} 0
-nodeconfd_waiting{reason="DisruptionSlot"} 0
 nodeconfd_waiting{reason="DrainBlocked"} 0
 nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_waiting{reason="Paused"} 0
@@ -104,8 +101,7 @@ nodeconfd_waiting{reason="UpdateSpread"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
 nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
-nodeconfd_wait_seconds_total{reason="DisruptionSlot"} 30
-nodeconfd_wait_seconds_total{reason="DrainBlocked"} 0
+nodeconfd_wait_seconds_total{reason="DrainBlocked"} 30
 nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_wait_seconds_total{reason="Paused"} 0
 nodeconfd_wait_seconds_total{reason="SomethingNew"} 10
@@ -181,57 +177,6 @@ func TestDrain(t *testing.T) {
 	}
 }
 
-type fakeBudget struct {
-	phases.Disruption
-	wait    bool
-	waiting string
-	m       *Metrics
-}
-
-func (f *fakeBudget) Acquire(_ context.Context, report func(string)) error {
-	if f.wait {
-		report("waiting for a disruption slot: held by n1")
-	}
-	f.waiting = f.m.waits.current
-	return nil
-}
-
-type soakingBudget struct {
-	fakeBudget
-	soaked bool
-}
-
-func (s *soakingBudget) Soak(context.Context) error { s.soaked = true; return nil }
-
-func TestDisruption(t *testing.T) {
-	m, _ := newTest()
-	if m.Disruption(nil) != nil {
-		t.Error("no budget must stay no budget")
-	}
-	if _, ok := m.Disruption(&fakeBudget{}).(phases.Soaker); ok {
-		t.Error("a budget without a soak time wrapped into one with")
-	}
-	sb := &soakingBudget{}
-	if s, ok := m.Disruption(sb).(phases.Soaker); !ok || s.Soak(context.Background()) != nil || !sb.soaked {
-		t.Error("the wrapper of a budget with a soak time hides its Soak")
-	}
-	for _, wait := range []bool{false, true} {
-		f := &fakeBudget{wait: wait, m: m}
-		reported := ""
-		if err := m.Disruption(f).Acquire(context.Background(), func(msg string) { reported = msg }); err != nil {
-			t.Fatal(err)
-		}
-		want := ""
-		if wait {
-			want = phases.WaitDisruptionSlot
-		}
-		if f.waiting != want || m.waits.current != "" || (reported != "") != wait {
-			t.Errorf("wait %v: waiting %q during Acquire, %q after, reported %q; want %q, none", wait, f.waiting,
-				m.waits.current, reported, want)
-		}
-	}
-}
-
 // TestLint checks every metric, each with a sample, against the Prometheus
 // conventions (the lint of `promtool check metrics`; the e2e test runs
 // promtool itself on a real daemon's page).
@@ -239,7 +184,7 @@ func TestLint(t *testing.T) {
 	m, _ := newTest()
 	m.PhaseDone("drain", time.Second)
 	m.PhaseStarted("write")
-	m.Waiting(phases.WaitDisruptionSlot)
+	m.Waiting(phases.WaitDrainBlocked)
 	m.Waiting("")
 	m.OSUpdaterDetected("none")
 	m.OSPullRetried("bootc")

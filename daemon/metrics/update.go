@@ -9,8 +9,8 @@ import (
 )
 
 // durationBuckets spans the phases and waits of an update: a config write
-// takes a fraction of a second, a drain or a reboot minutes, a wait for a
-// disruption slot or a blocked drain hours.
+// takes a fraction of a second, a drain or a reboot minutes, a maintenance
+// window or a blocked drain hours.
 func durationBuckets() []float64 {
 	return []float64{0.1, 0.5, 1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 7200, 21600}
 }

@@ -62,7 +62,7 @@ type Record struct {
 	Health *Health `json:"health,omitempty"`
 	// Replaced is the unfinished update this one replaced before that one
 	// had written its config: its writes are rolled back and its cordon
-	// and slot given back before this update starts (the give-back step).
+	// given back before this update starts (the give-back step).
 	Replaced *Replaced `json:"replaced,omitempty"`
 }
 

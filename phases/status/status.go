@@ -38,8 +38,9 @@ const (
 	ReasonNone                = "None"
 	ReasonUpdateFailed        = "UpdateFailed"
 	ReasonHealthy             = "Healthy"
-	// ReasonWaiting marks a phase that waits to start (for a disruption
-	// slot); its condition stays False and the message says on what.
+	// ReasonWaiting marks a phase that waits to start (a pause, a window,
+	// blocking pods); its condition stays False and the message says on
+	// what.
 	ReasonWaiting = "Waiting"
 	// ReasonRecordUnreadable is NodeDegraded's reason while the daemon
 	// goes on without a progress record it could not read, until an

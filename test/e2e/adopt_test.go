@@ -19,7 +19,7 @@ func TestAdoptsMatchingNode(t *testing.T) {
 	defer cancel()
 	path := "/etc/nodeconfd-adopt.conf"
 	config(t, "rendered-adopt-a", ign(map[string]string{path: "already here\n"}))
-	n, err := bed.AddNode(ctx, "adopt", ownBudget(t, testbed.NodeOptions{}))
+	n, err := bed.AddNode(ctx, "adopt", testbed.NodeOptions{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -29,17 +28,15 @@ func TestKilledAfterEachStep(t *testing.T) {
 		}
 		t.Run(name, func(t *testing.T) {
 			t.Parallel()
-			killedAfterSteps(t, name, mine, nodes)
+			killedAfterSteps(t, name, mine)
 		})
 	}
 }
 
 // killedAfterSteps runs an update on node nodeName for each step, killing
-// the daemon right after it. The test's budget has a slot for each of its
-// nodes.
-func killedAfterSteps(t *testing.T, nodeName string, steps []string, nodes int) {
-	n, log := nodeOpts(t, nodeName, "rendered-"+nodeName+"-0",
-		testbed.NodeOptions{ExtraArgs: []string{"--disruption-slots", strconv.Itoa(nodes)}})
+// the daemon right after it.
+func killedAfterSteps(t *testing.T, nodeName string, steps []string) {
+	n, log := node(t, nodeName, "rendered-"+nodeName+"-0")
 	config(t, "rendered-"+nodeName+"-0", ign(nil))
 	podsOn(t, nodeName, 2)
 	for i, step := range steps {

@@ -19,7 +19,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
@@ -328,8 +327,7 @@ func (e *cordonError) Error() string {
 
 // An administrator rolls back (sets desiredConfig to the node's current
 // config) while the drain is blocked: the drain stops within seconds, the
-// stopped update lifts its cordon and gives its disruption slot back,
-// nothing is written and nothing rebooted, and the node reports Updated at
+// stopped update lifts its cordon, nothing is written and nothing rebooted, and the node reports Updated at
 // its config again.
 func TestRollbackStopsBlockedDrain(t *testing.T) {
 	t.Parallel()
@@ -383,15 +381,6 @@ func TestRollbackStopsBlockedDrain(t *testing.T) {
 	if left := podsLeft(t, name); left != 1 {
 		t.Errorf("%d pods left on the node, want the 1 the budget protects", left)
 	}
-	leases, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).List(ctx, metav1.ListOptions{LabelSelector: budget.Label})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range leases.Items {
-		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == name {
-			t.Errorf("disruption slot %s still held by %s", l.Name, name)
-		}
-	}
 	if !strings.Contains(n.DaemonLog(), "Update stopped: the node's desired config changed") {
 		t.Error("the daemon log does not say why the update stopped")
 	}
@@ -430,8 +419,8 @@ func TestNewConfigStopsBlockedDrain(t *testing.T) {
 
 // The same, with the daemon down while the desired config changes (a
 // SIGTERM during the blocked drain, e.g. a DaemonSet rollout): the next
-// daemon finds the replaced update, lifts its cordon and gives its slot
-// back before it applies the new config.
+// daemon finds the replaced update and lifts its cordon before it applies
+// the new config.
 func TestNewConfigWhileDaemonDown(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
@@ -456,7 +445,7 @@ func TestNewConfigWhileDaemonDown(t *testing.T) {
 	}
 	wantCRIOConfigOnly(t, n, log, "/etc/containers/registries.d/u7d.yaml")
 	wantGivenBack(ctx, t, n, log, "was replaced by a new desired config")
-	if !strings.Contains(n.DaemonLog(), "Replaced update gave back its cordon and disruption slot") {
+	if !strings.Contains(n.DaemonLog(), "Replaced update gave back its cordon") {
 		t.Error("the daemon log does not say it gave back the replaced update's cordon")
 	}
 }
@@ -491,8 +480,8 @@ func wantCRIOConfigOnly(t *testing.T, n *testbed.Node, log *testbed.StatusLog, f
 }
 
 // wantGivenBack checks that the update a new desired config replaced lifted
-// its own cordon (Cordoned went False saying why) and gave back its slot,
-// so the new config's update, which needed no drain, found nothing to
+// its own cordon (Cordoned went False saying why), so the new config's
+// update, which needed no drain, found nothing to
 // uncordon.
 func wantGivenBack(ctx context.Context, t *testing.T, n *testbed.Node, log *testbed.StatusLog, why string) {
 	t.Helper()
@@ -505,15 +494,6 @@ func wantGivenBack(ctx context.Context, t *testing.T, n *testbed.Node, log *test
 	}
 	if c := log.Condition("Uncordoned"); c == nil || c.Reason != "NotRequired" {
 		t.Errorf("Uncordoned = %+v, want NotRequired: the replaced update lifts its own cordon", c)
-	}
-	leases, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).List(ctx, metav1.ListOptions{LabelSelector: budget.Label})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range leases.Items {
-		if l.Spec.HolderIdentity != nil && *l.Spec.HolderIdentity == n.Name {
-			t.Errorf("disruption slot %s still held by %s", l.Name, n.Name)
-		}
 	}
 }
 

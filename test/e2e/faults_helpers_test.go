@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,13 +29,12 @@ type faultNode struct {
 	*testbed.Node
 }
 
-// newFaultNode starts a node at an empty config. Its daemon counts a
-// disruption slot for each node of the test (the kill rounds' and the bus
-// round's), so the rounds' nodes reboot side by side.
+// newFaultNode starts a node at an empty config. The rounds' nodes reboot
+// side by side: the daemon waits for no other node.
 func newFaultNode(t *testing.T, name string) *faultNode {
 	base := "rendered-" + name + "-0"
 	config(t, base, ign(nil))
-	n, _ := nodeOpts(t, name, base, testbed.NodeOptions{ExtraArgs: []string{"--disruption-slots", strconv.Itoa(faultNodes + 1)}})
+	n, _ := node(t, name, base)
 	return &faultNode{Node: n}
 }
 

@@ -81,10 +81,12 @@ func TestHealthUnitRollbackReboot(t *testing.T) {
 	}
 }
 
-// Health 3: three nodes, one disruption slot, the same bad config for all:
-// the first node's gate fails and it rolls back; the other two never
-// cordon (they wait, saying where the config failed).
-func TestHealthBudgetStopsBadConfig(t *testing.T) {
+// Health 3: three nodes, the same bad config for all, given to the first
+// node alone (as a controller with maxUnavailable 1 would), then to the
+// other two once it failed there: the first node's gate fails and it rolls
+// back; the other two never cordon (they wait, saying where the config
+// failed).
+func TestHealthFailureStopsBadConfig(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
@@ -92,7 +94,7 @@ func TestHealthBudgetStopsBadConfig(t *testing.T) {
 	names := []string{"hc3-1", "hc3-2", "hc3-3"}
 	config(t, "rendered-hc3-a", ign(map[string]string{dir + "/conf": "good\n"}))
 	badUnitConfig(t, "rendered-hc3-b", unit, map[string]string{dir + "/conf": "bad\n"})
-	opts := testbed.NodeOptions{ExtraArgs: []string{"--disruption-slots", "1", "--disruption-lease-duration", slotLease.String()}}
+	opts := testbed.NodeOptions{}
 	nodes := make([]*testbed.Node, len(names))
 	logs := make([]*testbed.StatusLog, len(names))
 	// Each daemon through a proxy that counts its requests (health_watch_test.go).
@@ -104,30 +106,25 @@ func TestHealthBudgetStopsBadConfig(t *testing.T) {
 	}
 	cordons := watchCordons(ctx, t, names)
 	from := make([]int, len(names))
-	for i, n := range nodes {
-		from[i] = logs[i].Len()
-		if err := n.SetDesired(ctx, "rendered-hc3-b"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	// Whichever node got the slot first is the one disrupted.
-	first := -1
-	for first < 0 {
-		for i := range names {
-			if c := logs[i].Condition("Cordoned"); c != nil && c.Status == "True" {
-				first = i
-			}
-		}
-		if ctx.Err() != nil {
-			t.Fatal("no node cordoned")
-		}
-		time.Sleep(100 * time.Millisecond)
+	const first = 0
+	from[first] = logs[first].Len()
+	if err := nodes[first].SetDesired(ctx, "rendered-hc3-b"); err != nil {
+		t.Fatal(err)
 	}
 	if _, err := waitRolledBack(ctx, logs[first], from[first], "rendered-hc3-b"); err != nil {
 		t.Fatal(err)
 	}
 	wantHeld(t, logs[first], names[first], "rendered-hc3-a", "rendered-hc3-b")
-	// The others, given the slot back, see the failure and wait.
+	// The others, given the config that failed, see the failure and wait.
+	for i, n := range nodes {
+		if i == first {
+			continue
+		}
+		from[i] = logs[i].Len()
+		if err := n.SetDesired(ctx, "rendered-hc3-b"); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for i := range names {
 		if i == first {
 			continue

@@ -141,7 +141,7 @@ func wantWaitWatches(t *testing.T, proxies []*hcProxy, names []string, first int
 
 // wantWakeOnRemoval removes the failedConfig annotation of the failed node
 // as an administrator would: its daemon removes the label, and a waiting
-// node goes on (it is cordoned: the slot is free).
+// node goes on (it is cordoned).
 func wantWakeOnRemoval(ctx context.Context, t *testing.T, names []string, first int, cordons *cordonLog) {
 	t.Helper()
 	if _, err := bed.Kubectl(ctx, "annotate", "node", names[first], annFailed+"-"); err != nil {

@@ -29,7 +29,7 @@ func nodeOpts(t *testing.T, name, base string, opts testbed.NodeOptions) (*testb
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	n := bed.AddTestNode(ctx, t, name, base, ownBudget(t, opts))
+	n := bed.AddTestNode(ctx, t, name, base, opts)
 	wctx, wcancel := context.WithCancel(context.Background())
 	t.Cleanup(wcancel)
 	log, err := bed.RecordStatus(wctx, name)

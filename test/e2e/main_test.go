@@ -9,10 +9,8 @@
 //     has a name that failed on another node), pod, ReplicaSet and
 //     PodDisruptionBudget names (e.g. web-<node>) and cluster-scoped
 //     objects;
-//   - start nodes through node, nodeOpts or ownBudget, so that its daemons
-//     use a disruption budget of their own (budgetOf(t)): look up its
-//     slots as budgetOf(t)+"-0", never a fixed name;
-//   - look only at its own objects: select Nodes, Leases, pods and Events
+//   - start nodes through node or nodeOpts;
+//   - look only at its own objects: select Nodes, pods and Events
 //     by its names, never assert on a list of all of them;
 //   - no t.Setenv and no package-level variables it changes.
 //

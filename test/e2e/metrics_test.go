@@ -9,10 +9,8 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -38,7 +36,7 @@ func TestMetricsLint(t *testing.T) {
 	wantMetric(t, n, `nodeconfd_updates_total{result="failed"}`, 0)
 	wantMetric(t, n, `nodeconfd_phase_duration_seconds_count{phase="write"}`, 1)
 	wantMetric(t, n, `nodeconfd_phase_duration_seconds_count{phase="reload-crio"}`, 1)
-	wantMetric(t, n, `nodeconfd_waiting{reason="DisruptionSlot"}`, 0)
+	wantMetric(t, n, `nodeconfd_waiting{reason="Paused"}`, 0)
 	wantMetric(t, n, `nodeconfd_node_degraded`, 0)
 	wantMetric(t, n, `nodeconfd_config_drift`, 0)
 	wantMetric(t, n, `nodeconfd_os_pull_retries_total{updater="none"}`, 0)
@@ -110,46 +108,6 @@ func TestMetricsDrainBlocked(t *testing.T) {
 	// counts from 0 again, as a counter may.
 	wantMetric(t, n, `nodeconfd_drain_evictions_total`, 0)
 	checkMetricsPage(ctx, t, n, promtool)
-}
-
-// TestMetricsSlotWait: while another holder has the only disruption slot,
-// the daemon's update shows the wait DisruptionSlot, its seconds counting
-// as it lasts; once the slot is free the update goes on and ends the wait.
-func TestMetricsSlotWait(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
-	defer cancel()
-	promtool := promtool(ctx, t)
-	const name = "m3"
-	budgetName := budgetOf(t)
-	config(t, "rendered-m3-a", ign(nil))
-	config(t, "rendered-m3-b", ign(map[string]string{"/etc/nodeconfd-metrics.conf": "b\n"}))
-	n, log := nodeOpts(t, name, "rendered-m3-a", testbed.NodeOptions{ExtraArgs: []string{"--disruption-slots", "1"}})
-	holder, secs, now := "elsewhere", int32(600), metav1.NewMicroTime(time.Now())
-	leases := bed.Kube.CoordinationV1().Leases(testbed.Namespace)
-	if _, err := leases.Create(ctx, &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: budgetName + "-0", Labels: map[string]string{budget.Label: budgetName}},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs, AcquireTime: &now,
-			RenewTime: &now},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.SetDesired(ctx, "rendered-m3-b"); err != nil {
-		t.Fatal(err)
-	}
-	wantMetric(t, n, `nodeconfd_waiting{reason="DisruptionSlot"}`, 1)
-	if v, err := n.Metric(`nodeconfd_wait_seconds_total{reason="DisruptionSlot"}`); err != nil || v <= 0 {
-		t.Errorf("seconds waited for the slot %v (%v), want them counted while the wait lasts", v, err)
-	}
-	checkMetricsPage(ctx, t, n, promtool)
-	if err := leases.Delete(ctx, budgetName+"-0", metav1.DeleteOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitCurrent(ctx, log, "rendered-m3-b"); err != nil {
-		t.Fatal(err)
-	}
-	wantMetric(t, n, `nodeconfd_waiting{reason="DisruptionSlot"}`, 0)
-	wantMetric(t, n, `nodeconfd_updates_total{result="succeeded"}`, 1)
 }
 
 // TestMetricsPaused: a paused node's update, held by the daemon before it

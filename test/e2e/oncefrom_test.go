@@ -26,7 +26,7 @@ func TestOnceFrom(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	n, err := bed.AddNode(ctx, "once1", ownBudget(t, testbed.NodeOptions{NoDaemon: true}))
+	n, err := bed.AddNode(ctx, "once1", testbed.NodeOptions{NoDaemon: true})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func TestOnceFromThenNewerConfig(t *testing.T) {
 	if err := os.WriteFile(policy, []byte("nodeDisruptionPolicy: {files: [{path: "+dir+"/, actions: [{type: None}]}]}\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	n, err := bed.AddNode(ctx, "once2", ownBudget(t, testbed.NodeOptions{NoDaemon: true, ExtraArgs: []string{"--post-action-policy", policy}}))
+	n, err := bed.AddNode(ctx, "once2", testbed.NodeOptions{NoDaemon: true, ExtraArgs: []string{"--post-action-policy", policy}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func TestOnceFromOSImageWithoutUpdater(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	n, err := bed.AddNode(ctx, "osf3", ownBudget(t, testbed.NodeOptions{NoDaemon: true}))
+	n, err := bed.AddNode(ctx, "osf3", testbed.NodeOptions{NoDaemon: true})
 	if err != nil {
 		t.Fatal(err)
 	}

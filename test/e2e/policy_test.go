@@ -18,7 +18,7 @@ import (
 
 // Issue 11: the daemon, with its pod's bound token (not the admin's credentials) and the
 // admission policies of manifests/ in force, runs a reboot update (cordon, drain, reboot,
-// uncordon, a disruption slot) and a CRI-O update with no request refused.
+// uncordon; no Lease) and a CRI-O update with no request refused.
 func TestUpdatesUnderPolicy(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)

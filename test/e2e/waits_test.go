@@ -94,7 +94,7 @@ func TestPausedNode(t *testing.T) {
 }
 
 // A node paused while its drain is blocked (a PodDisruptionBudget): the
-// drain stops, the node is uncordoned and its slot given back, and it
+// drain stops, the node is uncordoned, and it
 // waits paused; unpaused, it updates.
 func TestPausedDuringDrain(t *testing.T) {
 	t.Parallel()
@@ -119,9 +119,6 @@ func TestPausedDuringDrain(t *testing.T) {
 	}
 	if getNode(t, "pausedrain").Spec.Unschedulable {
 		t.Error("paused node left cordoned")
-	}
-	if l, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).Get(ctx, budgetOf(t)+"-0", metav1.GetOptions{}); err == nil {
-		t.Errorf("slot still held by %v", l.Spec.HolderIdentity)
 	}
 	uncordoned := false
 	for _, c := range log.History("Cordoned") {
@@ -183,62 +180,6 @@ func TestMaintenanceWindowOpens(t *testing.T) {
 	}
 	t.Logf("window %q opened at %s; cordoned %s later", win, opens.UTC(), first.Sub(opens).Round(100*time.Millisecond))
 	wantEvents(t, "win-1", "Node", "OutsideMaintenanceWindow", "WaitEnded")
-}
-
-// Two nodes, one slot, a soak time: the second node cordons only once the
-// first one's uncordon is a soak time past, even though the first one's
-// daemon is killed and restarted during the soak; the waiting node says
-// until when.
-func TestSoakTime(t *testing.T) {
-	t.Parallel()
-	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
-	defer cancel()
-	const soak = 40 * time.Second
-	args := []string{"--disruption-slots", "1", "--disruption-lease-duration", slotLease.String(),
-		"--disruption-soak-time", soak.String()}
-	config(t, "rendered-soak-a", ign(nil))
-	config(t, "rendered-soak-b", ign(map[string]string{"/etc/motd.d/soak": "b\n"}))
-	first, flog := nodeOpts(t, "soak-1", "rendered-soak-a", testbed.NodeOptions{ExtraArgs: args})
-	second, slog := nodeOpts(t, "soak-2", "rendered-soak-a", testbed.NodeOptions{ExtraArgs: args})
-	moves := watchUncordons(ctx, t, "soak-1")
-	cordons := watchCordons(ctx, t, []string{"soak-1", "soak-2"})
-	if err := first.SetDesired(ctx, "rendered-soak-b"); err != nil {
-		t.Fatal(err)
-	}
-	if err := flog.WaitFor(ctx, "Cordoned", "True", ""); err != nil {
-		t.Fatal(err)
-	}
-	if err := second.SetDesired(ctx, "rendered-soak-b"); err != nil {
-		t.Fatal(err)
-	}
-	// soak-1's daemon dies right after its uncordon, and comes back.
-	if err := killAfter(ctx, first, "rendered-soak-b", "uncordon"); err != nil {
-		t.Fatal(err)
-	}
-	if err := first.StartDaemon(); err != nil {
-		t.Fatal(err)
-	}
-	for _, l := range []*testbed.StatusLog{flog, slog} {
-		if err := waitCurrent(ctx, l, "rendered-soak-b"); err != nil {
-			t.Fatal(err)
-		}
-	}
-	uncordoned := moves.uncordonedAt()
-	second2 := cordons.firstCordon("soak-2", time.Time{})
-	if uncordoned.IsZero() || second2.Sub(uncordoned) < soak-time.Second {
-		t.Errorf("soak-2 cordoned %s after soak-1's uncordon, want at least the %s soak", second2.Sub(uncordoned), soak)
-	}
-	t.Logf("soak-2 cordoned %s after soak-1's uncordon", second2.Sub(uncordoned).Round(100*time.Millisecond))
-	if most, when := cordons.most(); most != 1 {
-		t.Errorf("%d nodes cordoned at once (%s)", most, when)
-	}
-	said := false
-	for _, c := range slog.History("Cordoned") {
-		said = said || (c.Reason == "Waiting" && strings.Contains(c.Message, "soak-1 soaks after its update until "))
-	}
-	if !said {
-		t.Errorf("soak-2 never said soak-1 soaks until when:\n%s", slog.Describe())
-	}
 }
 
 // A pod matching --blocking-pod-selector holds a reboot update, its name in

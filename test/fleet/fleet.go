@@ -1,20 +1,22 @@
 // Package fleet simulates a fleet of nodes on the test bed's real
 // kube-apiserver and etcd, to measure what the daemons of a whole cluster
 // cost the API server: watches held, requests while idle, the start-up
-// storm, and a rolling update through the disruption budget.
+// storm, and a rolling update (every node given a config at once; without
+// a controller, as here, every node updates at once, put off only by the
+// daemons' --update-spread).
 //
 // Each simulated node is a Node object (registered Ready, as a kubelet
 // would, then left alone: the stand-in sends no heartbeats, so that every
 // request measured is a daemon's), the daemon's Pod object (what the
 // DaemonSet would create) and a real daemon loop: daemon.Daemon with the
-// daemon's own API client, watches, disruption budget, drainer, Events and
+// daemon's own API client, watches, drainer, Events and
 // status writer, authenticated with a token bound to its pod (so the
 // admission policies judge every write as in a cluster), over a connection
 // of its own. Only the host is simulated: an in-memory filesystem and the
 // recording systemd fake, whose reboot stops the daemon and starts a new
 // one (new client, new connection) after Options.RebootTime.
 //
-// Run it with `make bench-fleet N=1000 S=10` (see fleet_test.go).
+// Run it with `make bench-fleet N=1000` (see fleet_test.go).
 package fleet
 
 import (
@@ -36,13 +38,10 @@ import (
 
 // Options size the fleet.
 type Options struct {
-	// Nodes is the number of simulated nodes (N); Slots the disruption
-	// budget's slots (S).
-	Nodes, Slots int
+	// Nodes is the number of simulated nodes (N).
+	Nodes int
 	// RebootTime is how long a simulated reboot keeps the daemon down.
 	RebootTime time.Duration
-	// LeaseDuration is the budget's lease duration.
-	LeaseDuration time.Duration
 	// StartJitter is the daemons' --start-jitter, UpdateSpread their
 	// --update-spread.
 	StartJitter, UpdateSpread time.Duration
@@ -58,9 +57,6 @@ type Options struct {
 	// over the roll's first 30 s is written.
 	APIServerProfile string
 }
-
-// BudgetName is the fleet's disruption budget.
-const BudgetName = "fleet-disruption"
 
 // Fleet is the simulated nodes on one bed.
 type Fleet struct {

@@ -19,7 +19,6 @@ import (
 // The fleet's size and timings: `make bench-fleet N=1000 S=10` sets them.
 var (
 	nodesFlag   = flag.Int("fleet.nodes", 20, "simulated nodes (N)")
-	slotsFlag   = flag.Int("fleet.slots", 2, "disruption slots (S)")
 	idleFlag    = flag.Duration("fleet.idle", 60*time.Second, "how long the idle fleet is measured")
 	rebootFlag  = flag.Duration("fleet.reboot", 3*time.Second, "how long a simulated reboot keeps a daemon down")
 	restartFlag = flag.Duration("fleet.restart-settle", 30*time.Second, "how long after an API server restart requests are counted (0: no restart)")
@@ -49,7 +48,7 @@ func TestMain(m *testing.M) {
 
 // BenchmarkFleet runs the fleet once per iteration (run it with
 // -benchtime 1x): start-up storm, idle, one node's update, a rolling
-// update of every node through S slots, and an API server restart. It
+// update of every node (all at once: no controller yet), and an API server restart. It
 // prints a table per measurement and reports the headline figures.
 func BenchmarkFleet(b *testing.B) {
 	if bed == nil {
@@ -66,9 +65,7 @@ func BenchmarkFleet(b *testing.B) {
 		b.ReportMetric(fig.RollSeconds, "roll-s")
 		b.ReportMetric(fig.RollSeconds/fig.RollBound, "roll/bound")
 		b.ReportMetric(fig.RequestsPerNode, "req/node")
-		b.ReportMetric(fig.LeaseRequestsPerHandoff, "lease-req/handoff")
 		b.ReportMetric(fig.StatusWritesPerNode, "status-writes/node")
-		b.ReportMetric(fig.LeasesListedPerNode, "leases-listed/node")
 		b.ReportMetric(fig.P99, "p99-s")
 	}
 }
@@ -80,7 +77,7 @@ func runFleet(ctx context.Context, b *testing.B, run string) Figures {
 		b.Fatal(err)
 	}
 	defer daemonLog.Close()
-	opts := Options{Nodes: *nodesFlag, Slots: *slotsFlag, RebootTime: *rebootFlag, LeaseDuration: 5 * time.Minute,
+	opts := Options{Nodes: *nodesFlag, RebootTime: *rebootFlag,
 		StartJitter: *jitterFlag, UpdateSpread: *spreadFlag,
 		Log: os.Stdout, DaemonLog: daemonLog, DaemonLogLevel: zapcore.WarnLevel}
 	opts.APIServerProfile = *apiProfFlag
@@ -98,7 +95,7 @@ func runFleet(ctx context.Context, b *testing.B, run string) Figures {
 	}
 	defer f.Stop()
 	go f.metrics.samplePeak(ctx)
-	fmt.Printf("\n## Fleet of %d nodes, %d slots (set up in %s; daemons' warnings in %s)\n", opts.Nodes, opts.Slots,
+	fmt.Printf("\n## Fleet of %d nodes (set up in %s; daemons' warnings in %s)\n", opts.Nodes,
 		time.Since(start).Round(time.Second), logPath)
 	var fig Figures
 	steps := []func() (*Table, error){

@@ -14,14 +14,12 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/nodeconfd/nodeconfd/daemon"
-	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/status"
-	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
 // node is one simulated node: its host survives its daemon's restarts.
@@ -151,26 +149,18 @@ func (n *node) daemon(ctx context.Context) {
 		return
 	}
 	api := &kube.Client{API: kapi, NodeName: n.name, StatusWritten: n.wrote, Readiness: ready}
-	slots, err := budget.New(budget.Config{Client: kapi, Namespace: testbed.Namespace, Name: BudgetName,
-		Slots: n.f.opts.Slots, Holder: n.name, Duration: n.f.opts.LeaseDuration, Log: log.Named("budget")})
-	if err != nil {
-		log.Error("Building the budget", zap.Error(err))
-		return
-	}
-	defer slots.Close()
 	drainer := &drain.Drainer{Client: kapi, NodeName: n.name, Timeout: time.Hour, Log: log.Named("drain")}
 	var events *kube.Events
 	d := &daemon.Daemon{
 		API:     api,
 		Watcher: kube.NewWatch(api),
 		Env: phases.Env{
-			Configs:    &daemon.ConfigCache{Source: api, Size: 2},
-			Cluster:    cluster{Client: api, Drainer: drainer},
-			Host:       n.host,
-			Units:      units{Fake: n.sd, rebooted: n.rebooted},
-			Policy:     plan.DefaultPolicy(),
-			Disruption: slots,
-			Limits:     plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize},
+			Configs: &daemon.ConfigCache{Source: api, Size: 2},
+			Cluster: cluster{Client: api, Drainer: drainer},
+			Host:    n.host,
+			Units:   units{Fake: n.sd, rebooted: n.rebooted},
+			Policy:  plan.DefaultPolicy(),
+			Limits:  plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize},
 		},
 		Events: func(uid string) phases.Recorder {
 			events = kube.NewEvents(kapi, log.Named("events"), n.name, k8stypes.UID(uid))

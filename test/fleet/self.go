@@ -76,7 +76,7 @@ func kindsBetween(a, b snapshot) []kindLatency {
 
 // kindRows adds, for every kind of request of at least min in the window,
 // its p99 latency at the API server, its count, and its count per node
-// and per unit (a slot handoff).
+// and per unit (an update).
 func kindRows(t *Table, w window, nodes int, unit string, units float64, min float64) {
 	var parts []string
 	for _, k := range w.kinds {

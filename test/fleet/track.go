@@ -26,7 +26,7 @@ type tracker struct {
 	waiters []*expectation
 	// cordoned is when each node was last seen Cordoned=True since its
 	// last Updated; held how long its last update held it disrupted
-	// (cordoned to Updated: about the time it held its slot).
+	// (cordoned to Updated).
 	cordoned map[string]time.Time
 	held     map[string]time.Duration
 }

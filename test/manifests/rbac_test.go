@@ -44,12 +44,7 @@ func TestDaemonRBAC(t *testing.T) {
 		{"create", "", "events", "", "default", true},
 		{"patch", "", "events", "", "default", true},
 		{"get", "", "events", "", "default", true},
-		{"get", "coordination.k8s.io", "leases", "", "nodeconfd", true},
-		{"list", "coordination.k8s.io", "leases", "", "nodeconfd", true},
-		{"watch", "coordination.k8s.io", "leases", "", "nodeconfd", true},
-		{"create", "coordination.k8s.io", "leases", "", "nodeconfd", true},
-		{"update", "coordination.k8s.io", "leases", "", "nodeconfd", true},
-		{"delete", "coordination.k8s.io", "leases", "", "nodeconfd", true},
+		{"list", "", "configmaps", "", "nodeconfd", false}, // only the windows' ConfigMaps, by name
 
 		// Not called by the daemon: trimmed.
 		{"update", mcfg, "machineconfignodes", "", "", false},
@@ -63,6 +58,12 @@ func TestDaemonRBAC(t *testing.T) {
 		{"delete", "", "nodes", "", "", false},
 		{"update", "", "nodes", "status", "", false},
 		{"get", "", "secrets", "", "nodeconfd", false},
+		// No Lease anywhere: the disruption budget of Leases is gone (issue 26).
+		{"get", "coordination.k8s.io", "leases", "", "nodeconfd", false},
+		{"list", "coordination.k8s.io", "leases", "", "nodeconfd", false},
+		{"create", "coordination.k8s.io", "leases", "", "nodeconfd", false},
+		{"update", "coordination.k8s.io", "leases", "", "nodeconfd", false},
+		{"delete", "coordination.k8s.io", "leases", "", "nodeconfd", false},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system", false},
 		{"list", "coordination.k8s.io", "leases", "", "default", false},
 	}

@@ -12,13 +12,11 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
-	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
 
@@ -27,9 +25,6 @@ const (
 	namespace = "nodeconfd"
 	nodeA     = "policy-a"
 	nodeB     = "policy-b"
-	// slotLive is a disruption slot node B holds and renews; slotExpired one it let lapse;
-	// slotReleased one nobody holds.
-	slotLive, slotExpired, slotReleased = "nodeconfd-disruption-0", "nodeconfd-disruption-1", "nodeconfd-disruption-3"
 )
 
 // bed is the API server with manifests/ applied, two nodes and the daemon's identities.
@@ -81,13 +76,6 @@ func start(ctx context.Context, t *testing.T) *bed {
 	}}
 	_, err = b.mcfg.MachineconfigurationV1().MachineConfigNodes().Create(ctx, mcn, metav1.CreateOptions{})
 	check(t, err)
-	now := time.Now()
-	released := lease(slotReleased, "", now, 60)
-	released.Spec.HolderIdentity = nil
-	for _, l := range []*coordinationv1.Lease{lease(slotLive, nodeB, now, 3600), lease(slotExpired, nodeB, now.Add(-2*time.Hour), 60), released} {
-		_, err := b.admin.CoordinationV1().Leases(namespace).Create(ctx, l, metav1.CreateOptions{})
-		check(t, err)
-	}
 	return b
 }
 
@@ -96,15 +84,6 @@ func pod(name, node, serviceAccount string) *corev1.Pod {
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace},
 		Spec: corev1.PodSpec{NodeName: node, ServiceAccountName: serviceAccount,
 			Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}},
-	}
-}
-
-func lease(name, holder string, renewed time.Time, seconds int32) *coordinationv1.Lease {
-	t := metav1.NewMicroTime(renewed)
-	return &coordinationv1.Lease{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace, Labels: map[string]string{budget.Label: budget.DefaultName}},
-		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds,
-			AcquireTime: &t, RenewTime: &t},
 	}
 }
 

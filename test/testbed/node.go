@@ -15,7 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodeconfd/nodeconfd/daemon/budget"
 	"github.com/nodeconfd/nodeconfd/test/testbed/kubelet"
 	"github.com/nodeconfd/nodeconfd/test/testbed/nspawn"
 	"github.com/nodeconfd/nodeconfd/test/testbed/osfake"
@@ -207,11 +206,8 @@ func (n *Node) DaemonLog() string {
 	return string(data)
 }
 
-// Stop stops the daemon, the node and its kubelet, and frees the
-// disruption slots the node held, as an administrator removing a node
-// would: a later test's nodes need not wait for the Leases to expire.
+// Stop stops the daemon, the node and its kubelet.
 func (n *Node) Stop(ctx context.Context) {
-	defer n.releaseSlots(ctx)
 	n.mu.Lock()
 	n.stopped = true
 	n.mu.Unlock()
@@ -221,20 +217,6 @@ func (n *Node) Stop(ctx context.Context) {
 	}
 	if n.Kubelet != nil {
 		n.Kubelet.Stop()
-	}
-}
-
-func (n *Node) releaseSlots(ctx context.Context) {
-	leases := n.bed.Kube.CoordinationV1().Leases(Namespace)
-	list, err := leases.List(ctx, metav1.ListOptions{LabelSelector: budget.Label})
-	if err != nil {
-		fmt.Fprintf(n.bed.Log, "node %s: listing disruption slots: %v\n", n.Name, err)
-		return
-	}
-	for _, l := range list.Items {
-		if h := l.Spec.HolderIdentity; h != nil && *h == n.Name {
-			_ = leases.Delete(ctx, l.Name, metav1.DeleteOptions{})
-		}
 	}
 }
 
