@@ -14,6 +14,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/controller"
 	"github.com/nodeconfd/nodeconfd/controller/leader"
+	"github.com/nodeconfd/nodeconfd/controller/migrate"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/logging"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
@@ -98,14 +99,33 @@ func runController(args []string) error {
 	log.Info("Starting the controller", zap.String("version", version), zap.String("identity", o.identity),
 		zap.Bool("leaderElect", o.leaderElect))
 	if !o.leaderElect {
+		removeLeaseBudget(ctx, api, o.namespace, log)
 		return c.Run(ctx, o.workers)
 	}
 	var runErr error
 	err = leader.Run(ctx, leader.Config{Leases: api.Leases(o.namespace), Namespace: o.namespace, Name: o.leaseName,
 		Identity: o.identity, LeaseDuration: o.lease, RenewDeadline: o.renew, RetryPeriod: o.retry, Log: log},
-		func(lctx context.Context) { runErr = c.Run(lctx, o.workers) })
+		func(lctx context.Context) {
+			removeLeaseBudget(lctx, api, o.namespace, log)
+			runErr = c.Run(lctx, o.workers)
+		})
 	if errors.Is(err, context.Canceled) {
 		return runErr
 	}
 	return errors.Join(err, runErr)
+}
+
+// removeLeaseBudget deletes the Leases of the daemons' old disruption
+// budget, once per leadership (docs/operations.md, "Migrating from the
+// Lease budget"). A failure is logged and left for the next leader or
+// start: the Leases hold nothing up any more, they are only left over.
+func removeLeaseBudget(ctx context.Context, api kube.API, namespace string, log *zap.Logger) {
+	deleted, err := migrate.DeleteLeaseBudget(ctx, api.Leases(namespace), namespace, log)
+	if err != nil {
+		log.Warn("Could not remove the old disruption budget's Leases; the next start tries again", zap.Error(err))
+		return
+	}
+	if len(deleted) > 0 {
+		log.Info("Removed the old disruption budget's Leases", zap.Int("leases", len(deleted)))
+	}
 }

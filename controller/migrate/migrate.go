@@ -27,7 +27,8 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	coordinationclient "k8s.io/client-go/kubernetes/typed/coordination/v1"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // The labels the old daemons put on the budget's Leases.
@@ -71,12 +72,11 @@ func IsLeaseBudget(l *coordinationv1.Lease) bool {
 // namespace (IsLeaseBudget) and returns their names. It lists only the
 // Leases that carry BudgetLabel; each is deleted with its UID as a
 // precondition, and one already gone is no error. A nil log logs nothing.
-func DeleteLeaseBudget(ctx context.Context, leases coordinationclient.LeasesGetter, namespace string,
-	log *zap.Logger) ([]string, error) {
+func DeleteLeaseBudget(ctx context.Context, client kube.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList],
+	namespace string, log *zap.Logger) ([]string, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	client := leases.Leases(namespace)
 	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: BudgetLabel})
 	if err != nil {
 		return nil, fmt.Errorf("listing the Leases of the old disruption budget in namespace %s: %w", namespace, err)

@@ -89,7 +89,7 @@ func TestDeleteLeaseBudgetOnAPIServer(t *testing.T) {
 		}
 	}
 
-	deleted, err := migrate.DeleteLeaseBudget(ctx, k.CoordinationV1(), namespace, zaptest.NewLogger(t))
+	deleted, err := migrate.DeleteLeaseBudget(ctx, k.CoordinationV1().Leases(namespace), namespace, zaptest.NewLogger(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,7 +122,7 @@ func TestDeleteLeaseBudgetOnAPIServer(t *testing.T) {
 			t.Errorf("Lease %s/%s was deleted, want it kept", l.Namespace, l.Name)
 		}
 	}
-	if again, err := migrate.DeleteLeaseBudget(ctx, k.CoordinationV1(), namespace, nil); err != nil || len(again) != 0 {
+	if again, err := migrate.DeleteLeaseBudget(ctx, k.CoordinationV1().Leases(namespace), namespace, nil); err != nil || len(again) != 0 {
 		t.Errorf("second run: deleted %v, %v; want nothing", again, err)
 	}
 }

@@ -9,9 +9,12 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/controller/migrate"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -31,7 +34,9 @@ func TestPoolRollout(t *testing.T) {
 	// Registered b1 first: zone order must win over age.
 	nodes := workers(ctx, t, []string{"w-b1", "w-a1", "w-a2"}, []string{"zone-b", "zone-a", "zone-a"})
 	s := sample(ctx, t, names)
+	oldSlot := oldBudgetLease(ctx, t)
 	ctls := controllers(ctx, t)
+	waitGone(ctx, t, oldSlot)
 
 	apply(ctx, t, fragment("50-worker-one", map[string]string{"one": "1"}))
 	apply(ctx, t, fragment("60-worker-two", map[string]string{"two": "1"}))
@@ -219,5 +224,37 @@ func setReady(ctx context.Context, t *testing.T, node string, status corev1.Cond
 	}
 	if _, err := bed.Kube.CoreV1().Nodes().UpdateStatus(ctx, n, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// oldBudgetLease creates a slot of the daemons' old disruption budget as
+// they wrote it, which the controller's start removes.
+func oldBudgetLease(ctx context.Context, t *testing.T) string {
+	t.Helper()
+	holder, secs := "w-a1", int32(900)
+	l := &coordinationv1.Lease{
+		ObjectMeta: metav1.ObjectMeta{Name: "nodeconfd-disruption-0", Namespace: testbed.Namespace,
+			Labels: map[string]string{migrate.BudgetLabel: "nodeconfd-disruption"}},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &secs},
+	}
+	if _, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).Create(ctx, l, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	return l.Name
+}
+
+// waitGone waits until the Lease is deleted.
+func waitGone(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	for {
+		_, err := bed.Kube.CoordinationV1().Leases(testbed.Namespace).Get(ctx, name, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return
+		}
+		select {
+		case <-ctx.Done():
+			t.Fatalf("the old budget's Lease %s is still there", name)
+		case <-time.After(200 * time.Millisecond):
+		}
 	}
 }
