@@ -96,8 +96,15 @@ func (p *HealthProbe) Command(ctx context.Context, argv []string) error {
 	return err
 }
 
-// SetFailedConfig writes the node's failedConfig annotation.
+// SetFailedConfig writes the node's failedConfig annotation, only while
+// the node is still given that config: a failure report names the config
+// the node was itself given (the admission policy refuses any other), and
+// once the cluster moved the node on (a new desiredConfig during the
+// rollback) the failed config holds nobody back any more.
 func (p *HealthProbe) SetFailedConfig(ctx context.Context, name string) error {
+	if n, ok := p.Objects.Node(); ok && n.Annotations[kube.DesiredConfig] != name {
+		return nil
+	}
 	return p.API.SetFailedConfig(ctx, name)
 }
 

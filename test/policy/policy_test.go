@@ -160,6 +160,26 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 			_, err := m.MachineconfigurationV1().MachineConfigNodes().Create(ctx, mcn, metav1.CreateOptions{})
 			return err
 		}, "refused create of machineconfignodes policy-c: the daemon of node " + nodeA + " may only write the MachineConfigNode " + nodeA},
+		// A failure report only for the config the node is given: another would hold back
+		// every node given that config.
+		{"FailedConfigOfAnotherConfig", func() error {
+			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/failedConfig":"rendered-worker-7"}}}`)
+		}, "failedConfig may only name the node's own desiredConfig (rendered-worker-1)"},
+		// Another's Event (the kubelet's, node B's Warning) cannot be rewritten into one about
+		// its own node.
+		{"RewriteEventOfNodeB", func() error {
+			ev, err := b.admin.CoreV1().Events("default").Create(ctx, &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{GenerateName: "b-", Namespace: "default"},
+				InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: nodeB, APIVersion: "v1"},
+				Reason:         "Rebooted", Message: "node B's own Event", Type: corev1.EventTypeWarning,
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = k.CoreV1().Events("default").Patch(ctx, ev.Name, types.MergePatchType,
+				[]byte(`{"involvedObject":{"name":"`+nodeA+`"},"message":"rewritten"}`), metav1.PatchOptions{})
+			return err
+		}, "may only write Events about its own Node or MachineConfigNode"},
 		{"EventAboutNodeB", func() error { return event(ctx, k, "Node", nodeB) },
 			"may only write Events about its own Node or MachineConfigNode, not Node " + nodeB},
 		{"EventAboutMachineConfigNodeB", func() error { return event(ctx, k, "MachineConfigNode", nodeB) },
@@ -200,8 +220,9 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	if err := c.SetNodeState(ctx, "", "Done", ""); err != nil {
 		t.Errorf("writing the state annotations of node %s: %v", nodeA, err)
 	}
-	// The health gate's failed config is the daemon's; the retry annotation is the administrator's.
-	if err := c.SetFailedConfig(ctx, "rendered-worker-2"); err != nil {
+	// The health gate's failed config is the daemon's (its own desired config); the retry
+	// annotation is the administrator's.
+	if err := c.SetFailedConfig(ctx, "rendered-worker-1"); err != nil {
 		t.Errorf("writing the failedConfig annotation of node %s: %v", nodeA, err)
 	}
 	if err := c.ClearFailedConfig(ctx); err != nil {
@@ -209,7 +230,7 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	}
 	// The label alone, as the daemon restores it (the annotation written by the daemon).
 	if err := patchNode(ctx, kubernetes.NewForConfigOrDie(b.bound), nodeA,
-		`{"metadata":{"annotations":{"machineconfiguration.openshift.io/failedConfig":"rendered-worker-3"}}}`); err != nil {
+		`{"metadata":{"annotations":{"machineconfiguration.openshift.io/failedConfig":"rendered-worker-1"}}}`); err != nil {
 		t.Errorf("writing the failedConfig annotation alone on node %s: %v", nodeA, err)
 	}
 	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil {

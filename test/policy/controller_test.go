@@ -1,0 +1,139 @@
+package policy
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+)
+
+// The controller's ServiceAccount, with a token bound to its pod, may write what it decides
+// and nothing else: a node's desiredConfig (to a rendered config's name), a pool's
+// spec.configuration and status, new MachineConfigs. RBAC refuses what it never does
+// (deleting or updating MachineConfigs, creating nodes); the policy nodeconfd-controller refuses
+// every other change of a Node or a pool, naming what it may change.
+func TestControllerWritesOnlyItsDecisions(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	b := start(ctx, t)
+	ctlPod, err := b.admin.CoreV1().Pods(namespace).Create(ctx, pod("nodeconfd-controller-x", nodeB, "nodeconfd-controller"),
+		metav1.CreateOptions{})
+	check(t, err)
+	cfg, err := b.cp.RestConfigForPod(ctx, ctlPod)
+	check(t, err)
+	k, m := kubernetes.NewForConfigOrDie(cfg), mcfgclient.NewForConfigOrDie(cfg)
+	pools := m.MachineconfigurationV1().MachineConfigPools()
+
+	const denied = "nodeconfd-controller: refused"
+	eventually(ctx, t, "policy in force", func() error {
+		return wantDeniedBy(patchNode(ctx, k, nodeA, `{"metadata":{"labels":{"x":"y"}}}`), denied, "")
+	})
+
+	t.Run("Allowed", func(t *testing.T) {
+		if err := patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/desiredConfig":"rendered-worker-2"}}}`); err != nil {
+			t.Errorf("setting node %s's desiredConfig: %v", nodeA, err)
+		}
+		mc := &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-2"}}
+		if _, err := m.MachineconfigurationV1().MachineConfigs().Create(ctx, mc, metav1.CreateOptions{}); err != nil {
+			t.Errorf("creating a rendered config: %v", err)
+		}
+		if _, err := pools.Patch(ctx, "worker", types.MergePatchType,
+			[]byte(`{"spec":{"configuration":{"name":"rendered-worker-2"}}}`), metav1.PatchOptions{}); err != nil {
+			t.Errorf("setting the worker pool's spec.configuration: %v", err)
+		}
+		if _, err := pools.Patch(ctx, "worker", types.MergePatchType,
+			[]byte(`{"status":{"machineCount":2}}`), metav1.PatchOptions{}, "status"); err != nil {
+			t.Errorf("writing the worker pool's status: %v", err)
+		}
+	})
+
+	for _, c := range []struct {
+		name, want string
+		do         func() error
+	}{
+		{"NodeLabel", "may change only the node's desiredConfig annotation",
+			func() error { return patchNode(ctx, k, nodeA, `{"metadata":{"labels":{"node-role.kubernetes.io/master":""}}}`) }},
+		{"NodeStateAnnotation", "may change only the node's desiredConfig annotation",
+			func() error {
+				return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/currentConfig":"rendered-worker-2"}}}`)
+			}},
+		{"Cordon", "may change only the node's desiredConfig annotation",
+			func() error { return patchNode(ctx, k, nodeA, `{"spec":{"unschedulable":true}}`) }},
+		{"DesiredNotRendered", "desiredConfig must name a rendered config",
+			func() error {
+				return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/desiredConfig":"99-worker-ssh"}}}`)
+			}},
+		{"PoolPaused", "may change only the pool's spec.configuration",
+			func() error {
+				_, err := pools.Patch(ctx, "worker", types.MergePatchType, []byte(`{"spec":{"paused":true}}`), metav1.PatchOptions{})
+				return err
+			}},
+		{"PoolMaxUnavailable", "may change only the pool's spec.configuration",
+			func() error {
+				_, err := pools.Patch(ctx, "worker", types.MergePatchType, []byte(`{"spec":{"maxUnavailable":"100%"}}`), metav1.PatchOptions{})
+				return err
+			}},
+		{"PoolSelector", "may change only the pool's spec.configuration",
+			func() error {
+				_, err := pools.Patch(ctx, "worker", types.MergePatchType,
+					[]byte(`{"spec":{"nodeSelector":{"matchLabels":{"x":"y"}}}}`), metav1.PatchOptions{})
+				return err
+			}},
+	} {
+		t.Run("Denied/"+c.name, func(t *testing.T) {
+			if err := wantDeniedBy(c.do(), denied, c.want); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+
+	// What RBAC alone refuses: it never changes or deletes a MachineConfig, never deletes a
+	// Node or a pool.
+	t.Run("RBAC", func(t *testing.T) {
+		if err := m.MachineconfigurationV1().MachineConfigs().Delete(ctx, "rendered-worker-2", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("deleting a MachineConfig: %v, want Forbidden", err)
+		}
+		if _, err := m.MachineconfigurationV1().MachineConfigs().Patch(ctx, "rendered-worker-2", types.MergePatchType,
+			[]byte(`{"spec":{"osImageURL":"x"}}`), metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("changing a MachineConfig: %v, want Forbidden", err)
+		}
+		if err := k.CoreV1().Nodes().Delete(ctx, nodeA, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("deleting a Node: %v, want Forbidden", err)
+		}
+		if err := pools.Delete(ctx, "worker", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("deleting a pool: %v, want Forbidden", err)
+		}
+	})
+}
+
+// wantDeniedBy checks err is a Forbidden from the policy whose text starts with by, with want.
+func wantDeniedBy(err error, by, want string) error {
+	if err == nil {
+		return errAllowed
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), by) || !strings.Contains(err.Error(), want) {
+		return &wrongRefusal{err, by + "…" + want}
+	}
+	return nil
+}
+
+var errAllowed = &wrongRefusal{nil, "a refusal"}
+
+type wrongRefusal struct {
+	err  error
+	want string
+}
+
+func (w *wrongRefusal) Error() string {
+	if w.err == nil {
+		return "allowed, want " + w.want
+	}
+	return w.err.Error() + ", want Forbidden with " + w.want
+}
