@@ -59,7 +59,9 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 		do         func() error
 	}{
 		{"NodeLabel", "may change only the node's desiredConfig annotation",
-			func() error { return patchNode(ctx, k, nodeA, `{"metadata":{"labels":{"node-role.kubernetes.io/master":""}}}`) }},
+			func() error {
+				return patchNode(ctx, k, nodeA, `{"metadata":{"labels":{"node-role.kubernetes.io/master":""}}}`)
+			}},
 		{"NodeStateAnnotation", "may change only the node's desiredConfig annotation",
 			func() error {
 				return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/currentConfig":"rendered-worker-2"}}}`)
