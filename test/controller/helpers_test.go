@@ -83,6 +83,21 @@ func workers(ctx context.Context, t *testing.T, names, zones []string) map[strin
 				"--health-timeout", "10s"},
 		})
 	}
+	// A node counts as available once its daemon reported it Done, as upstream counts it; the
+	// rollout starts from a settled pool, as on a cluster whose daemons ran before.
+	for _, name := range names {
+		for {
+			n, err := bed.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			if err == nil && unavailable(n) == "" {
+				break
+			}
+			select {
+			case <-ctx.Done():
+				t.Fatalf("node %s never settled on %s", name, base)
+			case <-time.After(200 * time.Millisecond):
+			}
+		}
+	}
 	return nodes
 }
 
@@ -235,8 +250,8 @@ func (s *sampler) once(ctx context.Context) {
 		s.bad = append(s.bad, fmt.Sprintf("%s: %d unavailable: %s", time.Now().Format("15:04:05.000"), len(down), strings.Join(down, ", ")))
 	}
 	if p.Status.UnavailableMachineCount > 1 || (p.Status.MachineCount != 0 && p.Status.MachineCount != int32(len(s.names))) {
-		s.bad = append(s.bad, fmt.Sprintf("pool status: machineCount %d unavailable %d", p.Status.MachineCount,
-			p.Status.UnavailableMachineCount))
+		s.bad = append(s.bad, fmt.Sprintf("%s: pool status: machineCount %d unavailable %d (%s)", time.Now().Format("15:04:05.000"),
+			p.Status.MachineCount, p.Status.UnavailableMachineCount, updatingMessage(p)))
 	}
 }
 
@@ -247,7 +262,7 @@ func unavailable(n *corev1.Node) string {
 		return "unschedulable"
 	case n.Annotations[annDesired] != n.Annotations[annCurrent]:
 		return "updating"
-	case n.Annotations[annState] != "" && n.Annotations[annState] != "Done":
+	case n.Annotations[annState] != "Done":
 		return "state " + n.Annotations[annState]
 	}
 	for _, c := range n.Status.Conditions {
@@ -278,4 +293,11 @@ func (s *sampler) check(t *testing.T) {
 	if len(s.bad) > 0 {
 		t.Errorf("maxUnavailable 1 not held:\n%s", strings.Join(s.bad, "\n"))
 	}
+}
+
+func updatingMessage(p *mcfgv1.MachineConfigPool) string {
+	if c := condition(p, mcfgv1.MachineConfigPoolUpdating); c != nil {
+		return c.Message
+	}
+	return ""
 }
