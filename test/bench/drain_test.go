@@ -38,7 +38,13 @@ func BenchmarkDrain100(b *testing.B) {
 	}
 	b.Cleanup(k.Stop)
 	rs := drainWorkload(ctx, b, node)
-	cfg, err := bed.CP.RestConfigFor(ctx, "nodeconfd", "nodeconfd")
+	// The daemon's credentials: a token bound to its pod on the node, which
+	// the admission policy requires of every write.
+	pod, err := bed.DaemonPod(ctx, node)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := bed.CP.RestConfigForPod(ctx, pod)
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -34,6 +34,7 @@ func TestPoolRollout(t *testing.T) {
 	// Registered b1 first: zone order must win over age.
 	nodes := workers(ctx, t, []string{"w-b1", "w-a1", "w-a2"}, []string{"zone-b", "zone-a", "zone-a"})
 	s := sample(ctx, t, names)
+	t.Cleanup(func() { s.check(t) }) // also when a step fails: what the samples saw
 	oldSlot := oldBudgetLease(ctx, t)
 	ctls := controllers(ctx, t)
 	waitGone(ctx, t, oldSlot)
@@ -90,7 +91,6 @@ func TestPoolRollout(t *testing.T) {
 	notReadyHolds(ctx, t, s, nodes["w-b1"], third)
 	badFragmentStops(ctx, t, s)
 	healthGateStops(ctx, t, s)
-	s.check(t)
 }
 
 // notReadyHolds: a NotReady node fills the pool's one place, so a new
