@@ -177,8 +177,9 @@ func anyEntry(data []byte) bool {
 }
 
 // record journals the current state of the paths not yet recorded, with one
-// append and one fsync.
-func (t *Txn) record(b *batch, paths []string) error {
+// append and one fsync. The first nWrites paths are about to be written
+// (see byOrig), the others removed.
+func (t *Txn) record(b *batch, paths []string, nWrites int) error {
 	if t.closed {
 		return fmt.Errorf("transaction %s is closed", t.id)
 	}
@@ -187,11 +188,14 @@ func (t *Txn) record(b *batch, paths []string) error {
 	}
 	var buf bytes.Buffer
 	var added []string
-	for _, p := range paths {
+	for i, p := range paths {
 		if t.recorded[p] || slices.Contains(added, p) {
 			continue
 		}
 		e, err := b.entry(p)
+		if err == nil && i < nWrites {
+			e.byOrig()
+		}
 		if err == nil {
 			err = t.storeEntry(&e)
 		}
@@ -240,6 +244,16 @@ func (b *batch) entry(p string) (entry, error) {
 	return e, nil
 }
 
+// byOrig makes e point at the original backup instead of holding the file
+// (kindOrig) when the write that follows makes that backup: a regular file
+// the daemon never wrote, with neither a backup nor a no-original marker
+// (writeTargets saves it, durably, before it writes).
+func (e *entry) byOrig() {
+	if e.File.Kind == kindFile && e.Orig.Kind == kindAbsent && !e.NoOrig {
+		e.File = snapshot{Kind: kindOrig}
+	}
+}
+
 // WriteFile journals the file's path, then writes it like FS.WriteFile
 // (without the directory fsync, which Commit does).
 func (t *Txn) WriteFile(file plan.File) error {
@@ -275,7 +289,7 @@ func (t *Txn) apply(b *batch, ts []target, removes []string) error {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
 	}
-	if err := t.record(b, append(paths, removes...)); err != nil {
+	if err := t.record(b, append(paths, removes...), len(paths)); err != nil {
 		return err
 	}
 	if err := b.writeTargets(ts); err != nil {
@@ -339,7 +353,7 @@ func (b *batch) restore(e entry) error {
 	if err != nil {
 		return err
 	}
-	if err := b.put(r, e.File); err != nil {
+	if err := b.restoreFile(r, e.File); err != nil {
 		return err
 	}
 	if err := b.put(origRel+"/"+r, e.Orig); err != nil {
@@ -352,6 +366,21 @@ func (b *batch) restore(e entry) error {
 		return err
 	}
 	return b.setMark(restRel+"/"+r, e.Restored)
+}
+
+// restoreFile puts back the state s of rel. A kindOrig state is the
+// original backup: when it is there, it is copied back and made durable
+// before the caller drops the backup, so that a crash in between finds
+// it again; when it is gone, rel was never changed or holds it already.
+func (b *batch) restoreFile(r string, s snapshot) error {
+	if s.Kind != kindOrig {
+		return b.put(r, s)
+	}
+	orig, err := b.read(origRel + "/" + r)
+	if err != nil || orig.Kind == kindAbsent {
+		return err
+	}
+	return b.steps(func() error { return b.put(r, orig) })
 }
 
 func (b *batch) setMark(r string, on bool) error {
