@@ -3,9 +3,7 @@ package hostfs
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -137,48 +135,10 @@ func (f *FS) PendingTxns() ([]string, error) {
 	return names, nil
 }
 
-// loadJournal parses the journal and truncates a torn tail: only the last
-// append can be torn, since each is fsynced before the next starts, and its
-// changes were not made.
-func loadJournal(jf *os.File) ([]entry, int64, error) {
-	data, err := io.ReadAll(io.NewSectionReader(jf, 0, 1<<62))
-	if err != nil {
-		return nil, 0, err
-	}
-	var entries []entry
-	off := 0
-	for off < len(data) {
-		n := bytes.IndexByte(data[off:], '\n')
-		var e entry
-		if n < 0 || json.Unmarshal(data[off:off+n], &e) != nil || !e.valid() {
-			if n >= 0 && anyEntry(data[off+n+1:]) {
-				return nil, 0, fmt.Errorf("journal corrupt at byte %d", off)
-			}
-			if err := jf.Truncate(int64(off)); err != nil {
-				return nil, 0, err
-			}
-			break
-		}
-		entries = append(entries, e)
-		off += n + 1
-	}
-	return entries, int64(off), nil
-}
-
-// anyEntry reports whether data has a whole line that parses as an entry.
-func anyEntry(data []byte) bool {
-	for line := range bytes.Lines(data) {
-		var e entry
-		if bytes.HasSuffix(line, []byte("\n")) && json.Unmarshal(line, &e) == nil && e.valid() {
-			return true
-		}
-	}
-	return false
-}
-
 // record journals the current state of the paths not yet recorded, with one
 // append and one fsync. The first nWrites paths are about to be written
-// (see byOrig), the others removed.
+// (see byOrig), the others removed. The folders the writes will create are
+// journaled as absent (see missingDirs), so a rollback removes them.
 func (t *Txn) record(b *batch, paths []string, nWrites int) error {
 	if t.closed {
 		return fmt.Errorf("transaction %s is closed", t.id)
@@ -187,7 +147,10 @@ func (t *Txn) record(b *batch, paths []string, nWrites int) error {
 		t.tornForTest(b, paths)
 	}
 	var buf bytes.Buffer
-	var added []string
+	added, err := t.newDirs(b, &buf, paths[:nWrites])
+	if err != nil {
+		return err
+	}
 	for i, p := range paths {
 		if t.recorded[p] || slices.Contains(added, p) {
 			continue
@@ -242,16 +205,6 @@ func (b *batch) entry(p string) (entry, error) {
 		return entry{}, err
 	}
 	return e, nil
-}
-
-// byOrig makes e point at the original backup instead of holding the file
-// (kindOrig) when the write that follows makes that backup: a regular file
-// the daemon never wrote, with neither a backup nor a no-original marker
-// (writeTargets saves it, durably, before it writes).
-func (e *entry) byOrig() {
-	if e.File.Kind == kindFile && e.Orig.Kind == kindAbsent && !e.NoOrig {
-		e.File = snapshot{Kind: kindOrig}
-	}
 }
 
 // WriteFile journals the file's path, then writes it like FS.WriteFile
@@ -366,21 +319,6 @@ func (b *batch) restore(e entry) error {
 		return err
 	}
 	return b.setMark(restRel+"/"+r, e.Restored)
-}
-
-// restoreFile puts back the state s of rel. A kindOrig state is the
-// original backup: when it is there, it is copied back and made durable
-// before the caller drops the backup, so that a crash in between finds
-// it again; when it is gone, rel was never changed or holds it already.
-func (b *batch) restoreFile(r string, s snapshot) error {
-	if s.Kind != kindOrig {
-		return b.put(r, s)
-	}
-	orig, err := b.read(origRel + "/" + r)
-	if err != nil || orig.Kind == kindAbsent {
-		return err
-	}
-	return b.steps(func() error { return b.put(r, orig) })
 }
 
 func (b *batch) setMark(r string, on bool) error {

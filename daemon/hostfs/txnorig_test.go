@@ -82,3 +82,46 @@ func TestTxnOriginalCopiedOnce(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27: a rollback removes the folders the transaction made, deepest
+// first, when empty, so a later config may put a file there; a folder
+// that was there, or that holds something else by then, stays.
+func TestTxnRollbackRemovesNewFolders(t *testing.T) {
+	node, f := newNode(t)
+	mkdir(t, node, "etc/there", 0o755, 0)
+	tx, err := f.BeginTxn("dirs")
+	if err != nil {
+		t.Fatal(err)
+	}
+	files := []plan.File{
+		{Path: "/etc/new/a/b/f", Contents: []byte("1"), Mode: 0o644},
+		{Path: "/etc/new/a/c", Contents: []byte("2"), Mode: 0o644},
+		{Path: "/etc/there/x/f", Contents: []byte("3"), Mode: 0o644},
+		{Path: "/etc/other/f", Contents: []byte("4"), Mode: 0o644},
+	}
+	if err := tx.WriteFiles(files); err != nil {
+		t.Fatal(err)
+	}
+	put(t, node, "etc/other/not-ours", "x", 0o644) // made meanwhile by someone else
+	if err := tx.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"etc/new", "etc/there/x", "etc/other/f"} {
+		if got := stateOf(t, filepath.Join(node, p)); got.Kind != "absent" {
+			t.Errorf("%s left after the rollback: %+v", p, got.Kind)
+		}
+	}
+	for _, p := range []string{"etc/there", "etc/other/not-ours"} {
+		if _, err := os.Lstat(filepath.Join(node, p)); err != nil {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+	tx, err = f.BeginTxn("later")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback()
+	if err := tx.WriteFiles([]plan.File{{Path: "/etc/new", Contents: []byte("a file now"), Mode: 0o644}}); err != nil {
+		t.Errorf("a file where the rolled-back folder was: %v", err)
+	}
+}
