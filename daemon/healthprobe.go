@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
@@ -82,12 +81,13 @@ func (p *HealthProbe) Command(ctx context.Context, argv []string) error {
 		timeout = DefaultHealthCommandTimeout
 	}
 	// The OS tools' runner: chrooted, a clean environment, its own process
-	// group killed at the timeout.
-	out, err := osupdate.Chroot{Root: p.Root, Timeout: timeout}.Run(ctx, argv[0], argv[1:]...)
+	// group and cgroup, killed whole at the timeout and when it ends.
+	out, err := osupdate.Chroot{Root: p.Root, Timeout: timeout, Cgroup: true}.Run(ctx, argv[0], argv[1:]...)
 	if err == nil {
 		return nil
 	}
-	if s := strings.Join(strings.Fields(string(out)), " "); s != "" {
+	// The output goes into the status: no control characters.
+	if s := osupdate.Printable(string(out)); s != "" {
 		if len(s) > 256 {
 			s = "..." + s[len(s)-253:]
 		}

@@ -47,9 +47,7 @@ func parseControllerFlags(args []string) (controllerOptions, error) {
 	fs.IntVar(&o.workers, "workers", 2, "pools reconciled at once")
 	fs.StringVar(&o.osImage, "base-os-image-url", "", "the OS image a pool runs when no MachineConfig sets one (default: none; the nodes keep their OS)")
 	fs.StringVar(&o.extensionsImage, "base-os-extensions-image", "", "the extensions image a pool runs when no MachineConfig sets one")
-	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
-	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "the daemons' --max-file-size: a config they would refuse is not rendered")
-	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "the daemons' --max-config-size")
+	limitFlags(fs, &o.limits, "the daemons'")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {

@@ -78,6 +78,7 @@ func startFlagGroups() []flagGroup {
 		{"Node", []string{"node-name", "pool", "root-mount", "system-bus-address", "release-memory-when-idle",
 			"start-jitter"}},
 		{"Updates", []string{"allowed-config-pattern", "node-disruption-policy", "post-action-policy", "max-file-size", "max-config-size",
+			"max-files", "max-units", "max-path-depth",
 			"retry-initial", "retry-max", "update-spread", "image-mode-status"}},
 		{"Health gate", []string{"health-timeout", "health-units", "health-command", "health-command-timeout"}},
 		{"Once, without an API server", []string{"once-from", "skip-reboot"}},

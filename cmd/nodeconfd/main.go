@@ -132,9 +132,7 @@ func parseFlags(args []string) (options, error) {
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern,
 		"regular expression a desired config's name must match, {pool} standing for the node's pool; "+
 			"other names (a fragment such as 99-worker-ssh, another pool's rendered config) are refused (empty: any name)")
-	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
-	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "cap on one file's decoded contents (gzip and base64 decoded, appends included); a config with a bigger file is refused in prepare")
-	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "cap on one config's decoded files, unit contents, drop-ins and SSH keys together; a bigger config is refused in prepare")
+	limitFlags(fs, &o.limits, "")
 	o.waits = addWaitFlags(fs)
 	o.removed = addRemovedFlags(fs)
 	fs.StringVar(&o.onceFrom, "once-from", "", "apply the rendered MachineConfig in this file (YAML or JSON) with no API server, record it as the node's config, and exit")
@@ -158,7 +156,7 @@ func checkOptions(o *options, pattern string) error {
 		return err
 	}
 	if err := o.limits.Check(); err != nil {
-		return fmt.Errorf("--max-file-size, --max-config-size: %w", err)
+		return fmt.Errorf("--max-file-size, --max-config-size, --max-files, --max-units, --max-path-depth: %w", err)
 	}
 	var err error
 	if o.configPattern, err = plan.ParseConfigPattern(pattern); err != nil {

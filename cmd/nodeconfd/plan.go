@@ -64,9 +64,7 @@ func parsePlanFlags(args []string, stderr io.Writer) (planOptions, error) {
 		"(or `oc get machineconfiguration cluster -o yaml`); default: upstream's defaults only")
 	fs.StringVar(&o.policyFile, "post-action-policy", "", "old name of --node-disruption-policy")
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern, "the daemon's --allowed-config-pattern")
-	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
-	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "the daemon's --max-file-size")
-	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "the daemon's --max-config-size")
+	limitFlags(fs, &o.limits, "the daemon's")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

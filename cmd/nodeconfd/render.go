@@ -49,9 +49,7 @@ func parseRenderFlags(args []string, stderr io.Writer) (renderOptions, error) {
 	fs.StringVar(&o.output, "o", "yaml", "output: yaml or json")
 	fs.StringVar(&o.osImage, "base-os-image-url", "", "the OS image the pool runs when no MachineConfig sets one (default: none, the nodes keep their OS)")
 	fs.StringVar(&o.extensionsImage, "base-os-extensions-image", "", "the same for the extensions image")
-	o.limits = plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize}
-	fs.Var(byteSize{&o.limits.MaxFileSize}, "max-file-size", "the daemon's --max-file-size")
-	fs.Var(byteSize{&o.limits.MaxConfigSize}, "max-config-size", "the daemon's --max-config-size")
+	limitFlags(fs, &o.limits, "the daemon's")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}

@@ -31,3 +31,21 @@ func TestSizeFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestCountFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--node-name=n", "--max-files=10", "--max-units=20", "--max-path-depth=8"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.limits.MaxFiles != 10 || o.limits.MaxUnits != 20 || o.limits.MaxPathDepth != 8 {
+		t.Errorf("caps %+v", o.limits)
+	}
+	if o, _ = parseFlags([]string{"--node-name=n"}); o.limits != plan.DefaultLimits() {
+		t.Errorf("default caps %+v, want %+v", o.limits, plan.DefaultLimits())
+	}
+	for _, bad := range []string{"--max-files=0", "--max-units=-1", "--max-path-depth=x"} {
+		if _, err := parseFlags([]string{"--node-name=n", bad}); err == nil {
+			t.Errorf("%s accepted", bad)
+		}
+	}
+}

@@ -19,6 +19,12 @@ const (
 	kindAbsent  kind = "absent"
 	kindFile    kind = "file"
 	kindSymlink kind = "symlink"
+	// kindOrig, in a journal entry only, says that the path's state before
+	// the transaction is its original backup, orig/<path>, which the
+	// transaction makes (durable) before it first changes the path: the
+	// original is then copied once, not into the journal's data as well.
+	// With no backup there, the path was never changed or is back.
+	kindOrig kind = "orig"
 )
 
 // snapshot is the full state of one path: a regular file (contents, mode,

@@ -2,10 +2,8 @@ package hostfs
 
 import (
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 
@@ -13,6 +11,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/test/testbed/corpus"
 )
 
 // corpusDir holds the hostile MachineConfigs run end to end by
@@ -98,66 +97,21 @@ func imageLikeNode(t *testing.T) string {
 	return node
 }
 
-// applySetup runs the corpus setup verbs (see the corpus format) in node.
+// applySetup runs the corpus setup verbs (see package corpus) in node.
 func applySetup(t *testing.T, node, setup string) {
+	var verbs []string
 	for _, line := range strings.Split(setup, "\n") {
-		if line = strings.TrimSpace(line); line == "" {
-			continue
-		}
-		args := strings.Fields(line)
-		if err := setupVerb(node, args); err != nil {
-			t.Fatalf("setup %q: %v", line, err)
+		if line = strings.TrimSpace(line); line != "" {
+			verbs = append(verbs, line)
 		}
 	}
-}
-
-func setupVerb(node string, args []string) error {
-	if len(args) < 2 {
-		return errors.New("no path")
-	}
-	p := filepath.Join(node, args[1])
-	switch {
-	case args[0] == "mkdir" && len(args) == 2:
-		return os.MkdirAll(p, 0o755)
-	case args[0] == "file" && len(args) >= 3:
-		return os.WriteFile(p, []byte(strings.Join(args[2:], " ")), 0o644)
-	case args[0] == "symlink" && len(args) == 3:
-		if err := os.Remove(p); err != nil && !os.IsNotExist(err) { // the image's empty ~/.ssh
-			return err
-		}
-		return os.Symlink(args[2], p)
-	case args[0] == "chown" && len(args) == 3:
-		uid, gid, ok := strings.Cut(args[2], ":")
-		u, err1 := strconv.Atoi(uid)
-		g, err2 := strconv.Atoi(gid)
-		if !ok || err1 != nil || err2 != nil {
-			return fmt.Errorf("bad owner %q", args[2])
-		}
-		return os.Lchown(p, u, g)
-	case args[0] == "chmod" && len(args) == 3:
-		m, err := strconv.ParseUint(args[2], 8, 32)
-		if err != nil {
-			return err
-		}
-		return os.Chmod(p, goMode(uint32(m)))
-	case args[0] == "user" && len(args) == 3:
-		name, id := args[1], args[2]
-		if err := appendLine(filepath.Join(node, "etc/passwd"), name+":x:"+id+":"+id+"::/nonexistent:/usr/sbin/nologin"); err != nil {
-			return err
-		}
-		return appendLine(filepath.Join(node, "etc/group"), name+":x:"+id+":")
-	}
-	return fmt.Errorf("unknown verb or arguments %v", args)
-}
-
-func appendLine(p, line string) error {
-	fh, err := os.OpenFile(p, os.O_WRONLY|os.O_APPEND, 0)
+	undo, err := corpus.Setup(node, verbs)
 	if err != nil {
-		return err
+		t.Fatal(err)
 	}
-	_, err = fh.WriteString(line + "\n")
-	if cerr := fh.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	t.Cleanup(func() {
+		if err := undo.Run(); err != nil {
+			t.Error(err)
+		}
+	})
 }

@@ -15,7 +15,9 @@
 //	               removing <path> again must leave it alone
 //	txn/<id>/journal  undo journal of an update in progress: the paths'
 //	               states, and the units' enablement (see Txn, txnunits.go)
-//	txn/<id>/data     the contents the journal's entries point into
+//	txn/<id>/data     the contents the journal's entries point into; a
+//	               file first written by the transaction points at its
+//	               orig/ backup instead, so an original is copied once
 //	<name>         small state files (WriteState, ReadState)
 //
 // Crash-safety rules that every operation follows:

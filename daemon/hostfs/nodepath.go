@@ -147,7 +147,7 @@ func (b *batch) walk(dir string, check bool) (resolved, error) {
 			return resolved{}, fmt.Errorf("/%s is not a folder", cur)
 		}
 		if check {
-			if open, err = folderMode(cur, st); err != nil {
+			if open, err = b.folderMode(cur, st); err != nil {
 				return resolved{}, err
 			}
 		}
@@ -205,21 +205,22 @@ func (b *batch) folderOpen(real []string) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	return folderMode(cur, fi.Sys().(*syscall.Stat_t))
+	return b.folderMode(cur, fi.Sys().(*syscall.Stat_t))
 }
 
 // folderMode refuses a folder a non-root user can change, and reports
-// whether other users may add entries to it (sticky and writable).
-func folderMode(rel string, st *syscall.Stat_t) (open bool, err error) {
+// whether other users may add entries to it (sticky and writable by them,
+// through its mode bits or its ACL: see writers).
+func (b *batch) folderMode(rel string, st *syscall.Stat_t) (open bool, err error) {
 	if st.Uid != 0 {
 		return false, fmt.Errorf("folder /%s is owned by uid %d, not root: that user could replace what is in it", rel, st.Uid)
 	}
-	writable := st.Mode&0o002 != 0 || (st.Mode&0o020 != 0 && st.Gid != 0)
-	if !writable {
-		return false, nil
+	who, err := b.writers(rel, st)
+	if err != nil || who == "" {
+		return false, err
 	}
 	if st.Mode&syscall.S_ISVTX == 0 {
-		return false, fmt.Errorf("folder /%s is writable by other users (mode %04o)", rel, st.Mode&0o7777)
+		return false, fmt.Errorf("folder /%s is writable by other users (%s; mode %04o)", rel, who, st.Mode&0o7777)
 	}
 	return true, nil
 }

@@ -184,7 +184,7 @@ func (t *Txn) WriteSSHKeys(keys []string) error {
 	if err := t.recordDir(p.dir, st); err != nil {
 		return err
 	}
-	if err := t.record(b, []string{file.Path}); err != nil {
+	if err := t.record(b, []string{file.Path}, 1); err != nil {
 		return err
 	}
 	if err := b.makeSSHDir(p, core, isSSHDir); err != nil {

@@ -3,9 +3,7 @@ package hostfs
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
-	"io"
 	"os"
 	"slices"
 	"strings"
@@ -137,48 +135,11 @@ func (f *FS) PendingTxns() ([]string, error) {
 	return names, nil
 }
 
-// loadJournal parses the journal and truncates a torn tail: only the last
-// append can be torn, since each is fsynced before the next starts, and its
-// changes were not made.
-func loadJournal(jf *os.File) ([]entry, int64, error) {
-	data, err := io.ReadAll(io.NewSectionReader(jf, 0, 1<<62))
-	if err != nil {
-		return nil, 0, err
-	}
-	var entries []entry
-	off := 0
-	for off < len(data) {
-		n := bytes.IndexByte(data[off:], '\n')
-		var e entry
-		if n < 0 || json.Unmarshal(data[off:off+n], &e) != nil || !e.valid() {
-			if n >= 0 && anyEntry(data[off+n+1:]) {
-				return nil, 0, fmt.Errorf("journal corrupt at byte %d", off)
-			}
-			if err := jf.Truncate(int64(off)); err != nil {
-				return nil, 0, err
-			}
-			break
-		}
-		entries = append(entries, e)
-		off += n + 1
-	}
-	return entries, int64(off), nil
-}
-
-// anyEntry reports whether data has a whole line that parses as an entry.
-func anyEntry(data []byte) bool {
-	for line := range bytes.Lines(data) {
-		var e entry
-		if bytes.HasSuffix(line, []byte("\n")) && json.Unmarshal(line, &e) == nil && e.valid() {
-			return true
-		}
-	}
-	return false
-}
-
 // record journals the current state of the paths not yet recorded, with one
-// append and one fsync.
-func (t *Txn) record(b *batch, paths []string) error {
+// append and one fsync. The first nWrites paths are about to be written
+// (see byOrig), the others removed. The folders the writes will create are
+// journaled as absent (see missingDirs), so a rollback removes them.
+func (t *Txn) record(b *batch, paths []string, nWrites int) error {
 	if t.closed {
 		return fmt.Errorf("transaction %s is closed", t.id)
 	}
@@ -186,12 +147,18 @@ func (t *Txn) record(b *batch, paths []string) error {
 		t.tornForTest(b, paths)
 	}
 	var buf bytes.Buffer
-	var added []string
-	for _, p := range paths {
+	added, err := t.newDirs(b, &buf, paths[:nWrites])
+	if err != nil {
+		return err
+	}
+	for i, p := range paths {
 		if t.recorded[p] || slices.Contains(added, p) {
 			continue
 		}
 		e, err := b.entry(p)
+		if err == nil && i < nWrites {
+			e.byOrig()
+		}
 		if err == nil {
 			err = t.storeEntry(&e)
 		}
@@ -275,7 +242,7 @@ func (t *Txn) apply(b *batch, ts []target, removes []string) error {
 			return fmt.Errorf("removing %s: %w", p, err)
 		}
 	}
-	if err := t.record(b, append(paths, removes...)); err != nil {
+	if err := t.record(b, append(paths, removes...), len(paths)); err != nil {
 		return err
 	}
 	if err := b.writeTargets(ts); err != nil {
@@ -339,7 +306,7 @@ func (b *batch) restore(e entry) error {
 	if err != nil {
 		return err
 	}
-	if err := b.put(r, e.File); err != nil {
+	if err := b.restoreFile(r, e.File); err != nil {
 		return err
 	}
 	if err := b.put(origRel+"/"+r, e.Orig); err != nil {

@@ -131,6 +131,11 @@ func (t *Txn) RollbackWith(ctx context.Context, units Units) error {
 	if err := b.pinDirs(entries); err != nil {
 		return err
 	}
+	// Temporary files left by a crash go first: the folders the
+	// transaction made must be empty to be removed.
+	if err := t.removeTempLeftovers(b); err != nil {
+		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)
+	}
 	restorer := unitRestorer{units: units, entries: entries}
 	if err := restorer.release(ctx); err != nil {
 		return fmt.Errorf("rolling back transaction %s: %w", t.id, err)

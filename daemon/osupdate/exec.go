@@ -12,6 +12,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"go.uber.org/zap"
 )
@@ -34,6 +36,11 @@ type Chroot struct {
 	// WaitDelay bounds the wait for a command's output once it exited or
 	// was killed (0: DefaultWaitDelay).
 	WaitDelay time.Duration
+	// Cgroup runs each command in a cgroup v2 of its own (cgroup.go), so
+	// that what it starts dies with it even after a setsid, at the timeout
+	// or when it ends. Where the daemon cannot make one (no cgroup v2, or
+	// it is read-only), the process group alone holds the command.
+	Cgroup bool
 }
 
 // DefaultTimeout bounds one rpm-ostree or bootc command (a pull of a large
@@ -64,6 +71,13 @@ func (c Chroot) Run(ctx context.Context, name string, args ...string) ([]byte, e
 	cmd.Env = []string{"PATH=" + binPath, "LANG=C.UTF-8"}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Chroot: c.Root}
 	inGroup(cmd, c.WaitDelay)
+	if c.Cgroup {
+		if cg, err := newCmdCgroup(); err == nil {
+			cg.start(cmd)
+			cmd.Cancel = func() error { _ = cg.kill(); return killGroup(cmd) }
+			defer cg.remove() // kills what is left once Run returns
+		}
+	}
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err = cmd.Run()
@@ -130,7 +144,7 @@ type CommandError struct {
 func (e *CommandError) Error() string {
 	msg := fmt.Sprintf("running %s: %v", e.Command, e.Err)
 	if s := strings.TrimSpace(e.Stderr); s != "" {
-		msg += ": " + cut(strings.Join(strings.Fields(s), " "), stderrMax)
+		msg += ": " + cut(Printable(s), stderrMax)
 	}
 	if e.Cleanup != "" {
 		msg += "; " + e.Cleanup
@@ -231,4 +245,18 @@ func (r Retry) do(ctx context.Context, what string, f func() error) error {
 		}
 		delay = min(2*delay, r.Max)
 	}
+}
+
+// Printable returns a command's output for a message, a log line or the
+// status: invalid UTF-8, control characters (C0, DEL, C1: escape sequences
+// would redraw a terminal) and Unicode's bidirectional controls (which make
+// text print as something else) become spaces, and every run of spaces one.
+func Printable(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, " "))
+	return strings.Join(strings.Fields(s), " ")
 }

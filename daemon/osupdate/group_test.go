@@ -27,7 +27,7 @@ func shellRoot(t *testing.T, name, script string) string {
 	}
 	root := t.TempDir()
 	var files []string
-	for _, bin := range []string{"/bin/sh", "/bin/sleep"} {
+	for _, bin := range []string{"/bin/sh", "/bin/sleep", "/usr/bin/setsid"} {
 		real, err := filepath.EvalSymlinks(bin)
 		if err != nil {
 			t.Skip(err)

@@ -7,9 +7,12 @@ import (
 )
 
 // DefaultConfigPattern is the desired config names a node accepts unless
-// the administrator widens the rule: a rendered config of its own pool.
-// {pool} stands for the node's pool.
-const DefaultConfigPattern = "^rendered-{pool}-.+$"
+// the administrator widens the rule: a rendered config of its own pool,
+// rendered-<pool>-<hash>, where the hash part (32 hex digits from the MCO's
+// controller and phases/render.Name) is lowercase letters and digits, no
+// dash: so another pool whose name extends this one's (worker-rt on a
+// worker) never matches. {pool} stands for the node's pool.
+const DefaultConfigPattern = "^rendered-{pool}-[0-9a-z]+$"
 
 // poolPlaceholder is replaced by the node's pool (quoted) in a pattern.
 const poolPlaceholder = "{pool}"

@@ -26,6 +26,11 @@ func TestConfigRule(t *testing.T) {
 		{def, "worker", "rendered-master-1a2b3c", false},
 		{def, "worker", "rendered-worker-", false},
 		{def, "worker", "xrendered-worker-1", false},
+		// Issue 27: another pool whose name extends this one's.
+		{def, "worker", "rendered-worker-rt-0123456789abcdef0123456789abcdef", false},
+		{def, "worker-rt", "rendered-worker-rt-0123456789abcdef0123456789abcdef", true},
+		{def, "worker", "rendered-worker-0123456789abcdef0123456789abcdef", true},
+		{def, "worker", "rendered-worker-1.2", false},
 		{def, "infra", "rendered-infra-7", true},
 		{def, "a.b", "rendered-axb-7", false}, // the pool is a literal, not a pattern
 		{def, "a.b", "rendered-a.b-7", true},

@@ -194,3 +194,56 @@ func TestLimitsCheck(t *testing.T) {
 		}
 	}
 }
+
+// Issue 27: the count of files, of units and drop-ins, and the depth of a
+// path are capped, refused at parse naming the field and the flag.
+func TestParseCountCaps(t *testing.T) {
+	small := Limits{MaxFiles: 3, MaxUnits: 3, MaxPathDepth: 4}
+	files := func(paths ...string) string {
+		var es []string
+		for _, p := range paths {
+			es = append(es, plainFile(p, 1))
+		}
+		return `"storage":{"files":[` + strings.Join(es, ",") + `]}`
+	}
+	units := func(n, dropins int) string {
+		var us []string
+		for i := range n {
+			var ds []string
+			for j := range dropins {
+				ds = append(ds, fmt.Sprintf(`{"name":"%d.conf","contents":"[Unit]\n"}`, j))
+			}
+			us = append(us, fmt.Sprintf(`{"name":"u%d.service","contents":"[Unit]\n","dropins":[%s]}`, i, strings.Join(ds, ",")))
+		}
+		return `"systemd":{"units":[` + strings.Join(us, ",") + `]}`
+	}
+	tests := []struct {
+		name, body, field, flag string // field "" means accepted
+	}{
+		{"files at the cap", files("/etc/a", "/etc/b", "/etc/c"), "", ""},
+		{"files over", files("/etc/a", "/etc/b", "/etc/c", "/etc/d"), "spec.config.storage.files", "--max-files"},
+		{"units at the cap", units(3, 0), "", ""},
+		{"units over", units(4, 0), "spec.config.systemd.units", "--max-units"},
+		{"drop-ins count", units(2, 1), "spec.config.systemd.units", "--max-units"},
+		{"depth at the cap", files("/etc/a/b/c"), "", ""},
+		{"depth over", files("/etc/a", "/etc/a/b/c/d"), "spec.config.storage.files[1].path", "--max-path-depth"},
+	}
+	for _, tt := range tests {
+		_, err := ParseWithLimits(machineConfig("rendered-x", ignitionJSON("3.5.0", tt.body)), small)
+		var ce *ConfigError
+		switch {
+		case tt.field == "" && err != nil:
+			t.Errorf("%s: %v", tt.name, err)
+		case tt.field != "" && (!errors.As(err, &ce) || ce.Object != "rendered-x" || ce.Field != tt.field || !strings.Contains(ce.Msg, tt.flag)):
+			t.Errorf("%s: %v, want a refusal at %s naming %s", tt.name, err, tt.field, tt.flag)
+		}
+	}
+	// The defaults are far above a real config and hold at their value.
+	d := DefaultLimits()
+	if d.MaxFiles != DefaultMaxFiles || d.MaxUnits != DefaultMaxUnits || d.MaxPathDepth != DefaultMaxPathDepth {
+		t.Errorf("DefaultLimits() = %+v", d)
+	}
+	if err := (Limits{MaxFiles: -1}).Check(); err == nil {
+		t.Error("a negative count cap was accepted")
+	}
+}

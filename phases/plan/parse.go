@@ -45,6 +45,9 @@ func ParseWithLimits(mc *mcfgv1.MachineConfig, lim Limits) (Config, error) {
 		FIPS:           mc.Spec.FIPS,
 		Unreconcilable: map[string]string{},
 	}
+	if !p.counts(ignCfg) {
+		return Config{}, p.err()
+	}
 	p.checkIgnitionSection(ignCfg.Ignition)
 	p.countInline(ignCfg)
 	p.files(&cfg, ignCfg.Storage.Files)
@@ -166,7 +169,11 @@ func (p *parser) checkIgnitionSection(s types.Ignition) {
 func (p *parser) files(cfg *Config, files []types.File) {
 	for i, f := range files {
 		field := fmt.Sprintf("spec.config.storage.files[%d]", i)
-		if msg := checkPath(f.Path); msg != "" {
+		msg := checkPath(f.Path)
+		if msg == "" {
+			msg = p.checkDepth(f.Path)
+		}
+		if msg != "" {
 			p.add(field+".path", "%s", msg)
 			continue
 		}

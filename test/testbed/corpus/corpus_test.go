@@ -1,6 +1,7 @@
 package corpus
 
 import (
+	"encoding/hex"
 	"errors"
 	"io/fs"
 	"os"
@@ -10,6 +11,9 @@ import (
 	"syscall"
 	"testing"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/nodeconfd/nodeconfd/daemon/hostfs/posixacl"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
@@ -35,6 +39,11 @@ func tree(t *testing.T, dir string) string {
 		case fi.Mode().IsRegular():
 			data, _ := os.ReadFile(p)
 			b.WriteString(" " + string(data))
+		}
+		if acl := make([]byte, 256); fi.Mode()&fs.ModeSymlink == 0 {
+			if n, err := unix.Lgetxattr(p, posixacl.AccessXattr, acl); err == nil {
+				b.WriteString(" acl " + hex.EncodeToString(acl[:n]))
+			}
 		}
 		b.WriteString("\n")
 		return nil
@@ -79,6 +88,9 @@ func TestSetupAndUndo(t *testing.T) {
 		"symlink /etc/dir ../home",
 		"symlink /etc/dir ../var",
 		"user mallory 4242",
+		"mkdir /var/lib/x/acl",
+		"acl /var/lib/x/acl group:0:rwx",
+		"acl /etc/passwd user:1000:rw-",
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -103,6 +115,11 @@ func TestSetupAndUndo(t *testing.T) {
 	if target, err := os.Readlink(filepath.Join(root, "home/core/.ssh/authorized_keys")); err != nil || target != outside {
 		t.Errorf("symlink -> %q, %v", target, err)
 	}
+	for p, want := range map[string]string{"var/lib/x/acl": "group:0:rwx", "etc/passwd": "user:1000:rw-"} {
+		if got := aclOf(t, filepath.Join(root, p)); got != want {
+			t.Errorf("%s: named ACL entry %q, want %q", p, got, want)
+		}
+	}
 	if err := u.Run(); err != nil {
 		t.Fatal(err)
 	}
@@ -112,6 +129,34 @@ func TestSetupAndUndo(t *testing.T) {
 	if entries, _ := os.ReadDir(outside); len(entries) != 0 {
 		t.Errorf("setup wrote outside the root: %v", entries)
 	}
+}
+
+// aclOf returns the one named entry of the ACL of p, as the acl verb
+// takes it.
+func aclOf(t *testing.T, p string) string {
+	t.Helper()
+	buf := make([]byte, 256)
+	n, err := unix.Getxattr(p, posixacl.AccessXattr, buf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	es, err := posixacl.Parse(buf[:n])
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range es {
+		if e.Tag == posixacl.User || e.Tag == posixacl.Group {
+			kind := map[posixacl.Tag]string{posixacl.User: "user", posixacl.Group: "group"}[e.Tag]
+			perms := []byte("---")
+			for i, bit := range []uint16{posixacl.Read, posixacl.Write, posixacl.Execute} {
+				if e.Perm&bit != 0 {
+					perms[i] = "rwx"[i]
+				}
+			}
+			return kind + ":" + strconv.FormatUint(uint64(e.ID), 10) + ":" + string(perms)
+		}
+	}
+	return ""
 }
 
 // A verb that fails undoes the verbs before it.

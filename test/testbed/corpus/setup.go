@@ -23,6 +23,8 @@ import (
 //	chown PATH UID:GID  (the link itself for a symlink)
 //	chmod PATH OCTAL
 //	user NAME UID       (a passwd and a group entry, UID = GID)
+//	acl PATH user|group:ID:PERMS  (a named entry added to the access ACL
+//	                    of the mode bits, as setfacl -m; PERMS as "rwx")
 func Setup(root string, verbs []string) (*Undo, error) {
 	r, err := os.OpenRoot(root)
 	if err != nil {
@@ -53,6 +55,7 @@ type saved struct {
 	uid, gid int
 	data     []byte
 	target   string
+	acl      []byte // the access ACL of a folder or file, nil for none
 }
 
 func (u *Undo) apply(line string) error {
@@ -111,6 +114,11 @@ func (u *Undo) apply(line string) error {
 		return u.root.Chmod(rel, fs.FileMode(m)&fs.ModePerm|unixBits(uint32(m)))
 	case "user":
 		return u.user(args[0], args[1])
+	case "acl":
+		if err := u.save(rel); err != nil {
+			return err
+		}
+		return u.setACL(rel, args[1])
 	}
 	return fmt.Errorf("unknown verb %q", verb)
 }
@@ -245,6 +253,11 @@ func (u *Undo) save(rel string) error {
 				return err
 			}
 		}
+		if fi.Mode()&fs.ModeSymlink == 0 {
+			if s.acl, err = u.getACL(rel); err != nil {
+				return err
+			}
+		}
 	}
 	u.seen[rel] = true
 	u.saved = append(u.saved, s)
@@ -302,5 +315,8 @@ func (u *Undo) restore(s saved) error {
 	if err := u.root.Lchown(s.rel, s.uid, s.gid); err != nil {
 		return err
 	}
-	return u.root.Chmod(s.rel, s.mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky))
+	if err := u.root.Chmod(s.rel, s.mode&(fs.ModePerm|fs.ModeSetuid|fs.ModeSetgid|fs.ModeSticky)); err != nil {
+		return err
+	}
+	return u.putACL(s.rel, s.acl)
 }

@@ -1,0 +1,66 @@
+package metrics
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+)
+
+// Issue 27: a client that opens connections and keeps them silent is cut
+// off at the header timeout, and connections past the cap wait until one
+// closes: a scrape still gets through once the silent ones are gone.
+func TestServerLimits(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	lim := serverLimits{conns: 2, header: 300 * time.Millisecond, read: time.Second, write: time.Second, idle: 300 * time.Millisecond}
+	go func() { _ = New().serve(ctx, lis, lim) }()
+	addr := lis.Addr().String()
+	var silent []net.Conn
+	for range lim.conns {
+		c, err := net.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		silent = append(silent, c)
+	}
+	// Past the cap: accepted by the kernel, not served while the silent
+	// ones hold both places.
+	extra, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer extra.Close()
+	if _, err := io.WriteString(extra, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"); err != nil {
+		t.Fatal(err)
+	}
+	_ = extra.SetReadDeadline(time.Now().Add(lim.header / 2))
+	if n, err := extra.Read(make([]byte, 1)); n > 0 || err == nil {
+		t.Error("a connection past the cap was served while the others were open")
+	}
+	// The silent connections are closed by the server (EOF), not held.
+	for i, c := range silent {
+		_ = c.SetReadDeadline(time.Now().Add(30 * time.Second))
+		if _, err := c.Read(make([]byte, 1)); err != io.EOF {
+			t.Errorf("silent connection %d: read %v, want EOF from the server", i, err)
+		}
+	}
+	// Now the extra one is served.
+	_ = extra.SetDeadline(time.Now().Add(30 * time.Second))
+	resp, err := http.ReadResponse(bufio.NewReader(extra), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Errorf("status %d", resp.StatusCode)
+	}
+}
