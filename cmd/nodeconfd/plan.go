@@ -104,7 +104,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	defer cancel()
 	var host *hostfs.FS
 	if o.rootMount != "" {
-		if host, err = hostfs.Open(o.rootMount); err != nil {
+		if host, err = hostfs.OpenReadOnly(o.rootMount); err != nil {
 			fmt.Fprintln(stderr, "nodeconfd plan: opening the root mount:", err)
 			return planUsage
 		}

@@ -27,6 +27,9 @@ type target struct {
 // and the directory is fsynced. Before the first overwrite of a file the
 // daemon did not create, the original is saved (see RemoveFile).
 func (f *FS) WriteFile(file plan.File) error {
+	if err := f.writable("writing " + file.Path); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := f.newBatch()
@@ -45,6 +48,9 @@ func (f *FS) WriteFile(file plan.File) error {
 // else the file is deleted. It is idempotent: once an original is restored,
 // removing the path again leaves it alone.
 func (f *FS) RemoveFile(p string) error {
+	if err := f.writable("removing " + p); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := f.newBatch()

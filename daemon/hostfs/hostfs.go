@@ -56,6 +56,8 @@ type FS struct {
 	// mu serializes mutating operations, which share temp file names and
 	// bookkeeping.
 	mu sync.Mutex
+	// readOnly refuses every change (OpenReadOnly).
+	readOnly bool
 	// Fault, when set, is the test-only fault-point hook (package
 	// daemon/faultpoint), told of journal appends and file writes. It is
 	// set once, before the first operation.
@@ -115,6 +117,9 @@ func validName(s string) bool {
 // WriteState atomically writes the state file /var/lib/nodeconfd/<name> (0600).
 func (f *FS) WriteState(name string, data []byte) error {
 	if err := checkStateName(name); err != nil {
+		return err
+	}
+	if err := f.writable("writing state " + name); err != nil {
 		return err
 	}
 	f.mu.Lock()

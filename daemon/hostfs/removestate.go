@@ -8,6 +8,9 @@ func (f *FS) RemoveState(name string) error {
 	if err := checkStateName(name); err != nil {
 		return err
 	}
+	if err := f.writable("removing state " + name); err != nil {
+		return err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.root.Remove(stateRel + "/" + name); err != nil && !isNotExist(err) {

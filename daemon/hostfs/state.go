@@ -22,6 +22,9 @@ func (f *FS) MoveStateAside(name, stamp string, keep int) (string, error) {
 	if err := checkStateName(name); err != nil {
 		return "", err
 	}
+	if err := f.writable("moving state " + name + " aside"); err != nil {
+		return "", err
+	}
 	if !validName(stamp) || strings.ContainsAny(stamp, "/.") {
 		return "", fmt.Errorf("invalid stamp %q", stamp)
 	}

@@ -79,6 +79,9 @@ func (f *FS) BeginTxn(id string) (*Txn, error) {
 	if !validName(id) || strings.HasPrefix(id, ".") {
 		return nil, fmt.Errorf("invalid transaction id %q", id)
 	}
+	if err := f.writable("opening transaction " + id); err != nil {
+		return nil, err
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	b := f.newBatch()

@@ -14,10 +14,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"strings"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	"go.uber.org/zap"
+	"k8s.io/apimachinery/pkg/util/validation"
 
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
@@ -61,6 +63,14 @@ func Run(ctx context.Context, o Options) error {
 		o.Now = time.Now
 	}
 	log := o.Log.With(zap.String("node", o.Node))
+	// The name goes into the progress record and the kept copy, and the
+	// daemon later asks the API server for it: one that is not a
+	// Kubernetes name could never be fetched or replaced there, so it is
+	// refused before anything is read or written.
+	if errs := validation.IsDNS1123Subdomain(o.Config.Name); len(errs) > 0 {
+		return &plan.ConfigError{Object: o.Config.Name, Field: "metadata.name",
+			Msg: "not a Kubernetes object name: " + strings.Join(errs, "; ")}
+	}
 	rec, resuming, err := record(o.Host, o.Config.Name)
 	if err != nil {
 		return err

@@ -55,6 +55,18 @@ func TestRun(t *testing.T) {
 	ctx := context.Background()
 	exists := func(p string) bool { _, err := os.Lstat(filepath.Join(root, p)); return err == nil }
 
+	// A name that is not a Kubernetes name: refused before any record,
+	// so a later run with a good file is not blocked.
+	for _, name := range []string{"Rendered_A", "rendered-a/../b", "rendered a", ""} {
+		err := Run(ctx, opts(config(name, files(file("/etc/n", "x"))), false))
+		if err == nil || !strings.Contains(err.Error(), "metadata.name: not a Kubernetes object name") {
+			t.Errorf("name %q: %v, want refused naming metadata.name", name, err)
+		}
+		if exists("/var/lib/nodeconfd/progress.json") || exists("/etc/n") {
+			t.Fatalf("name %q: a record or a file was written", name)
+		}
+	}
+
 	// Refused: nothing written, prepare's message.
 	bad := config("rendered-bad", files(file("/etc/good", "x"), file("/proc/x", "x")))
 	if err := Run(ctx, opts(bad, false)); err == nil || !strings.Contains(err.Error(), `MachineConfig "rendered-bad": spec.config.storage.files[1].path`) {
