@@ -18,7 +18,20 @@ import (
 
 // settle is how long the monitor waits after a change before checking, so a
 // burst of events (an editor's temp file and rename) is checked once.
-const settle = 200 * time.Millisecond
+// maxSettle bounds the wait from a burst's first event: a steady trickle
+// of events (a process rewriting a watched file every 100 ms) must not put
+// the check, and a drift report, off forever.
+const (
+	settle    = 200 * time.Millisecond
+	maxSettle = 2 * time.Second
+)
+
+// settleWait is how long to wait before checking after an event at now,
+// in a burst that began at first.
+func settleWait(first, now time.Time) time.Duration {
+	left := first.Add(maxSettle).Sub(now)
+	return max(0, min(settle, left))
+}
 
 // Monitor watches the node for drift from one config.
 type Monitor struct {
@@ -106,6 +119,7 @@ func (m *Monitor) loop(ctx context.Context, w *fsnotify.Watcher, cfg plan.Config
 	defer close(done)
 	defer w.Close()
 	var timer <-chan time.Time
+	var first time.Time // the pending burst's first event
 	var last error
 	for {
 		select {
@@ -115,7 +129,11 @@ func (m *Monitor) loop(ctx context.Context, w *fsnotify.Watcher, cfg plan.Config
 			if !ok {
 				return
 			}
-			timer = time.After(settle)
+			now := time.Now()
+			if timer == nil {
+				first = now
+			}
+			timer = time.After(settleWait(first, now))
 		case err, ok := <-w.Errors:
 			if !ok {
 				return
