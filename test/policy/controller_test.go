@@ -2,6 +2,7 @@ package policy
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -31,9 +32,19 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 	k, m := kubernetes.NewForConfigOrDie(cfg), mcfgclient.NewForConfigOrDie(cfg)
 	pools := m.MachineconfigurationV1().MachineConfigPools()
 
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("policies' type checking:\n%s", kubectl(t, b.cp, "get", "validatingadmissionpolicies",
+				"-o", `jsonpath={range .items[*]}{.metadata.name}: {.status}{"\n"}{end}`))
+		}
+	})
 	const denied = "nodeconfd-controller: refused"
+	// Each probe writes a new value: a probe let through before the policy was loaded would
+	// make the same write again a no-op, which the policy rightly allows.
+	probe := 0
 	eventually(ctx, t, "policy in force", func() error {
-		return wantDeniedBy(patchNode(ctx, k, nodeA, `{"metadata":{"labels":{"x":"y"}}}`), denied, "")
+		probe++
+		return wantDeniedBy(patchNode(ctx, k, nodeA, fmt.Sprintf(`{"metadata":{"labels":{"x":"y%d"}}}`, probe)), denied, "")
 	})
 
 	t.Run("Allowed", func(t *testing.T) {

@@ -180,6 +180,20 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 				[]byte(`{"involvedObject":{"name":"`+nodeA+`"},"message":"rewritten"}`), metav1.PatchOptions{})
 			return err
 		}, "may only write Events about its own Node or MachineConfigNode"},
+		{"RewriteKubeletEventOfNodeA", func() error {
+			ev, err := b.admin.CoreV1().Events("default").Create(ctx, &corev1.Event{
+				ObjectMeta:     metav1.ObjectMeta{GenerateName: "a-", Namespace: "default"},
+				InvolvedObject: corev1.ObjectReference{Kind: "Node", Name: nodeA, APIVersion: "v1"},
+				Source:         corev1.EventSource{Component: "kubelet", Host: nodeA},
+				Reason:         "NodeNotReady", Message: "the kubelet's Event", Type: corev1.EventTypeWarning,
+			}, metav1.CreateOptions{})
+			if err != nil {
+				return err
+			}
+			_, err = k.CoreV1().Events("default").Patch(ctx, ev.Name, types.MergePatchType,
+				[]byte(`{"message":"all is well","type":"Normal"}`), metav1.PatchOptions{})
+			return err
+		}, "may only write Events about its own Node or MachineConfigNode"},
 		{"EventAboutNodeB", func() error { return event(ctx, k, "Node", nodeB) },
 			"may only write Events about its own Node or MachineConfigNode, not Node " + nodeB},
 		{"EventAboutMachineConfigNodeB", func() error { return event(ctx, k, "MachineConfigNode", nodeB) },
@@ -247,6 +261,21 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	}
 	if err := event(ctx, k, "MachineConfigNode", nodeA); err != nil {
 		t.Errorf("an Event about MachineConfigNode %s: %v", nodeA, err)
+	}
+	// A repeat raises the count of its own Event, as kube.Events does.
+	evs, err := b.admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + nodeA})
+	if err != nil || len(evs.Items) == 0 {
+		t.Fatalf("listing its Events: %v", err)
+	}
+	for _, ev := range evs.Items {
+		if ev.Source.Component != "nodeconfd" {
+			continue
+		}
+		if _, err := k.CoreV1().Events("default").Patch(ctx, ev.Name, types.MergePatchType, []byte(`{"count":2}`),
+			metav1.PatchOptions{}); err != nil {
+			t.Errorf("counting a repeat of its own Event %s: %v", ev.Name, err)
+		}
+		break
 	}
 	if err := evict(ctx, k, "web-a"); err != nil {
 		t.Errorf("evicting pod default/web-a of node %s: %v", nodeA, err)
