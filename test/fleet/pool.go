@@ -75,11 +75,17 @@ func startPool(ctx context.Context, bed *testbed.Bed, run string, maxUnavailable
 // stop stops the controller (SIGTERM).
 func (p *pool) stop() { p.ctl.Stop() }
 
-// setFragment creates or replaces the fragment: one file whose content is
-// v (a change the daemons apply with a drain and a reboot, the policy's
-// default for a file outside its list).
+// setFragment creates or replaces the fragment: at v0 empty (the
+// simulated hosts start empty: a file of the nodes' first config would be
+// drift), else one file whose content is v (a change the daemons apply
+// with a drain and a reboot, the policy's default for a file outside its
+// list).
 func (p *pool) setFragment(ctx context.Context, v string) error {
-	mc := testbed.MachineConfig(p.fragment, testbed.Ignition(map[string]string{"/etc/fleet/fragment.conf": "fragment " + v + "\n"}))
+	var files map[string]string
+	if v != "v0" {
+		files = map[string]string{"/etc/fleet/fragment.conf": "fragment " + v + "\n"}
+	}
+	mc := testbed.MachineConfig(p.fragment, testbed.Ignition(files))
 	mc.Labels = map[string]string{roleLabel: poolName}
 	mcs := p.bed.MCfg.MachineconfigurationV1().MachineConfigs()
 	old, err := mcs.Get(ctx, p.fragment, metav1.GetOptions{})

@@ -163,12 +163,21 @@ func (f *Fleet) rollRows(t *Table, r roll) {
 }
 
 // othersThan is the API server's requests less the daemons' own (their
-// client-side counts; client-go's retries make these a little higher, so a
-// kind never goes below zero).
+// client-side counts, whose CREATE and UPDATE the API server counts as POST
+// and PUT; client-go's retries make them a little higher, so a kind never
+// goes below zero).
 func othersThan(all map[reqKey]float64, daemons map[reqKey]int64) map[reqKey]float64 {
+	server := map[string]string{"CREATE": "POST", "UPDATE": "PUT"}
+	mine := map[reqKey]float64{}
+	for k, v := range daemons {
+		if s, ok := server[k.Verb]; ok {
+			k.Verb = s
+		}
+		mine[k] += float64(v)
+	}
 	out := map[reqKey]float64{}
 	for k, v := range all {
-		if d := v - float64(daemons[k]); d >= 0.5 {
+		if d := v - mine[k]; d >= 0.5 {
 			out[k] = d
 		}
 	}
