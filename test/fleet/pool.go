@@ -140,12 +140,20 @@ func (p *pool) rendered(ctx context.Context, not string) (string, error) {
 }
 
 // updated waits until the pool's status says Updated at target with all
-// n machines updated; it returns the highest unavailableMachineCount seen
-// on the way (a sample a second).
-func (p *pool) updated(ctx context.Context, target string, n int) (int32, error) {
+// n machines updated. It returns the highest unavailableMachineCount seen
+// on the way (a sample a second) and, if that passed maxUnavailable, the
+// pool's conditions at the first such sample (their messages name the
+// unavailable nodes and why).
+func (p *pool) updated(ctx context.Context, target string, n, maxUnavailable int) (int32, string, error) {
 	var most int32
+	var over string
 	err := p.poll(ctx, time.Second, fmt.Sprintf("Updated at %s with %d machines", target, n), func(mcp *mcfgv1.MachineConfigPool) bool {
 		most = max(most, mcp.Status.UnavailableMachineCount)
+		if over == "" && mcp.Status.UnavailableMachineCount > int32(maxUnavailable) {
+			for _, c := range mcp.Status.Conditions {
+				over += fmt.Sprintf("%s=%s: %s; ", c.Type, c.Status, c.Message)
+			}
+		}
 		for _, c := range mcp.Status.Conditions {
 			if c.Type == mcfgv1.MachineConfigPoolUpdated {
 				return c.Status == corev1.ConditionTrue && mcp.Status.Configuration.Name == target &&
@@ -154,7 +162,7 @@ func (p *pool) updated(ctx context.Context, target string, n int) (int32, error)
 		}
 		return false
 	})
-	return most, err
+	return most, over, err
 }
 
 // poll reads the pool every interval until ok says so.

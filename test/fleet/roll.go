@@ -18,6 +18,9 @@ type roll struct {
 	ctl0, ctl1            ctlStats
 	peakErr               error
 	mostUnavailable       int32
+	// over is the pool's conditions when more than maxUnavailable nodes
+	// were unavailable ("" if never seen).
+	over string
 	b                     *burst
 	tl                    *timeline
 }
@@ -37,7 +40,7 @@ func (f *Fleet) Rolling(ctx context.Context, p *pool, base string, maxUnavailabl
 			profiled = f.profileAPIServer(ctx, 30*time.Second, f.opts.APIServerProfile) // apiprofile.go
 		}
 		var err error
-		r, err = f.paced(ctx, p, base)
+		r, err = f.paced(ctx, p, base, maxUnavailable)
 		return err
 	})
 	if profiled != nil {
@@ -65,6 +68,9 @@ func (f *Fleet) Rolling(ctx context.Context, p *pool, base string, maxUnavailabl
 		r.tracked.Round(100*time.Millisecond))
 	t.Add("handoffs of the new config (the controller's log); most unavailable in the pool's status (1-s samples)",
 		"%d for %d nodes; %d", p.handoffs(r.target), len(f.nodes), r.mostUnavailable)
+	if r.over != "" {
+		t.Add("the pool's conditions when more than maxUnavailable were unavailable", "%s", r.over)
+	}
 	f.rollRows(t, r)
 	t.Add("daemon requests", "%d, %.1f per node: %s", total(daemons, true), fig.RequestsPerNode, byVerb(floats(daemons)))
 	t.Add("MCN status writes per node per update", "%.2f", fig.StatusWritesPerNode)
@@ -90,7 +96,7 @@ func (f *Fleet) Rolling(ctx context.Context, p *pool, base string, maxUnavailabl
 
 // paced runs the roll: the fragment changed, the render awaited, the pool
 // resumed, every node and then the pool's status awaited.
-func (f *Fleet) paced(ctx context.Context, p *pool, base string) (roll, error) {
+func (f *Fleet) paced(ctx context.Context, p *pool, base string, maxUnavailable int) (roll, error) {
 	var r roll
 	r.peakErr = p.resetPeak()
 	r.ctl0 = p.stats()
@@ -112,12 +118,13 @@ func (f *Fleet) paced(ctx context.Context, p *pool, base string) (roll, error) {
 	}
 	type result struct {
 		most int32
+		over string
 		err  error
 	}
 	poolDone := make(chan result, 1)
 	go func() {
-		most, err := p.updated(ctx, r.target, len(f.nodes))
-		poolDone <- result{most, err}
+		most, over, err := p.updated(ctx, r.target, len(f.nodes), maxUnavailable)
+		poolDone <- result{most, over, err}
 	}()
 	done, err := wait(ctx)
 	if err != nil {
@@ -128,7 +135,7 @@ func (f *Fleet) paced(ctx context.Context, p *pool, base string) (roll, error) {
 	if res.err != nil {
 		return r, res.err
 	}
-	r.took, r.mostUnavailable = time.Since(start), res.most
+	r.took, r.mostUnavailable, r.over = time.Since(start), res.most, res.over
 	r.ctl1 = p.stats()
 	r.times = map[string]time.Duration{}
 	for n, at := range done {
