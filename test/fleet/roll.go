@@ -21,8 +21,8 @@ type roll struct {
 	// over is the pool's conditions when more than maxUnavailable nodes
 	// were unavailable ("" if never seen).
 	over string
-	b                     *burst
-	tl                    *timeline
+	b    *burst
+	tl   *timeline
 }
 
 // Rolling changes the pool's fragment and lets the controller roll the
