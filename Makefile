@@ -97,12 +97,18 @@ bench: deps controlplane nodeimage build
 
 # A fleet of N simulated daemons on the test bed's real
 # kube-apiserver and etcd: start-up storm, idle, one node's update, a rolling
-# update, an API server restart (test/fleet). `make bench-fleet N=1000`.
+# update paced by `nodeconfd controller` at the worker pool's maxUnavailable S, an API
+# server restart (test/fleet, docs/fleet.md). `make bench-fleet N=1000 S=10`. SPREAD is the
+# daemons' --update-spread: off here, since its default (100ms) puts off every handoff by up to
+# (N-1) x 100 ms, about 90 min for a roll at N=1000 (docs/fleet.md); SPREAD=100ms measures that.
 N ?= 100
+S ?= 10
+SPREAD ?= 0
 IDLE ?= 60s
 ROLL ?= true
 FLEET_TIMEOUT ?= 60m
 FLEET_BENCH = $(GO) test -run '^$$' -bench '^BenchmarkFleet$$' -benchtime 1x
 bench-fleet: deps controlplane build
 	$(FLEET_BENCH) -timeout $(FLEET_TIMEOUT) ./test/fleet/ -args -fleet.nodes=$(N) \
-		-fleet.idle=$(IDLE) -fleet.roll=$(ROLL) -fleet.timeout=$(FLEET_TIMEOUT)
+		-fleet.max-unavailable=$(S) -fleet.update-spread=$(SPREAD) -fleet.idle=$(IDLE) -fleet.roll=$(ROLL) \
+		-fleet.timeout=$(FLEET_TIMEOUT)

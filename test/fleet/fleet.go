@@ -1,9 +1,10 @@
 // Package fleet simulates a fleet of nodes on the test bed's real
 // kube-apiserver and etcd, to measure what the daemons of a whole cluster
 // cost the API server: watches held, requests while idle, the start-up
-// storm, and a rolling update (every node given a config at once; without
-// a controller, as here, every node updates at once, put off only by the
-// daemons' --update-spread).
+// storm, and a rolling update paced by `nodeconfd controller` (run as a
+// process of its own, pool.go): a worker MachineConfig changed, the pool's
+// config rendered and handed to at most the pool's maxUnavailable nodes at
+// a time.
 //
 // Each simulated node is a Node object (registered Ready, as a kubelet
 // would, then left alone: the stand-in sends no heartbeats, so that every
@@ -16,7 +17,7 @@
 // recording systemd fake, whose reboot stops the daemon and starts a new
 // one (new client, new connection) after Options.RebootTime.
 //
-// Run it with `make bench-fleet N=1000` (see fleet_test.go).
+// Run it with `make bench-fleet N=1000 S=10` (see fleet_test.go).
 package fleet
 
 import (
@@ -79,7 +80,8 @@ type Fleet struct {
 // setupParallel bounds the requests in flight while the fleet is set up.
 const setupParallel = 16
 
-// New registers the fleet's nodes at config base (created here) and
+// New registers the fleet's nodes at config base (the pool's rendered
+// config: the controller made it) and
 // their daemon pods and tokens; no daemon runs yet.
 func New(ctx context.Context, bed *testbed.Bed, opts Options, base string) (*Fleet, error) {
 	f := &Fleet{bed: bed, opts: opts, counter: newCounter()}
@@ -88,8 +90,8 @@ func New(ctx context.Context, bed *testbed.Bed, opts Options, base string) (*Fle
 	if f.metrics, err = newScraper(bed.CP); err != nil {
 		return nil, err
 	}
-	if err := bed.CreateConfig(ctx, testbed.MachineConfig(base, testbed.Ignition(nil))); err != nil {
-		return nil, err
+	if _, err := bed.MCfg.MachineconfigurationV1().MachineConfigs().Get(ctx, base, metav1.GetOptions{}); err != nil {
+		return nil, fmt.Errorf("reading the nodes' first config %s: %w", base, err)
 	}
 	f.nodes = make([]*node, opts.Nodes)
 	err = parallel(ctx, opts.Nodes, setupParallel, func(ctx context.Context, i int) error {

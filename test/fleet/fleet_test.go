@@ -30,6 +30,7 @@ var (
 	jitterFlag  = flag.Duration("fleet.start-jitter", daemon.DefaultStartJitter, "the daemons' --start-jitter")
 	spreadFlag  = flag.Duration("fleet.update-spread", daemon.DefaultUpdateSpread, "the daemons' --update-spread")
 	niceFlag    = flag.Int("fleet.control-plane-nice", -10, "the nice value of kube-apiserver and etcd (0: as started): the simulated daemons share their cores")
+	maxUnavFlag = flag.Int("fleet.max-unavailable", 10, "the worker pool's maxUnavailable (S): the controller hands the roll's config to at most S nodes at a time")
 	apfFlag     = flag.Bool("fleet.apf", false, "run kube-apiserver with API Priority and Fairness, as real clusters do (the test bed runs without)")
 )
 
@@ -48,7 +49,8 @@ func TestMain(m *testing.M) {
 
 // BenchmarkFleet runs the fleet once per iteration (run it with
 // -benchtime 1x): start-up storm, idle, one node's update, a rolling
-// update of every node (all at once: no controller yet), and an API server restart. It
+// update of every node paced by `nodeconfd controller` (the worker pool's
+// maxUnavailable), and an API server restart. It
 // prints a table per measurement and reports the headline figures.
 func BenchmarkFleet(b *testing.B) {
 	if bed == nil {
@@ -67,6 +69,9 @@ func BenchmarkFleet(b *testing.B) {
 		b.ReportMetric(fig.RequestsPerNode, "req/node")
 		b.ReportMetric(fig.StatusWritesPerNode, "status-writes/node")
 		b.ReportMetric(fig.P99, "p99-s")
+		b.ReportMetric(fig.RequestsPerHandoff, "req/handoff")
+		b.ReportMetric(fig.ControllerCPUSeconds, "controller-cpu-s")
+		b.ReportMetric(fig.ControllerPeakRSS/(1<<20), "controller-peak-MiB")
 	}
 }
 
@@ -87,16 +92,22 @@ func runFleet(ctx context.Context, b *testing.B, run string) Figures {
 	if *debugFlag {
 		opts.DaemonLogLevel = zapcore.DebugLevel
 	}
-	base := "rendered-worker-fleet-" + run + "-base"
 	start := time.Now()
+	// The controller first: the nodes register on the pool's first
+	// rendered config (pool.go).
+	p, base, err := startPool(ctx, bed, run, *maxUnavFlag)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer p.stop()
 	f, err := New(ctx, bed, opts, base)
 	if err != nil {
 		b.Fatal(err)
 	}
 	defer f.Stop()
 	go f.metrics.samplePeak(ctx)
-	fmt.Printf("\n## Fleet of %d nodes (set up in %s; daemons' warnings in %s)\n", opts.Nodes,
-		time.Since(start).Round(time.Second), logPath)
+	fmt.Printf("\n## Fleet of %d nodes, pool %s at maxUnavailable %d (set up in %s; daemons' warnings in %s; "+
+		"the controller's log in %s)\n", opts.Nodes, poolName, *maxUnavFlag, time.Since(start).Round(time.Second), logPath, bed.Dir)
 	var fig Figures
 	steps := []func() (*Table, error){
 		func() (*Table, error) { return f.Startup(ctx, base, &fig) },
@@ -104,8 +115,15 @@ func runFleet(ctx context.Context, b *testing.B, run string) Figures {
 	}
 	if *rollFlag {
 		steps = append(steps,
-			func() (*Table, error) { return f.Single(ctx, "rendered-worker-fleet-"+run+"-one", &fig) },
-			func() (*Table, error) { return f.Rolling(ctx, "rendered-worker-fleet-"+run+"-all", &fig) })
+			func() (*Table, error) {
+				// Paused: the controller would hand node 0 the pool's
+				// config back (Rolling resumes it).
+				if err := p.setPaused(ctx, true); err != nil {
+					return nil, err
+				}
+				return f.Single(ctx, "rendered-worker-fleet-"+run+"-one", &fig)
+			},
+			func() (*Table, error) { return f.Rolling(ctx, p, base, *maxUnavFlag, &fig) })
 	}
 	steps = append(steps, func() (*Table, error) { return f.Redeploy(ctx, 10*time.Second) })
 	if *restartFlag > 0 {

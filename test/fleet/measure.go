@@ -6,7 +6,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
@@ -17,6 +16,9 @@ type Figures struct {
 	SingleUpdateSeconds, RollSeconds, RollBound    float64
 	RequestsPerNode, P99                           float64
 	StatusWritesPerNode, RestartRequestsPerNode    float64
+	// The controller-paced roll's: API server requests per handoff, the
+	// controller's CPU seconds and peak RSS (bytes) in the roll.
+	RequestsPerHandoff, ControllerCPUSeconds, ControllerPeakRSS float64
 }
 
 // measured runs fn between two snapshots of the API server and of the
@@ -132,76 +134,6 @@ func (f *Fleet) Single(ctx context.Context, config string, fig *Figures) (*Table
 	t.Add("start put off by the daemon's --update-spread", "%s", spread.Round(10*time.Millisecond))
 	t.Add("daemon requests", "%d: %s", total(daemons, true), byVerb(floats(daemons)))
 	t.Add("MCN status writes", "%.0f", w.of("PATCH", "machineconfignodes/status"))
-	return t, nil
-}
-
-// Rolling gives every node config at once. With no controller pacing the
-// roll, every node updates at once, its start put off only by the
-// daemons' --update-spread; the bound is 1.5 × (one node's update + that
-// spread's window).
-func (f *Fleet) Rolling(ctx context.Context, config string, fig *Figures) (*Table, error) {
-	var took time.Duration
-	var times map[string]time.Duration
-	var starts []time.Duration
-	var b *burst
-	var tl *timeline
-	var profiled <-chan struct{}
-	w, daemons, err := f.measured(ctx, func() error {
-		start := time.Now()
-		b = f.startBurst(ctx)     // burst.go
-		tl = f.startTimeline(ctx) // timeline.go
-		if f.opts.APIServerProfile != "" {
-			profiled = f.profileAPIServer(ctx, 30*time.Second, f.opts.APIServerProfile) // apiprofile.go
-		}
-		var err error
-		times, err = f.Roll(ctx, f.Names(), config)
-		f.stopTimeline(ctx, tl)
-		for _, n := range f.nodes {
-			if at := n.startedAt(); at.After(start) {
-				starts = append(starts, at.Sub(start))
-			}
-		}
-		took = time.Since(start)
-		return err
-	})
-	if profiled != nil {
-		<-profiled
-	}
-	if err != nil {
-		return nil, err
-	}
-	n := float64(len(f.nodes))
-	window := daemon.SpreadWindow(len(f.nodes), f.opts.UpdateSpread)
-	bound := time.Duration(1.5 * (fig.SingleUpdateSeconds*float64(time.Second) + float64(window)))
-	fig.RollSeconds, fig.RollBound = took.Seconds(), bound.Seconds()
-	fig.RequestsPerNode = float64(total(daemons, true)) / n
-	fig.StatusWritesPerNode = w.of("PATCH", "machineconfignodes/status") / n
-	fig.P99 = w.p99
-	var ds []time.Duration
-	for _, d := range times {
-		ds = append(ds, d)
-	}
-	t := &Table{Title: fmt.Sprintf("Rolling update of %d nodes, all given the config at once (no controller)", len(f.nodes))}
-	t.Add("total time", "%s (bound 1.5 × (one node's %s + the spread's %s) = %s): %.2f of the bound", took.Round(time.Second),
-		time.Duration(fig.SingleUpdateSeconds*float64(time.Second)).Round(10*time.Millisecond), window.Round(time.Second),
-		bound.Round(time.Second), took.Seconds()/bound.Seconds())
-	t.Add("node finished after (median, p90, last)", "%s, %s, %s", percentile(ds, 0.5).Round(time.Second),
-		percentile(ds, 0.9).Round(time.Second), percentile(ds, 1).Round(time.Second))
-	t.Add("node started its update after (median, p90, last: the spread)", "%s, %s, %s",
-		percentile(starts, 0.5).Round(100*time.Millisecond), percentile(starts, 0.9).Round(100*time.Millisecond),
-		percentile(starts, 1).Round(100*time.Millisecond))
-	holds := f.track.holds(f.Names())
-	t.Add("each node disrupted (cordoned to Updated: median, p90)", "%s, %s", percentile(holds, 0.5).Round(10*time.Millisecond),
-		percentile(holds, 0.9).Round(10*time.Millisecond))
-	t.Add("daemon requests", "%d, %.1f per node: %s", total(daemons, true), fig.RequestsPerNode, byVerb(floats(daemons)))
-	t.Add("MCN status writes per node per update", "%.2f", fig.StatusWritesPerNode)
-	t.Add("API server requests (all clients)", "%.0f: %s", w.nonWatch()+w.verb("WATCH"), byVerb(w.requests))
-	t.Add("API server peak RSS", "%d MiB", f.metrics.resetPeak()>>20)
-	apiServerRows(t, w)
-	kindRows(t, w, len(f.nodes), "update", n, 1) // self.go; N updates
-	b.rows(t, len(f.nodes))
-	tl.rows(t, percentile(starts, 1))
-	selfRow(t, w, len(f.nodes))
 	return t, nil
 }
 

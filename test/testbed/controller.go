@@ -98,6 +98,17 @@ func (c *Controller) signal(sig syscall.Signal, grace time.Duration) {
 	}
 }
 
+// PID is the replica's process id, 0 once stopped: a benchmark reads its
+// CPU time and memory from /proc.
+func (c *Controller) PID() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.cmd == nil || c.cmd.Process == nil {
+		return 0
+	}
+	return c.cmd.Process.Pid
+}
+
 // Log is the replica's log so far.
 func (c *Controller) Log() string {
 	data, _ := os.ReadFile(c.logPath)
