@@ -140,9 +140,12 @@ fi
 
 // serviceRule sends the kubernetes Service's address to the API server, as
 // kube-proxy would, for the node's own processes (host-network pods) and
-// for pods.
+// for pods. A pod's packets leave with the node's address (masquerade, as
+// kube-proxy marks them): the host has no route back to the node's pod
+// network.
 func serviceRule(c Config) string {
 	rule := fmt.Sprintf("ip daddr %s tcp dport 443 dnat to %s:%d", ServiceIP, c.Gateway, c.APIPort)
+	masq := fmt.Sprintf("ip daddr %s tcp dport %d masquerade", c.Gateway, c.APIPort)
 	return fmt.Sprintf(`table ip testbed-kube-proxy
 delete table ip testbed-kube-proxy
 table ip testbed-kube-proxy {
@@ -154,8 +157,12 @@ table ip testbed-kube-proxy {
 		type nat hook prerouting priority -100;
 		%[1]s
 	}
+	chain postrouting {
+		type nat hook postrouting priority 100;
+		%[2]s
+	}
 }
-`, rule)
+`, rule, masq)
 }
 
 const setupUnit = `[Unit]
