@@ -25,11 +25,11 @@ func TestSpreadDelay(t *testing.T) {
 		wantUnder time.Duration // 0: no delay
 	}{
 		{"off", 1000, 0, 0},
-		{"a lone node", 1, DefaultUpdateSpread, 0},
-		{"no count", 0, DefaultUpdateSpread, 0},
-		{"three nodes", 3, DefaultUpdateSpread, 2 * DefaultUpdateSpread},
-		{"a thousand nodes", 1000, DefaultUpdateSpread, 999 * DefaultUpdateSpread},
-		{"capped", 100000, DefaultUpdateSpread, MaxUpdateSpread},
+		{"a lone node", 1, SuggestedUpdateSpread, 0},
+		{"no count", 0, SuggestedUpdateSpread, 0},
+		{"three nodes", 3, SuggestedUpdateSpread, 2 * SuggestedUpdateSpread},
+		{"a thousand nodes", 1000, SuggestedUpdateSpread, 999 * SuggestedUpdateSpread},
+		{"capped", 100000, SuggestedUpdateSpread, MaxUpdateSpread},
 		{"capped without overflow", 3, 1 << 62, MaxUpdateSpread},
 	}
 	for _, tt := range tests {
@@ -52,12 +52,12 @@ func TestSpreadDelay(t *testing.T) {
 // first slots' nodes start early whatever the names.
 func TestSpreadDelayEven(t *testing.T) {
 	const nodes = 1000
-	window := (nodes - 1) * DefaultUpdateSpread
+	window := (nodes - 1) * SuggestedUpdateSpread
 	for _, config := range []string{"rendered-worker-1", "rendered-worker-2"} {
 		var deciles [10]int
 		early := 0
 		for i := range nodes {
-			d := spreadDelay(fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", i/256, i%256), config, nodes, DefaultUpdateSpread)
+			d := spreadDelay(fmt.Sprintf("ip-10-0-%d-%d.ec2.internal", i/256, i%256), config, nodes, SuggestedUpdateSpread)
 			deciles[int(d*10/window)]++
 			if d < time.Second {
 				early++
@@ -72,8 +72,8 @@ func TestSpreadDelayEven(t *testing.T) {
 			t.Errorf("%s: %d nodes start within 1s of a %v window, want about 20", config, early, window)
 		}
 	}
-	if spreadDelay("a", "rendered-worker-1", nodes, DefaultUpdateSpread) ==
-		spreadDelay("a", "rendered-worker-2", nodes, DefaultUpdateSpread) {
+	if spreadDelay("a", "rendered-worker-1", nodes, SuggestedUpdateSpread) ==
+		spreadDelay("a", "rendered-worker-2", nodes, SuggestedUpdateSpread) {
 		t.Errorf("a node has the same point for two configs")
 	}
 }
@@ -124,9 +124,9 @@ func TestSpreadWait(t *testing.T) {
 		return &Daemon{API: &kube.Client{API: nodesAPI{nodes: count}, NodeName: "worker-7"},
 			Log: zaptest.NewLogger(t), Now: func() time.Time { return now },
 			Env:          phases.Env{Observer: obs, Host: &stateHost{files: map[string]string{}}},
-			UpdateSpread: DefaultUpdateSpread, mcn: &mcfgv1.MachineConfigNode{}}
+			UpdateSpread: SuggestedUpdateSpread, mcn: &mcfgv1.MachineConfigNode{}}
 	}
-	want := spreadDelay("worker-7", "rendered-b", 1000, DefaultUpdateSpread)
+	want := spreadDelay("worker-7", "rendered-b", 1000, SuggestedUpdateSpread)
 	if want <= time.Second {
 		t.Fatalf("test set-up: worker-7's point %v, want one over 1s", want)
 	}
@@ -158,9 +158,9 @@ func TestSpreadWait(t *testing.T) {
 		spread           time.Duration
 	}{
 		{name: "off", current: "rendered-a", desired: "rendered-b"},
-		{name: "update under way", current: "rendered-a", desired: "rendered-b", underWay: true, spread: DefaultUpdateSpread},
-		{name: "first pass after a start", current: "rendered-a", desired: "rendered-b", noMCN: true, spread: DefaultUpdateSpread},
-		{name: "at its config", current: "rendered-b", desired: "rendered-b", spread: DefaultUpdateSpread},
+		{name: "update under way", current: "rendered-a", desired: "rendered-b", underWay: true, spread: SuggestedUpdateSpread},
+		{name: "first pass after a start", current: "rendered-a", desired: "rendered-b", noMCN: true, spread: SuggestedUpdateSpread},
+		{name: "at its config", current: "rendered-b", desired: "rendered-b", spread: SuggestedUpdateSpread},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			count := &countingNodes{nodes: 1000}

@@ -127,7 +127,8 @@ func parseFlags(args []string) (options, error) {
 		"on a node the daemon never ran on, wait a random time up to this (or the longer --update-spread window) before registering, so that a new cluster's nodes do not all register at once (0: no wait)")
 	fs.DurationVar(&o.updateSpread, "update-spread", daemon.DefaultUpdateSpread,
 		"spread the start of a new update over (nodes in the cluster - 1) × this, at most "+daemon.MaxUpdateSpread.String()+
-			", so that nodes given a config at once do not all prepare at once (0: start at once)")
+			", so that nodes given a config by hand at once do not all prepare at once (e.g. 100ms; 0, the default: start at once, "+
+			"as nodeconfd controller hands a pool's config to maxUnavailable nodes at a time)")
 	o.health.register(fs)
 	pattern := fs.String("allowed-config-pattern", plan.DefaultConfigPattern,
 		"regular expression a desired config's name must match, {pool} standing for the node's pool; "+
