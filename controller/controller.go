@@ -53,6 +53,8 @@ type Controller struct {
 	// given, or it would hand a second node the first one's place.
 	mu     sync.Mutex
 	handed map[string]string
+	// renders are the pools' last renderings (render).
+	renders map[string]renderMemo
 }
 
 // Result is what a reconcile asks of the queue: to look again after a
@@ -64,7 +66,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	c.handed = map[string]string{}
+	c.handed, c.renders = map[string]string{}, map[string]renderMemo{}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pools"})
 	defer c.queue.ShutDown()

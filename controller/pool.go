@@ -1,8 +1,10 @@
 package controller
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -56,20 +58,59 @@ func poolSettings(pool *mcfgv1.MachineConfigPool) (settings, error) {
 	return s, nil
 }
 
-// render merges the MachineConfigs the pool selects.
+// render merges the MachineConfigs the pool selects. The result is kept
+// per pool and reused while neither the selector nor any MachineConfig
+// changed (the key lists every config's name and resourceVersion): most
+// reconciles come from nodes' status changes, and rendering is the
+// costliest part of one.
 func (c *Controller) render(pool *mcfgv1.MachineConfigPool) (render.Result, error) {
 	var all []*mcfgv1.MachineConfig
 	for _, o := range c.configs.GetStore().List() {
 		all = append(all, o.(*mcfgv1.MachineConfig))
 	}
 	// The store's order is a map's: sort for the merge's stable order of
-	// equal names (render sorts by name itself).
+	// equal names (render sorts by name itself) and for the key.
 	sort.Slice(all, func(i, j int) bool { return all[i].Name < all[j].Name })
+	key := renderKey(pool, all)
+	c.mu.Lock()
+	memo, ok := c.renders[pool.Name]
+	c.mu.Unlock()
+	if ok && memo.key == key {
+		return memo.res, memo.err
+	}
+	res, err := c.renderConfigs(pool, all)
+	c.mu.Lock()
+	c.renders[pool.Name] = renderMemo{key: key, res: res, err: err}
+	c.mu.Unlock()
+	return res, err
+}
+
+func (c *Controller) renderConfigs(pool *mcfgv1.MachineConfigPool, all []*mcfgv1.MachineConfig) (render.Result, error) {
 	selected, err := render.Select(pool.Name, pool.Spec.MachineConfigSelector, all)
 	if err != nil {
 		return render.Result{}, fmt.Errorf("MachineConfigPool %s: spec.machineConfigSelector: %w", pool.Name, err)
 	}
 	return render.Render(pool.Name, selected, c.Render)
+}
+
+// renderMemo is a pool's last rendering and what it was rendered from.
+type renderMemo struct {
+	key string
+	res render.Result
+	err error
+}
+
+// renderKey names a rendering's inputs: the pool's selector and every
+// MachineConfig's name and resourceVersion (any change of a config changes
+// its resourceVersion).
+func renderKey(pool *mcfgv1.MachineConfigPool, sorted []*mcfgv1.MachineConfig) string {
+	var b strings.Builder
+	sel, _ := json.Marshal(pool.Spec.MachineConfigSelector)
+	b.Write(sel)
+	for _, mc := range sorted {
+		b.WriteString("\x00" + mc.Name + "\x00" + mc.ResourceVersion)
+	}
+	return b.String()
 }
 
 // poolNodes are the nodes whose pool this is, as the cache has them with
@@ -79,12 +120,13 @@ func (c *Controller) poolNodes(pool *mcfgv1.MachineConfigPool, log *zap.Logger) 
 	for _, o := range c.pools.GetStore().List() {
 		pools = append(pools, o.(*mcfgv1.MachineConfigPool))
 	}
+	members := rollout.NewMembership(pools)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*corev1.Node
 	for _, o := range c.nodes.GetStore().List() {
 		n := o.(*corev1.Node)
-		p, err := rollout.PoolForNode(pools, n)
+		p, err := members.PoolFor(n)
 		if err != nil {
 			log.Info("Node is in no single pool; no pool hands it a config", zap.String("node", n.Name), zap.Error(err))
 			continue

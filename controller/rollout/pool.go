@@ -22,17 +22,45 @@ import (
 // nil or empty nodeSelector selects no node: an empty selector would
 // otherwise select every node of the cluster.
 func PoolForNode(pools []*mcfgv1.MachineConfigPool, node *corev1.Node) (*mcfgv1.MachineConfigPool, error) {
+	return NewMembership(pools).PoolFor(node)
+}
+
+// Membership is PoolForNode for many nodes: the pools' nodeSelectors are
+// converted once, not once per node (a reconcile asks for every node of
+// the cluster).
+type Membership struct {
+	pools []*mcfgv1.MachineConfigPool
+	sels  []labels.Selector
+	errs  []error
+}
+
+// NewMembership converts the pools' nodeSelectors.
+func NewMembership(pools []*mcfgv1.MachineConfigPool) Membership {
+	m := Membership{pools: pools, sels: make([]labels.Selector, len(pools)), errs: make([]error, len(pools))}
+	for i, p := range pools {
+		sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
+		if err != nil {
+			m.errs[i] = fmt.Errorf("MachineConfigPool %s: spec.nodeSelector: %w", p.Name, err)
+			continue
+		}
+		m.sels[i] = sel
+	}
+	return m
+}
+
+// PoolFor is PoolForNode's decision for one node.
+func (m Membership) PoolFor(node *corev1.Node) (*mcfgv1.MachineConfigPool, error) {
 	if node.Labels[osLabel] == "windows" {
 		return nil, nil
 	}
 	var master, worker *mcfgv1.MachineConfigPool
 	var custom []*mcfgv1.MachineConfigPool
-	for _, p := range pools {
-		ok, err := selects(p, node)
-		if err != nil {
-			return nil, err
+	set := labels.Set(node.Labels)
+	for i, p := range m.pools {
+		if m.errs[i] != nil {
+			return nil, m.errs[i]
 		}
-		if !ok {
+		if m.sels[i].Empty() || !m.sels[i].Matches(set) {
 			continue
 		}
 		switch p.Name {
@@ -59,15 +87,6 @@ func PoolForNode(pools []*mcfgv1.MachineConfigPool, node *corev1.Node) (*mcfgv1.
 		return custom[0], nil
 	}
 	return worker, nil
-}
-
-// selects reports whether the pool's nodeSelector matches the node.
-func selects(p *mcfgv1.MachineConfigPool, node *corev1.Node) (bool, error) {
-	sel, err := metav1.LabelSelectorAsSelector(p.Spec.NodeSelector)
-	if err != nil {
-		return false, fmt.Errorf("MachineConfigPool %s: spec.nodeSelector: %w", p.Name, err)
-	}
-	return !sel.Empty() && sel.Matches(labels.Set(node.Labels)), nil
 }
 
 // MaxUnavailable is how many of the pool's total nodes may be unavailable

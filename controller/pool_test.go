@@ -1,0 +1,36 @@
+package controller
+
+import (
+	"testing"
+
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A kept rendering is reused only while its inputs are the same: any
+// MachineConfig added, removed or changed (its resourceVersion), or the
+// pool's selector changed, gives another key.
+func TestRenderKey(t *testing.T) {
+	pool := func(role string) *mcfgv1.MachineConfigPool {
+		return &mcfgv1.MachineConfigPool{Spec: mcfgv1.MachineConfigPoolSpec{
+			MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{"role": role}}}}
+	}
+	mc := func(name, rv string) *mcfgv1.MachineConfig {
+		return &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, ResourceVersion: rv}}
+	}
+	base := renderKey(pool("worker"), []*mcfgv1.MachineConfig{mc("a", "1"), mc("b", "2")})
+	if got := renderKey(pool("worker"), []*mcfgv1.MachineConfig{mc("a", "1"), mc("b", "2")}); got != base {
+		t.Error("the same inputs gave another key")
+	}
+	for name, key := range map[string]string{
+		"a config changed":   renderKey(pool("worker"), []*mcfgv1.MachineConfig{mc("a", "3"), mc("b", "2")}),
+		"a config added":     renderKey(pool("worker"), []*mcfgv1.MachineConfig{mc("a", "1"), mc("b", "2"), mc("c", "4")}),
+		"a config removed":   renderKey(pool("worker"), []*mcfgv1.MachineConfig{mc("a", "1")}),
+		"selector changed":   renderKey(pool("infra"), []*mcfgv1.MachineConfig{mc("a", "1"), mc("b", "2")}),
+		"names run together": renderKey(pool("worker"), []*mcfgv1.MachineConfig{mc("a1", ""), mc("b", "2")}),
+	} {
+		if key == base {
+			t.Errorf("%s: the same key", name)
+		}
+	}
+}
