@@ -55,6 +55,8 @@ type elector struct {
 	// its current holder and renewal: expiry is judged on this clock.
 	observed     coordinationv1.LeaseSpec
 	observedTime time.Time
+	// renewedAt is when the last successful write of the Lease was sent.
+	renewedAt time.Time
 }
 
 // Run campaigns until ctx ends. Each time it wins it calls lead with a
@@ -67,6 +69,11 @@ func Run(ctx context.Context, c Config, lead func(ctx context.Context)) error {
 	if c.LeaseDuration <= c.RenewDeadline || c.RenewDeadline <= c.RetryPeriod || c.RetryPeriod <= 0 {
 		return fmt.Errorf("leader election: want lease duration > renew deadline > retry period > 0 (%s, %s, %s)",
 			c.LeaseDuration, c.RenewDeadline, c.RetryPeriod)
+	}
+	// The Lease holds whole seconds: 900ms would be written as 0, which
+	// every candidate reads as expired.
+	if c.LeaseDuration < time.Second || c.LeaseDuration%time.Second != 0 {
+		return fmt.Errorf("leader election: the lease duration %s is not whole seconds", c.LeaseDuration)
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -114,29 +121,38 @@ func (e *elector) acquire(ctx context.Context) bool {
 	}
 }
 
-// renew renews every retry period until a renewal has not succeeded for
-// the renew deadline, or ctx ends.
+// renew renews every retry period and stops leading once no renewal has
+// succeeded within the renew deadline, counted from when the last good
+// renewal was sent: every attempt is cut at that deadline, so a hung
+// request cannot keep a leader past it (another may take over after the
+// lease duration on its own clock). A Lease found held by another stops
+// it at once.
 func (e *elector) renew(ctx context.Context) {
-	last := e.c.Now()
 	for {
+		deadline := e.renewedAt.Add(e.c.RenewDeadline)
 		select {
 		case <-ctx.Done():
 			return
-		case <-time.After(e.c.RetryPeriod):
+		case <-time.After(min(e.c.RetryPeriod, deadline.Sub(e.c.Now()))):
 		}
-		rctx, cancel := context.WithTimeout(ctx, e.c.RenewDeadline)
+		if !e.c.Now().Before(deadline) {
+			e.c.Log.Info("No renewal of the leader Lease within the renew deadline", zap.String("lease", e.c.Name),
+				zap.Duration("renewDeadline", e.c.RenewDeadline))
+			return
+		}
+		rctx, cancel := context.WithDeadline(ctx, deadline)
 		ok, err := e.tryAcquireOrRenew(rctx)
 		cancel()
-		if ok {
-			last = e.c.Now()
-			continue
-		}
-		if ctx.Err() != nil {
+		switch {
+		case ok:
+		case ctx.Err() != nil:
 			return
-		}
-		e.c.Log.Info("Could not renew the leader Lease", zap.String("lease", e.c.Name), zap.Error(err))
-		if e.c.Now().Sub(last) >= e.c.RenewDeadline {
+		case err == nil:
+			e.c.Log.Info("The leader Lease is held by another candidate", zap.String("lease", e.c.Name),
+				zap.String("holder", deref(e.observed.HolderIdentity)))
 			return
+		default:
+			e.c.Log.Info("Could not renew the leader Lease", zap.String("lease", e.c.Name), zap.Error(err))
 		}
 	}
 }
@@ -153,6 +169,7 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context) (bool, error) {
 			return false, fmt.Errorf("creating Lease %s/%s: %w", e.c.Namespace, e.c.Name, err)
 		}
 		e.observe(l.Spec, now)
+		e.renewedAt = now
 		return true, nil
 	}
 	if err != nil {
@@ -171,6 +188,7 @@ func (e *elector) tryAcquireOrRenew(ctx context.Context) (bool, error) {
 		return false, fmt.Errorf("updating Lease %s/%s: %w", e.c.Namespace, e.c.Name, err)
 	}
 	e.observe(l.Spec, now)
+	e.renewedAt = now
 	return true, nil
 }
 

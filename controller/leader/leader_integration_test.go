@@ -33,11 +33,18 @@ func (l testLog) Write(b []byte) (int, error) {
 type cut struct {
 	kube.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 	off atomic.Bool
+	// hang makes every request hang until its context ends, as a
+	// partition that drops packets does.
+	hang atomic.Bool
 }
 
 var errCut = errors.New("cut off")
 
 func (c *cut) Get(ctx context.Context, name string, o metav1.GetOptions) (*coordinationv1.Lease, error) {
+	if c.hang.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	if c.off.Load() {
 		return nil, errCut
 	}
@@ -148,9 +155,10 @@ func TestElectionOnAPIServer(t *testing.T) {
 	if d := time.Since(stopped); d > 3*time.Second {
 		t.Errorf("takeover after a release took %s", d)
 	}
-	// A leader cut off (a frozen or partitioned process) stops by itself;
-	// the last one takes over after the lease duration.
-	clients[second].off.Store(true)
+	// A leader cut off (a partition where requests hang) stops by itself
+	// within the renew deadline, however long its requests hang; the last
+	// one takes over after the lease duration.
+	clients[second].hang.Store(true)
 	third := waitLeader(t, &l, second)
 	if third == first || third == second {
 		t.Fatalf("leader %q after %q and %q", third, first, second)
