@@ -83,6 +83,17 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 			func() error {
 				return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/desiredConfig":"99-worker-ssh"}}}`)
 			}},
+		{"NodeOwnerReference", "may change only the node's desiredConfig annotation",
+			func() error {
+				return patchNode(ctx, k, nodeA, `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"00000000-0000-0000-0000-000000000000"}]}}`)
+			}},
+		{"NodeFinalizer", "may change only the node's desiredConfig annotation",
+			func() error { return patchNode(ctx, k, nodeA, `{"metadata":{"finalizers":["example.com/keep"]}}`) }},
+		{"PoolFinalizer", "may change only the pool's spec.configuration",
+			func() error {
+				_, err := pools.Patch(ctx, "worker", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/keep"]}}`), metav1.PatchOptions{})
+				return err
+			}},
 		{"PoolPaused", "may change only the pool's spec.configuration",
 			func() error {
 				_, err := pools.Patch(ctx, "worker", types.MergePatchType, []byte(`{"spec":{"paused":true}}`), metav1.PatchOptions{})
