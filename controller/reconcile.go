@@ -30,7 +30,10 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error)
 	}
 	pool := obj.(*mcfgv1.MachineConfigPool).DeepCopy()
 	log := c.Log.With(zap.String("pool", name))
-	stopErr := c.renderPool(ctx, pool, log)
+	stopErr, err := c.renderPool(ctx, pool, log)
+	if err != nil {
+		return Result{}, err // an API write failed: the queue retries with backoff
+	}
 	settings, err := poolSettings(pool)
 	if stopErr == nil {
 		stopErr = err
@@ -59,32 +62,33 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error)
 }
 
 // renderPool renders the pool's MachineConfigs, creates the rendered config
-// once and makes it the pool's spec.configuration. The error it returns
-// stops the pool (RenderDegraded); a failed API write is returned by the
-// status write's caller instead through the queue's retry.
-func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigPool, log *zap.Logger) error {
-	res, err := c.render(pool)
-	if err != nil {
-		if !reported(pool, err) {
-			log.Info("Cannot render the pool's config; its rollout stops", zap.Error(err))
+// once and makes it the pool's spec.configuration. A refusal (the
+// fragments do not render, a rendered config of that name has other
+// contents) stops the pool: RenderDegraded says it. A failed API request is
+// err, for the queue to retry; it says nothing about the pool's config.
+func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigPool, log *zap.Logger) (refused, err error) {
+	res, refused := c.render(pool)
+	if refused == nil {
+		refused, err = c.ensureRendered(ctx, pool, res.Config, log)
+	}
+	if refused != nil || err != nil {
+		if refused != nil && !reported(pool, refused) {
+			log.Info("Cannot render the pool's config; its rollout stops", zap.Error(refused))
 		}
-		return err
+		return refused, err
 	}
 	mc := res.Config
-	if err := c.ensureRendered(ctx, pool, mc, log); err != nil {
-		return err
-	}
 	want := mcfgv1.MachineConfigPoolStatusConfiguration{
 		ObjectReference: corev1.ObjectReference{Name: mc.Name}, Source: res.Sources}
 	if reflect.DeepEqual(pool.Spec.Configuration, want) {
-		return nil
+		return nil, nil
 	}
 	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"configuration": want}})
 	if err != nil {
-		return fmt.Errorf("encoding the configuration of MachineConfigPool %s: %w", pool.Name, err)
+		return nil, fmt.Errorf("encoding the configuration of MachineConfigPool %s: %w", pool.Name, err)
 	}
 	if _, err := c.API.MachineConfigPools().Patch(ctx, pool.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("setting MachineConfigPool %s spec.configuration to %s: %w", pool.Name, mc.Name, err)
+		return nil, fmt.Errorf("setting MachineConfigPool %s spec.configuration to %s: %w", pool.Name, mc.Name, err)
 	}
 	if pool.Spec.Configuration.Name != mc.Name {
 		log.Info("Pool has a new rendered config", zap.String("config", mc.Name),
@@ -92,7 +96,7 @@ func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigP
 		c.event(pool, false, "RenderedConfig", fmt.Sprintf("Rendered %s from %d MachineConfigs", mc.Name, len(res.Sources)))
 	}
 	pool.Spec.Configuration = want
-	return nil
+	return nil, nil
 }
 
 // reported says whether the pool's status already shows err, so that a
@@ -108,28 +112,29 @@ func reported(pool *mcfgv1.MachineConfigPool, err error) bool {
 
 // ensureRendered creates the rendered config unless it exists. One that
 // exists with other contents (made by hand, or changed since) is never
-// overwritten: nodes may run it; the pool stops, naming it.
-func (c *Controller) ensureRendered(ctx context.Context, pool *mcfgv1.MachineConfigPool, mc *mcfgv1.MachineConfig, log *zap.Logger) error {
+// overwritten: nodes may run it; the pool stops, naming it (refused).
+func (c *Controller) ensureRendered(ctx context.Context, pool *mcfgv1.MachineConfigPool, mc *mcfgv1.MachineConfig,
+	log *zap.Logger) (refused, err error) {
 	if obj, ok, _ := c.configs.GetStore().GetByKey(mc.Name); ok {
-		return sameRendered(obj.(*mcfgv1.MachineConfig), mc)
+		return sameRendered(obj.(*mcfgv1.MachineConfig), mc), nil
 	}
 	mc = mc.DeepCopy()
 	yes := true
 	mc.OwnerReferences = []metav1.OwnerReference{{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool",
 		Name: pool.Name, UID: pool.UID, Controller: &yes}}
-	_, err := c.API.MachineConfigs().Create(ctx, mc, metav1.CreateOptions{})
+	_, err = c.API.MachineConfigs().Create(ctx, mc, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		got, err := c.API.MachineConfigs().Get(ctx, mc.Name, metav1.GetOptions{})
 		if err != nil {
-			return fmt.Errorf("reading MachineConfig %s: %w", mc.Name, err)
+			return nil, fmt.Errorf("reading MachineConfig %s: %w", mc.Name, err)
 		}
-		return sameRendered(got, mc)
+		return sameRendered(got, mc), nil
 	}
 	if err != nil {
-		return fmt.Errorf("creating MachineConfig %s: %w", mc.Name, err)
+		return nil, fmt.Errorf("creating MachineConfig %s: %w", mc.Name, err)
 	}
 	log.Info("Created the rendered config", zap.String("config", mc.Name))
-	return nil
+	return nil, nil
 }
 
 // sameRendered refuses a rendered config of the right name with other

@@ -218,16 +218,10 @@ func soakWait(in Input) (string, time.Duration) {
 	if lastNode == "" || !in.Now.Before(end) {
 		return "", 0
 	}
-	left := end.Sub(in.Now)
-	return fmt.Sprintf("next node in %s: soak of %s", roundUp(left), lastNode), left
-}
-
-// roundUp rounds d up to whole seconds, so a message never says 0s.
-func roundUp(d time.Duration) time.Duration {
-	if r := d.Truncate(time.Second); r < d {
-		return r + time.Second
-	}
-	return d
+	// The end, not the time left: a message that changed every second
+	// would be a new status write at every reconcile of the soak.
+	return fmt.Sprintf("next node at %s: soak of %s (%s)", end.UTC().Format(time.RFC3339), lastNode, in.Soak),
+		end.Sub(in.Now)
 }
 
 func joinReasons(rs []NodeReason) string {

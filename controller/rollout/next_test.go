@@ -172,7 +172,7 @@ func TestNextTime(t *testing.T) {
 		{"soak running", Input{Pool: pool, Target: v1, Now: now, Soak: 5 * time.Minute,
 			Nodes: []*corev1.Node{d1, d2, mkNode("worker-3", v0, v0, ready(T))},
 			MCNs:  map[string]*mcfgv1.MachineConfigNode{"worker-1": m1, "worker-2": m2}},
-			nil, "next node in 4m0s: soak of worker-2", 4 * time.Minute, nil},
+			nil, "next node at 2026-03-03T12:04:00Z: soak of worker-2 (5m0s)", 4 * time.Minute, nil},
 		{"soak over", Input{Pool: pool, Target: v1, Now: now, Soak: 5 * time.Minute,
 			Nodes: []*corev1.Node{d1, mkNode("worker-3", v0, v0, ready(T))},
 			MCNs:  map[string]*mcfgv1.MachineConfigNode{"worker-1": m1}},

@@ -152,4 +152,12 @@ func TestSelect(t *testing.T) {
 	if got, err := Select("custom", custom, mcs); err != nil || len(got) != 3 {
 		t.Errorf("Select(custom) = %v, %v", got, err)
 	}
+	// A selector of only exclusions would select the unlabelled rendered
+	// configs too; they are never fragments.
+	rendered := &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-0123"}}
+	notMaster := &metav1.LabelSelector{MatchExpressions: []metav1.LabelSelectorRequirement{
+		{Key: RoleLabel, Operator: metav1.LabelSelectorOpNotIn, Values: []string{"master"}}}}
+	if got, err := Select("infra", notMaster, append(mcs, rendered)); err != nil || len(got) != 1 || got[0].Name != "00-test-cluster-worker" {
+		t.Errorf("Select(NotIn master) with a rendered config = %v, %v; want the worker fragment only", got, err)
+	}
 }

@@ -2,6 +2,7 @@ package render
 
 import (
 	"fmt"
+	"strings"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -15,7 +16,7 @@ func PoolSelector(pool string) *metav1.LabelSelector {
 }
 
 // Select returns the fragments a pool's machineConfigSelector selects, in
-// their given order. As upstream, a nil or empty selector selects nothing
+// their given order, leaving out every rendered config (named Prefix…). As upstream, a nil or empty selector selects nothing
 // (it would select every config, rendered ones too), and a pool that
 // selects nothing is an error.
 func Select(pool string, selector *metav1.LabelSelector, configs []*mcfgv1.MachineConfig) ([]*mcfgv1.MachineConfig, error) {
@@ -28,6 +29,13 @@ func Select(pool string, selector *metav1.LabelSelector, configs []*mcfgv1.Machi
 	}
 	var out []*mcfgv1.MachineConfig
 	for _, c := range configs {
+		// A rendered config is never a fragment: a selector of only
+		// NotIn or DoesNotExist terms would select the unlabelled
+		// rendered configs, every render would merge the last one in
+		// and name a new one, without end.
+		if strings.HasPrefix(c.Name, Prefix) {
+			continue
+		}
 		if sel.Matches(labels.Set(c.Labels)) {
 			out = append(out, c)
 		}
