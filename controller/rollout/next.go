@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -152,9 +153,7 @@ func candidates(needing []*corev1.Node, deferNode string) ([]*corev1.Node, []Nod
 			continue
 		}
 		if v, ok := n.Annotations[PauseAnnotation]; ok {
-			if len(v) > maxPauseText {
-				v = v[:maxPauseText] + "..."
-			}
+			v = cut(v, maxPauseText)
 			skipped = append(skipped, NodeReason{Node: n.Name, Reason: fmt.Sprintf("paused by annotation %s=%q", PauseAnnotation, v)})
 			continue
 		}
@@ -229,5 +228,38 @@ func joinReasons(rs []NodeReason) string {
 	for i, r := range rs {
 		s[i] = r.String()
 	}
-	return strings.Join(s, ", ")
+	return joinCapped(s)
+}
+
+// Caps of the node texts a pool condition quotes: a pool of thousands of
+// nodes, or a node writing long reasons, must not grow the pool's status
+// past what the API server takes (then every status write would fail).
+const (
+	maxListed   = 10
+	maxNodeText = 256
+)
+
+// joinCapped joins at most maxListed items, each cut at maxNodeText
+// bytes (on a rune boundary), and counts the rest.
+func joinCapped(items []string) string {
+	out := make([]string, 0, min(len(items), maxListed)+1)
+	for i, it := range items {
+		if i == maxListed {
+			out = append(out, fmt.Sprintf("and %d more", len(items)-maxListed))
+			break
+		}
+		out = append(out, cut(it, maxNodeText))
+	}
+	return strings.Join(out, ", ")
+}
+
+// cut shortens s to at most n bytes without splitting a character.
+func cut(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "..."
 }

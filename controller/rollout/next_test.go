@@ -1,10 +1,12 @@
 package rollout
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -228,5 +230,25 @@ func runNext(t *testing.T, tests []nextCase) {
 				t.Errorf("skipped %q, want %q", skipped, tt.skipped)
 			}
 		})
+	}
+}
+
+// The texts a pool condition quotes are capped: at most 10 nodes, then a
+// count; each text cut without splitting a character.
+func TestJoinCapped(t *testing.T) {
+	var items []string
+	for i := range 12 {
+		items = append(items, fmt.Sprintf("worker-%d NotReady", i))
+	}
+	got := joinCapped(items)
+	if !strings.HasSuffix(got, "worker-9 NotReady, and 2 more") || strings.Contains(got, "worker-10") {
+		t.Errorf("joinCapped of 12 = %q", got)
+	}
+	long := strings.Repeat("é", 200) // 400 bytes
+	if c := cut(long, maxNodeText); len(c) > maxNodeText+3 || !utf8.ValidString(c) || !strings.HasSuffix(c, "...") {
+		t.Errorf("cut = %d bytes, valid %v", len(c), utf8.ValidString(c))
+	}
+	if c := cut("short", maxNodeText); c != "short" {
+		t.Errorf("cut(short) = %q", c)
 	}
 }

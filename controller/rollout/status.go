@@ -67,7 +67,7 @@ func Status(in Input, renderErr error) mcfgv1.MachineConfigPoolStatus {
 	}
 	nodeMsg := ""
 	if len(c.degraded) > 0 {
-		nodeMsg = strings.Join(c.degraded, ", ")
+		nodeMsg = joinCapped(c.degraded)
 		set(mcfgv1.MachineConfigPoolNodeDegraded, corev1.ConditionTrue,
 			fmt.Sprintf("%d nodes are reporting degraded status on sync", len(c.degraded)), nodeMsg)
 	} else {

@@ -70,6 +70,8 @@ func TestKubectlApply(t *testing.T) {
 		"clusterrolebinding.rbac.authorization.k8s.io/nodeconfd-controller",
 		"role.rbac.authorization.k8s.io/nodeconfd-controller",
 		"rolebinding.rbac.authorization.k8s.io/nodeconfd-controller",
+		"role.rbac.authorization.k8s.io/nodeconfd-controller-events",
+		"rolebinding.rbac.authorization.k8s.io/nodeconfd-controller-events",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-controller",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-controller",
 		"deployment.apps/nodeconfd-controller",
