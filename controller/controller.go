@@ -52,7 +52,7 @@ type Controller struct {
 	// not shown yet: a reconcile right after a handoff must count them as
 	// given, or it would hand a second node the first one's place.
 	mu     sync.Mutex
-	handed map[string]string
+	handed map[string]handoff
 	// renders are the pools' last renderings (render).
 	renders map[string]renderMemo
 }
@@ -66,7 +66,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	c.handed, c.renders = map[string]string{}, map[string]renderMemo{}
+	c.handed, c.renders = map[string]handoff{}, map[string]renderMemo{}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pools"})
 	defer c.queue.ShutDown()

@@ -134,21 +134,42 @@ func (c *Controller) poolNodes(pool *mcfgv1.MachineConfigPool, log *zap.Logger) 
 		if p == nil || p.Name != pool.Name {
 			continue
 		}
-		if want, ok := c.handed[n.Name]; ok {
-			if n.Annotations[kube.DesiredConfig] == want {
-				delete(c.handed, n.Name) // the cache caught up
-			} else {
-				n = n.DeepCopy()
-				if n.Annotations == nil {
-					n.Annotations = map[string]string{}
-				}
-				n.Annotations[kube.DesiredConfig] = want
-			}
-		}
+		n = c.withHandoff(n)
 		out = append(out, n)
+	}
+	for name := range c.handed { // nodes deleted since
+		if _, ok, _ := c.nodes.GetStore().GetByKey(name); !ok {
+			delete(c.handed, name)
+		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// handoff is a config this controller gave a node, and the node's
+// resourceVersion the handoff's patch required.
+type handoff struct{ config, before string }
+
+// withHandoff is n as the cache has it, or, while the cache still shows
+// the version the handoff's patch replaced, with the handed config. The
+// patch required that version, so any other version in the cache is the
+// patch's or a later one: the entry is then dropped, whatever the node
+// says now (someone may have changed it since). c.mu is held.
+func (c *Controller) withHandoff(n *corev1.Node) *corev1.Node {
+	h, ok := c.handed[n.Name]
+	if !ok {
+		return n
+	}
+	if n.ResourceVersion != h.before {
+		delete(c.handed, n.Name)
+		return n
+	}
+	n = n.DeepCopy()
+	if n.Annotations == nil {
+		n.Annotations = map[string]string{}
+	}
+	n.Annotations[kube.DesiredConfig] = h.config
+	return n
 }
 
 // machineConfigNodes are the cache's MachineConfigNodes by name.

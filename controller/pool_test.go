@@ -4,6 +4,7 @@ import (
 	"testing"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -32,5 +33,30 @@ func TestRenderKey(t *testing.T) {
 		if key == base {
 			t.Errorf("%s: the same key", name)
 		}
+	}
+}
+
+// A handoff counts until the cache shows any other version of the node
+// than the one its patch replaced: then the cache is at the patch or later
+// (the patch required that version), and the entry goes, even when the
+// node shows another config by then.
+func TestWithHandoff(t *testing.T) {
+	c := &Controller{handed: map[string]handoff{"n": {config: "rendered-worker-b", before: "10"}}}
+	node := func(rv, desired string) *corev1.Node {
+		return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n", ResourceVersion: rv,
+			Annotations: map[string]string{"machineconfiguration.openshift.io/desiredConfig": desired}}}
+	}
+	if got := c.withHandoff(node("10", "rendered-worker-a")); got.Annotations["machineconfiguration.openshift.io/desiredConfig"] != "rendered-worker-b" {
+		t.Fatalf("before the cache caught up: %v", got.Annotations)
+	}
+	if _, ok := c.handed["n"]; !ok {
+		t.Fatal("the entry went before the cache caught up")
+	}
+	// A relist that skipped the patch's version and shows a later change.
+	if got := c.withHandoff(node("12", "rendered-worker-c")); got.Annotations["machineconfiguration.openshift.io/desiredConfig"] != "rendered-worker-c" {
+		t.Fatalf("after: %v", got.Annotations)
+	}
+	if _, ok := c.handed["n"]; ok {
+		t.Fatal("the entry stayed after the cache moved past the patch")
 	}
 }

@@ -169,7 +169,7 @@ func (c *Controller) hand(ctx context.Context, pool *mcfgv1.MachineConfigPool, n
 		return fmt.Errorf("setting node %s's desiredConfig to %s: %w", name, config, err)
 	}
 	c.mu.Lock()
-	c.handed[name] = config
+	c.handed[name] = handoff{config: config, before: node.ResourceVersion}
 	c.mu.Unlock()
 	log.Info("Handed a node the pool's config", zap.String("node", name), zap.String("config", config),
 		zap.String("previous", node.Annotations[kube.DesiredConfig]))
