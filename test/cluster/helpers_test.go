@@ -112,18 +112,34 @@ func waitDaemonSet(ctx context.Context, t *testing.T, n int32) *appsv1.DaemonSet
 	return ds
 }
 
-// daemonPod returns the DaemonSet's pod on node.
+// daemonPod returns the DaemonSet's pod on node. A pod that is being
+// deleted does not count: right after a pod's deletion its successor and
+// it are both listed until the kubelet has stopped it. It waits up to a
+// minute for there to be exactly one.
 func daemonPod(ctx context.Context, t *testing.T, node string) *corev1.Pod {
 	t.Helper()
-	pods, err := bed.Kube.CoreV1().Pods(testbed.Namespace).List(ctx, metav1.ListOptions{
-		FieldSelector: "spec.nodeName=" + node, LabelSelector: "app.kubernetes.io/name=nodeconfd"})
-	if err != nil {
-		t.Fatal(err)
+	var live []corev1.Pod
+	deadline := time.Now().Add(time.Minute)
+	for {
+		pods, err := bed.Kube.CoreV1().Pods(testbed.Namespace).List(ctx, metav1.ListOptions{
+			FieldSelector: "spec.nodeName=" + node, LabelSelector: "app.kubernetes.io/name=nodeconfd"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		live = live[:0]
+		for _, p := range pods.Items {
+			if p.DeletionTimestamp == nil {
+				live = append(live, p)
+			}
+		}
+		if len(live) == 1 {
+			return &live[0]
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d daemon pods (not being deleted) on node %s, want 1", len(live), node)
+		}
+		time.Sleep(250 * time.Millisecond)
 	}
-	if len(pods.Items) != 1 {
-		t.Fatalf("%d daemon pods on node %s, want 1", len(pods.Items), node)
-	}
-	return &pods.Items[0]
 }
 
 // waitCurrent waits until a status from snapshot from on says the node
