@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"os"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -20,13 +19,6 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
-
-type testLog struct{ t *testing.T }
-
-func (l testLog) Write(b []byte) (int, error) {
-	l.t.Log(strings.TrimSuffix(string(b), "\n"))
-	return len(b), nil
-}
 
 // cut is a Leases client that a test can cut off from the API server, as a
 // partition or a frozen process would be.
@@ -116,7 +108,7 @@ func TestElectionOnAPIServer(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: testLog{t}})
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: controlplane.TestLog{T: t}})
 	if err != nil {
 		t.Fatal(err)
 	}
