@@ -55,6 +55,9 @@ type Controller struct {
 	handed map[string]handoff
 	// renders are the pools' last renderings (render).
 	renders map[string]renderMemo
+	// unpooled are the nodes in no single pool, with why, as last logged:
+	// every reconcile of every pool meets them, and the log says it once.
+	unpooled map[string]string
 }
 
 // Result is what a reconcile asks of the queue: to look again after a
@@ -66,7 +69,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	c.handed, c.renders = map[string]handoff{}, map[string]renderMemo{}
+	c.handed, c.renders, c.unpooled = map[string]handoff{}, map[string]renderMemo{}, map[string]string{}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pools"})
 	defer c.queue.ShutDown()

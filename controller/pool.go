@@ -128,9 +128,13 @@ func (c *Controller) poolNodes(pool *mcfgv1.MachineConfigPool, log *zap.Logger) 
 		n := o.(*corev1.Node)
 		p, err := members.PoolFor(n)
 		if err != nil {
-			log.Info("Node is in no single pool; no pool hands it a config", zap.String("node", n.Name), zap.Error(err))
+			if c.unpooled[n.Name] != err.Error() {
+				c.unpooled[n.Name] = err.Error()
+				log.Info("Node is in no single pool; no pool hands it a config", zap.String("node", n.Name), zap.Error(err))
+			}
 			continue
 		}
+		delete(c.unpooled, n.Name)
 		if p == nil || p.Name != pool.Name {
 			continue
 		}
@@ -140,6 +144,11 @@ func (c *Controller) poolNodes(pool *mcfgv1.MachineConfigPool, log *zap.Logger) 
 	for name := range c.handed { // nodes deleted since
 		if _, ok, _ := c.nodes.GetStore().GetByKey(name); !ok {
 			delete(c.handed, name)
+		}
+	}
+	for name := range c.unpooled {
+		if _, ok, _ := c.nodes.GetStore().GetByKey(name); !ok {
+			delete(c.unpooled, name)
 		}
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })

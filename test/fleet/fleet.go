@@ -68,6 +68,7 @@ type Fleet struct {
 	log     *zap.Logger
 	metrics *scraper
 	track   *tracker
+	hist    *history // history.go
 
 	// baseWatches are the watches open before the daemons start (the API
 	// server's own, the benchmark's).
@@ -110,6 +111,9 @@ func New(ctx context.Context, bed *testbed.Bed, opts Options, base string) (*Fle
 		return nil, err
 	}
 	if f.track, err = startTracker(ctx, bed); err != nil {
+		return nil, err
+	}
+	if f.hist, err = startHistory(ctx, bed); err != nil {
 		return nil, err
 	}
 	return f, nil

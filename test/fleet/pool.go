@@ -226,6 +226,28 @@ func (p *pool) handoffs(config string) int {
 	return n
 }
 
+// handoffsTo is the controller's handoff log lines of the fleet nodes
+// text names.
+func (p *pool) handoffsTo(text string) string {
+	named := map[string]bool{}
+	for _, n := range fleetNodeName.FindAllString(text, -1) {
+		named[`"node":"`+n+`"`] = true
+	}
+	var b strings.Builder
+	for _, l := range strings.Split(p.ctl.Log(), "\n") {
+		if !strings.Contains(l, handedLine) {
+			continue
+		}
+		for n := range named {
+			if strings.Contains(l, n) {
+				b.WriteString("\n      " + l)
+				break
+			}
+		}
+	}
+	return b.String()
+}
+
 // statusField reads a "kB" field of /proc/pid/status in bytes.
 func statusField(pid int, field string) int64 {
 	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))

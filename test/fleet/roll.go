@@ -136,6 +136,10 @@ func (f *Fleet) paced(ctx context.Context, p *pool, base string, maxUnavailable 
 		return r, res.err
 	}
 	r.took, r.mostUnavailable, r.over = time.Since(start), res.most, res.over
+	if r.over != "" {
+		r.over += "; the named nodes as a watch saw them (since the fleet started):" + f.hist.describe(r.over) +
+			"\n    the controller's handoffs to them:" + p.handoffsTo(r.over)
+	}
 	r.ctl1 = p.stats()
 	r.times = map[string]time.Duration{}
 	for n, at := range done {

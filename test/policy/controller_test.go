@@ -52,8 +52,7 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 		if err := patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/desiredConfig":"rendered-worker-2"}}}`); err != nil {
 			t.Errorf("setting node %s's desiredConfig: %v", nodeA, err)
 		}
-		mc := &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: "rendered-worker-2"}}
-		if _, err := m.MachineconfigurationV1().MachineConfigs().Create(ctx, mc, metav1.CreateOptions{}); err != nil {
+		if _, err := m.MachineconfigurationV1().MachineConfigs().Create(ctx, rendered(rendered2, "worker"), metav1.CreateOptions{}); err != nil {
 			t.Errorf("creating a rendered config: %v", err)
 		}
 		if _, err := pools.Patch(ctx, "worker", types.MergePatchType,
@@ -90,6 +89,22 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 			}},
 		{"NodeFinalizer", "may change only the node's desiredConfig annotation",
 			func() error { return patchNode(ctx, k, nodeA, `{"metadata":{"finalizers":["example.com/keep"]}}`) }},
+		{"Fragment", "must be named rendered-<pool>-<32 hex digits>",
+			func() error { return createConfig(ctx, m, rendered("99-worker-evil", "worker")) }},
+		{"RenderedOfAnotherPool", "be owned by that MachineConfigPool",
+			func() error { return createConfig(ctx, m, rendered(rendered2, "master")) }},
+		{"RenderedUnowned", "be owned by that MachineConfigPool",
+			func() error {
+				mc := rendered("rendered-worker-"+strings.Repeat("b", 32), "worker")
+				mc.OwnerReferences = nil
+				return createConfig(ctx, m, mc)
+			}},
+		{"RenderedLabelled", "carry no labels",
+			func() error {
+				mc := rendered("rendered-worker-"+strings.Repeat("c", 32), "worker")
+				mc.Labels = map[string]string{"machineconfiguration.openshift.io/role": "worker"}
+				return createConfig(ctx, m, mc)
+			}},
 		{"PoolFinalizer", "may change only the pool's spec.configuration",
 			func() error {
 				_, err := pools.Patch(ctx, "worker", types.MergePatchType, []byte(`{"metadata":{"finalizers":["example.com/keep"]}}`), metav1.PatchOptions{})
@@ -122,10 +137,10 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 	// What RBAC alone refuses: it never changes or deletes a MachineConfig, never deletes a
 	// Node or a pool.
 	t.Run("RBAC", func(t *testing.T) {
-		if err := m.MachineconfigurationV1().MachineConfigs().Delete(ctx, "rendered-worker-2", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		if err := m.MachineconfigurationV1().MachineConfigs().Delete(ctx, rendered2, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("deleting a MachineConfig: %v, want Forbidden", err)
 		}
-		if _, err := m.MachineconfigurationV1().MachineConfigs().Patch(ctx, "rendered-worker-2", types.MergePatchType,
+		if _, err := m.MachineconfigurationV1().MachineConfigs().Patch(ctx, rendered2, types.MergePatchType,
 			[]byte(`{"spec":{"osImageURL":"x"}}`), metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("changing a MachineConfig: %v, want Forbidden", err)
 		}
@@ -146,6 +161,23 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 			t.Errorf("reading a Lease other than its own: %v, want Forbidden", err)
 		}
 	})
+}
+
+// rendered2 is a rendered config's name as the controller makes them.
+var rendered2 = "rendered-worker-" + strings.Repeat("a", 32)
+
+// rendered is a MachineConfig named name and owned by pool, as the controller creates its
+// rendered configs.
+func rendered(name, pool string) *mcfgv1.MachineConfig {
+	yes := true
+	return &mcfgv1.MachineConfig{ObjectMeta: metav1.ObjectMeta{Name: name, OwnerReferences: []metav1.OwnerReference{{
+		APIVersion: "machineconfiguration.openshift.io/v1", Kind: "MachineConfigPool", Name: pool,
+		UID: "00000000-0000-0000-0000-000000000001", Controller: &yes}}}}
+}
+
+func createConfig(ctx context.Context, m mcfgclient.Interface, mc *mcfgv1.MachineConfig) error {
+	_, err := m.MachineconfigurationV1().MachineConfigs().Create(ctx, mc, metav1.CreateOptions{})
+	return err
 }
 
 // wantDeniedBy checks err is a Forbidden from the policy whose text starts with by, with want.
