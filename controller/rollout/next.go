@@ -111,11 +111,14 @@ func Next(in Input) Decision {
 // healthGate stops the rollout when Target failed the health gate on a
 // node of the pool (the daemon rolled it back and wrote failedConfig): the
 // next node would most likely fail the same way. A failedConfig naming an
-// older config does not stop a newer one, which may be the fix.
+// older config does not stop a newer one, which may be the fix; nor does
+// a report of a node no longer given Target (its daemon clears it): a
+// failure counts only while the node that reported it still holds it, so
+// a config an administrator rolls back to is not held by an old report.
 func healthGate(nodes []*corev1.Node, target string) string {
 	var failed []string
 	for _, n := range nodes {
-		if n.Annotations[FailedConfig] == target {
+		if n.Annotations[FailedConfig] == target && n.Annotations[DesiredConfig] == target {
 			failed = append(failed, n.Name)
 		}
 	}

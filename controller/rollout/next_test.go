@@ -135,8 +135,10 @@ func TestNext(t *testing.T) {
 			[]string{`worker-3 paused by annotation nodeconfd.io/pause="bob"`}},
 		{"a not ready node takes room", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-2", v0, v0, ready(T)), mkNode("worker-3", v0, v0, ready(F))}},
 			[]string{"worker-2"}, "", 0, []string{"worker-3 NotReady"}},
-		{"health gate", Input{Pool: pool, Target: v1, Nodes: three(annot(FailedConfig, v1))},
+		{"health gate", Input{Pool: pool, Target: v1, Nodes: three(annot(FailedConfig, v1), annot(DesiredConfig, v1))},
 			nil, v1 + " failed the health gate on worker-1 (annotation machineconfiguration.openshift.io/failedConfig); the rollout stops", 0, nil},
+		{"a report of a node moved on does not stop", Input{Pool: pool, Target: v1, Nodes: three(annot(FailedConfig, v1))},
+			[]string{"worker-1"}, "", 0, nil},
 		{"failedConfig of another config does not stop", Input{Pool: pool, Target: v2, Nodes: three(annot(FailedConfig, v1))},
 			[]string{"worker-1"}, "", 0, nil},
 		{"no room", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{

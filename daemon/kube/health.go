@@ -55,11 +55,16 @@ func (c *Client) ClearFailedConfig(ctx context.Context) error {
 
 // SyncFailedConfigLabel makes node's failedConfigHash label follow its
 // failedConfig annotation (an administrator removed the annotation, or a
-// label went missing): it patches only when they disagree, and reports
-// whether it did.
+// label went missing), and removes both once the node is given another
+// config than the one that failed (the report lapsed: see failedHere): it
+// patches only when something is out of step, and reports whether it did.
 func (c *Client) SyncFailedConfigLabel(ctx context.Context, node *corev1.Node) (bool, error) {
+	a := node.Annotations[FailedConfig]
+	if a != "" && a != node.Annotations[DesiredConfig] {
+		return true, c.ClearFailedConfig(ctx)
+	}
 	want, have := "", node.Labels[FailedConfigHashLabel]
-	if a := node.Annotations[FailedConfig]; a != "" {
+	if a != "" {
 		want = FailedConfigHash(a)
 	}
 	if want == have {
@@ -78,9 +83,12 @@ func failedConfigSelector(config string) string {
 }
 
 // failedHere reports whether n, another node than c's, records config as
-// failed (its annotation: the label only narrows the search).
+// failed (its annotation: the label only narrows the search) and is still
+// given it. A report lapses when its node is given another config (that
+// node's daemon then removes it): an old report must not hold a config an
+// administrator later rolls back to.
 func (c *Client) failedHere(n *corev1.Node, config string) bool {
-	return n.Name != c.NodeName && n.Annotations[FailedConfig] == config
+	return n.Name != c.NodeName && n.Annotations[FailedConfig] == config && n.Annotations[DesiredConfig] == config
 }
 
 // FailedOn names another node whose failedConfig annotation is config, ""

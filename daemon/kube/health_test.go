@@ -17,6 +17,7 @@ func failedNode(name, failed string, label bool) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
 	if failed != "" {
 		n.Annotations[kube.FailedConfig] = failed
+		n.Annotations[kube.DesiredConfig] = failed
 	}
 	if label {
 		n.Labels[kube.FailedConfigHashLabel] = kube.FailedConfigHash("rendered-worker-2")
@@ -37,6 +38,23 @@ func TestFailedOnLabelAndAnnotation(t *testing.T) {
 	c.NodeName = "x"
 	if got, err := c.FailedOn(ctx, "rendered-worker-2"); err != nil || got != "a" {
 		t.Errorf("FailedOn from x = %q, %v; want a", got, err)
+	}
+	// A report of a node given another config since has lapsed.
+	moved := failedNode("e", "rendered-worker-2", true)
+	moved.Annotations[kube.DesiredConfig] = "rendered-worker-4"
+	cs = fake.NewClientset(moved)
+	c = &kube.Client{API: kubetest.API(cs, nil), NodeName: "x"}
+	if got, err := c.FailedOn(ctx, "rendered-worker-2"); err != nil || got != "" {
+		t.Errorf("FailedOn = %q, %v; want none (e was given another config)", got, err)
+	}
+	// Its own daemon removes the report and the label.
+	own := &kube.Client{API: kubetest.API(cs, nil), NodeName: "e"}
+	if patched, err := own.SyncFailedConfigLabel(ctx, moved); err != nil || !patched {
+		t.Fatalf("SyncFailedConfigLabel of a lapsed report: %v, %v", patched, err)
+	}
+	if n, _ := cs.CoreV1().Nodes().Get(ctx, "e", metav1.GetOptions{}); n.Annotations[kube.FailedConfig] != "" ||
+		n.Labels[kube.FailedConfigHashLabel] != "" {
+		t.Errorf("lapsed report left: %v %v", n.Annotations, n.Labels)
 	}
 	if h := kube.FailedConfigHash("rendered-worker-2"); len(h) != 32 {
 		t.Errorf("hash %q: want 32 hex digits", h)
