@@ -94,6 +94,12 @@ type Txn interface {
 	// Journaled says what Rollback would undo: the number of paths and
 	// the units whose enablement is journaled.
 	Journaled() (paths int, units []string)
+	// CreatedDirs are the folders the writes created (parents first);
+	// RemoveEmptyDirs removes those of them that are empty, journaled, and
+	// says how many: the health gate's rollback of a committed update
+	// takes away the folders the update made.
+	CreatedDirs() []string
+	RemoveEmptyDirs(paths []string) (int, error)
 	Rollback() error
 	Commit() error
 }

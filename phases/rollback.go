@@ -128,6 +128,12 @@ func rollBackWrite(ctx context.Context, d Data, rev reversed) (string, error) {
 		return "", fmt.Errorf("starting the rollback's write: %w", err)
 	}
 	msg, err := write(ctx, rev, txn)
+	removed := 0
+	if err == nil {
+		// The update's files are gone: the folders it made for them go too
+		// (when empty), so a later config may put a file there.
+		removed, err = txn.RemoveEmptyDirs(d.Progress().CreatedDirs)
+	}
 	if err != nil {
 		if rbErr := txn.Rollback(); rbErr != nil {
 			return "", fmt.Errorf("%w; undoing the rollback's partial write also failed: %v", err, rbErr)
@@ -137,6 +143,9 @@ func rollBackWrite(ctx context.Context, d Data, rev reversed) (string, error) {
 	}
 	// The OS goes back through the updater's rollback (its own step).
 	msg = strings.TrimSuffix("Restored"+strings.TrimPrefix(msg, "Applied"), ", OS unchanged")
+	if removed > 0 {
+		msg += fmt.Sprintf(", removed %s the update made", plan.Plural(removed, "folder"))
+	}
 	h := d.Progress().Health
 	h.Finish(progress.Step{Name: rollbackWrite, Message: msg})
 	if err := d.SaveProgress(); err != nil {

@@ -162,6 +162,8 @@ func (t txn) RecordUnitStates(states map[string]string) error {
 func (t txn) Journaled() (int, []string) {
 	return len(t.h.written), slices.Sorted(maps.Keys(t.h.unitStates))
 }
+func (t txn) CreatedDirs() []string                 { return nil }
+func (t txn) RemoveEmptyDirs([]string) (int, error) { return 0, nil }
 func (t txn) Rollback() error {
 	t.h.rolled = true
 	t.h.files = map[string]string{}

@@ -262,6 +262,9 @@ func (t *Txn) recordDir(rel string, st *syscall.Stat_t) error {
 	t.size += int64(len(line) + 1)
 	t.paths = append(t.paths, p)
 	t.recorded[p] = true
+	if st == nil {
+		t.created = append(t.created, p)
+	}
 	return nil
 }
 

@@ -52,8 +52,10 @@ type Txn struct {
 	paths    []string
 	recorded map[string]bool
 	// units holds the journaled enablement states (see RecordUnitStates).
-	units  map[string]string
-	closed bool
+	units map[string]string
+	// created are the folders the transaction made (txndirs.go).
+	created []string
+	closed  bool
 }
 
 // entry is one journal line: the state of a path before the transaction,
@@ -115,6 +117,9 @@ func (f *FS) BeginTxn(id string) (*Txn, error) {
 		}
 		t.paths = append(t.paths, e.Path)
 		t.recorded[e.Path] = true
+		if e.Dir != nil && !e.Dir.Exists {
+			t.created = append(t.created, e.Path)
+		}
 	}
 	return t, nil
 }
@@ -154,6 +159,7 @@ func (t *Txn) record(b *batch, paths []string, nWrites int) error {
 	if err != nil {
 		return err
 	}
+	nDirs := len(added)
 	for i, p := range paths {
 		if t.recorded[p] || slices.Contains(added, p) {
 			continue
@@ -186,6 +192,7 @@ func (t *Txn) record(b *batch, paths []string, nWrites int) error {
 		t.paths = append(t.paths, p)
 		t.recorded[p] = true
 	}
+	t.created = append(t.created, added[:nDirs]...)
 	return nil
 }
 

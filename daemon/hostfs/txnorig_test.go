@@ -3,6 +3,7 @@ package hostfs
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -123,5 +124,71 @@ func TestTxnRollbackRemovesNewFolders(t *testing.T) {
 	defer tx.Rollback()
 	if err := tx.WriteFiles([]plan.File{{Path: "/etc/new", Contents: []byte("a file now"), Mode: 0o644}}); err != nil {
 		t.Errorf("a file where the rolled-back folder was: %v", err)
+	}
+}
+
+// Issue 27: the folders a committed transaction made are known to the
+// health gate's rollback (CreatedDirs, saved in the progress record), which
+// removes them when empty, journaled, so that its own rollback makes them
+// again; a folder holding something else, or now a symlink, stays.
+func TestTxnRemoveEmptyDirsAfterCommit(t *testing.T) {
+	node, f := newNode(t)
+	tx, err := f.BeginTxn("update")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.WriteFiles([]plan.File{
+		{Path: "/etc/new/a/b/f", Contents: []byte("1"), Mode: 0o644},
+		{Path: "/etc/kept/f", Contents: []byte("2"), Mode: 0o644},
+		{Path: "/etc/link/f", Contents: []byte("3"), Mode: 0o644},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	created := tx.CreatedDirs()
+	want := []string{"/etc/new", "/etc/new/a", "/etc/new/a/b", "/etc/kept", "/etc/link"}
+	if !slices.Equal(created, want) {
+		t.Fatalf("CreatedDirs = %v, want %v", created, want)
+	}
+	if err := tx.Commit(); err != nil {
+		t.Fatal(err)
+	}
+	put(t, node, "etc/kept/theirs", "x", 0o644)
+	mkdir(t, node, "elsewhere", 0o755, 0)
+	undo := func(tx *Txn) {
+		for _, p := range []string{"/etc/new/a/b/f", "/etc/kept/f", "/etc/link/f"} {
+			if err := tx.RemoveFile(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	rb, err := f.BeginTxn("rollback")
+	if err != nil {
+		t.Fatal(err)
+	}
+	undo(rb)
+	if err := os.Remove(filepath.Join(node, "etc/link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("/elsewhere", filepath.Join(node, "etc/link")); err != nil {
+		t.Fatal(err)
+	}
+	n, err := rb.RemoveEmptyDirs(created)
+	if err != nil || n != 3 {
+		t.Fatalf("RemoveEmptyDirs = %d, %v; want 3 (etc/new and below)", n, err)
+	}
+	if _, err := os.Lstat(filepath.Join(node, "etc/new")); !os.IsNotExist(err) {
+		t.Errorf("etc/new: %v, want gone", err)
+	}
+	for _, p := range []string{"etc/kept/theirs", "etc/link", "elsewhere"} {
+		if _, err := os.Lstat(filepath.Join(node, p)); err != nil {
+			t.Errorf("%s: %v, want left", p, err)
+		}
+	}
+	// The rollback's own rollback (it failed later) makes them again.
+	if err := rb.Rollback(); err != nil {
+		t.Fatal(err)
+	}
+	if got := stateOf(t, filepath.Join(node, "etc/new/a/b/f")); got.Kind != "file" {
+		t.Errorf("etc/new/a/b/f after undoing the rollback: %+v", got.Kind)
 	}
 }

@@ -37,6 +37,10 @@ type Record struct {
 	// anything: from then on the update may have written, and an update
 	// replacing it first rolls its journal back.
 	WriteStarted bool `json:"writeStarted,omitempty"`
+	// CreatedDirs are the folders the write created (parents first),
+	// saved with the write's step: the health gate's rollback removes
+	// them when empty, once the write's journal is gone.
+	CreatedDirs []string `json:"createdDirs,omitempty"`
 	// RebootFromBootID is the boot ID the node had when the daemon asked for
 	// the reboot; a different boot ID afterwards proves the reboot happened.
 	RebootFromBootID string `json:"rebootFromBootID,omitempty"`

@@ -118,8 +118,10 @@ func TestHealthCommandRollbackRebootless(t *testing.T) {
 	defer cancel()
 	const dir = "/etc/nodeconfd-hc1"
 	config(t, "rendered-hc1-a", ign(map[string]string{dir + "/conf": "good\n"}))
-	config(t, "rendered-hc1-b", ign(map[string]string{dir + "/conf": "bad\n", dir + "/broken": "x\n"}))
-	config(t, "rendered-hc1-c", ign(map[string]string{dir + "/conf": "better\n"}))
+	config(t, "rendered-hc1-b", ign(map[string]string{dir + "/conf": "bad\n", dir + "/broken": "x\n",
+		dir + "/new.d/sub/also": "x\n"}))
+	// A file where the failed config made a folder (issue 27).
+	config(t, "rendered-hc1-c", ign(map[string]string{dir + "/conf": "better\n", dir + "/new.d": "a file\n"}))
 	n, log := healthNode(t, "hc1", "rendered-hc1-a", dir, testbed.NodeOptions{},
 		"--health-command", "/usr/bin/test ! -e "+dir+"/broken", "--health-timeout", "15s")
 	from := log.Len()
@@ -141,6 +143,9 @@ func TestHealthCommandRollbackRebootless(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(n.Sys.Root, dir, "broken")); err == nil {
 		t.Error("the file the failed config added is still there")
+	}
+	if _, err := os.Lstat(filepath.Join(n.Sys.Root, dir, "new.d")); !os.IsNotExist(err) {
+		t.Errorf("the folders the failed config made: %v, want them gone", err)
 	}
 	if b := n.Sys.Boots(); b != 1 {
 		t.Errorf("boots = %d, want 1 (no reboot)", b)
@@ -170,6 +175,9 @@ func TestHealthCommandRollbackRebootless(t *testing.T) {
 	}
 	if got := readNodeFile(t, n, dir+"/conf"); got != "better\n" {
 		t.Errorf("%s/conf = %q", dir, got)
+	}
+	if got := readNodeFile(t, n, dir+"/new.d"); got != "a file\n" {
+		t.Errorf("%s/new.d = %q", dir, got)
 	}
 	if c := log.Condition("HealthChecked"); c == nil || c.Status != "True" {
 		t.Errorf("HealthChecked after the good config = %+v", c)

@@ -187,6 +187,11 @@ func (t *txn) Journaled() (int, []string) {
 	return len(t.saved), slices.Sorted(maps.Keys(t.units))
 }
 
+// CreatedDirs: the simulated host has no folders.
+func (t *txn) CreatedDirs() []string { return nil }
+
+func (t *txn) RemoveEmptyDirs([]string) (int, error) { return 0, nil }
+
 func (t *txn) Rollback() error {
 	return t.locked(func() {
 		for p, old := range t.saved {
