@@ -38,7 +38,9 @@ type bed struct {
 
 func start(ctx context.Context, t *testing.T) *bed {
 	t.Helper()
-	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: controlplane.TestLog{T: t}})
+	// With API Priority and Fairness, as real clusters run (07-flowcontrol.yaml is tested here).
+	cp, err := controlplane.Start(ctx, controlplane.Options{Dir: t.TempDir(), Log: controlplane.TestLog{T: t},
+		PriorityAndFairness: true})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,61 @@
+package policy
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/rest"
+)
+
+// The daemons' evictions go to their own priority level (manifests/07-flowcontrol.yaml), so
+// that the eviction policy's cost (one evaluation per Pod of the namespace) cannot take the
+// API server's concurrency from other clients: the API server's answer to an eviction posted
+// with a daemon's token names that level, and to another request of the same token (a Node
+// read) another level.
+func TestEvictionsHaveTheirOwnPriorityLevel(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	b := start(ctx, t)
+	level, err := b.admin.FlowcontrolV1().PriorityLevelConfigurations().Get(ctx, "nodeconfd-evictions", metav1.GetOptions{})
+	check(t, err)
+	hc, err := rest.HTTPClientFor(b.bound)
+	check(t, err)
+	send := func(method, path, body string) (string, error) {
+		req, err := http.NewRequestWithContext(ctx, method, b.bound.Host+path, stringsReader(body))
+		if err != nil {
+			return "", err
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			return "", err
+		}
+		defer resp.Body.Close()
+		_, _ = io.Copy(io.Discard, resp.Body)
+		return resp.Header.Get("X-Kubernetes-PF-PriorityLevel-UID"), nil
+	}
+	// Pod web-b is node B's: the policy refuses this eviction, after flow control classified it.
+	eviction := `{"apiVersion":"policy/v1","kind":"Eviction","metadata":{"name":"web-b","namespace":"default"}}`
+	got, err := send(http.MethodPost, "/api/v1/namespaces/default/pods/web-b/eviction", eviction)
+	check(t, err)
+	if got != string(level.UID) {
+		t.Errorf("an eviction by a daemon went to priority level %q, want nodeconfd-evictions (%s)", got, level.UID)
+	}
+	got, err = send(http.MethodGet, "/api/v1/nodes/"+nodeA, "")
+	check(t, err)
+	if got == "" || got == string(level.UID) {
+		t.Errorf("a daemon's Node read went to priority level %q, want another than nodeconfd-evictions", got)
+	}
+}
+
+func stringsReader(s string) io.Reader {
+	if s == "" {
+		return http.NoBody
+	}
+	return strings.NewReader(s)
+}
