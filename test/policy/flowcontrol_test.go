@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -45,6 +46,20 @@ func TestEvictionsHaveTheirOwnPriorityLevel(t *testing.T) {
 	check(t, err)
 	if got != string(level.UID) {
 		t.Errorf("an eviction by a daemon went to priority level %q, want nodeconfd-evictions (%s)", got, level.UID)
+	}
+	// Its share of the API server's concurrency: the fewest seats a level can have.
+	metrics, err := b.admin.CoreV1().RESTClient().Get().AbsPath("/metrics").DoRaw(ctx)
+	check(t, err)
+	seats := ""
+	for _, l := range strings.Split(string(metrics), "\n") {
+		if rest, ok := strings.CutPrefix(l, `apiserver_flowcontrol_nominal_limit_seats{priority_level="nodeconfd-evictions"} `); ok {
+			seats = rest
+		}
+	}
+	if n, err := strconv.Atoi(seats); err != nil || n < 1 || n > 4 {
+		t.Errorf("nodeconfd-evictions has %q seats, want 1 to 4", seats)
+	} else {
+		t.Logf("nodeconfd-evictions: %d seats", n)
 	}
 	got, err = send(http.MethodGet, "/api/v1/nodes/"+nodeA, "")
 	check(t, err)
