@@ -94,3 +94,12 @@ func TestSeedsWritten(t *testing.T) {
 		}
 	}
 }
+
+// The seeds over a cap are refused in prepare, before anything is written.
+func TestSeedsRefused(t *testing.T) {
+	for _, s := range seeds() {
+		if s.refuse && checkUpdate(t, []byte(s.ignition), s.kargs, s.osImage, s.withBase) {
+			t.Errorf("seed %s written, want refused in prepare", s.name)
+		}
+	}
+}

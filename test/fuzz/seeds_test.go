@@ -16,8 +16,9 @@ type seed struct {
 	ignition       string
 	kargs, osImage string
 	withBase       bool
-	// write marks a config that must be written (TestSeedsWritten).
-	write bool
+	// write marks a config that must be written (TestSeedsWritten),
+	// refuse one that must be refused in prepare (TestSeedsRefused).
+	write, refuse bool
 }
 
 // ign34 wraps Ignition 3.4 members into a config.
@@ -91,5 +92,29 @@ func seeds() []seed {
 		{name: "os-image-no-updater", ignition: ign34(), osImage: "quay.io/example/os@sha256:" + strings.Repeat("a", 64)},
 		{name: "os-image-option", ignition: ign34(), osImage: "--help"},
 		{name: "kargs-unbalanced", ignition: ign34(), kargs: `foo="bar`},
+		// Over the count caps (phases/plan/limits.go), refused before any
+		// entry is looked at (issue 27).
+		{name: "path-too-deep", refuse: true, ignition: ign34(files(canary, file("/etc"+strings.Repeat("/d", 64), "x")))},
+		{name: "path-deepest", write: true, ignition: ign34(files(file("/etc"+strings.Repeat("/d", 62), "x")))},
+		{name: "too-many-files", refuse: true, ignition: ign34(files(manyFiles(canary, 4097)...))},
+		{name: "too-many-units", refuse: true, ignition: ign34(`"systemd":{"units":[` + manyUnits(2049) + `]}`)},
 	}
+}
+
+// manyFiles is first and n-1 more empty files.
+func manyFiles(first string, n int) []string {
+	out := []string{first}
+	for i := 1; i < n; i++ {
+		out = append(out, fmt.Sprintf(`{"path":"/etc/many/%d","contents":{"source":"data:,"}}`, i))
+	}
+	return out
+}
+
+// manyUnits is n unit objects.
+func manyUnits(n int) string {
+	us := make([]string, n)
+	for i := range us {
+		us[i] = fmt.Sprintf(`{"name":"many-%d.service","contents":"[Unit]\n"}`, i)
+	}
+	return strings.Join(us, ",")
 }
