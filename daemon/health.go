@@ -23,7 +23,7 @@ import (
 //
 // It returns the record the pass goes on with.
 func (d *Daemon) healthHold(ctx context.Context, rec *progress.Record, current, desired string) (*progress.Record, bool, error) {
-	if rec == nil || rec.Health == nil || rec.Done("resume") {
+	if rec == nil || rec.Health == nil || rec.Done(progress.StepResume) {
 		return rec, false, nil
 	}
 	h := rec.Health

@@ -117,7 +117,7 @@ func gateNeeded(d Data) (bool, string) {
 // rollback's next step.
 func Health() Phase {
 	return Phase{
-		Name: "health", Group: status.UpdateComplete, Condition: status.HealthChecked,
+		Name: progress.StepHealth, Group: status.UpdateComplete, Condition: status.HealthChecked,
 		Starting: "Checking the health of the node", EventOnNode: true,
 		Needed: gateNeeded,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
@@ -348,7 +348,7 @@ func previousName(u *Update) string {
 // daemon retries, and the hold's steps are idempotent).
 func (r *Runner) flushHeld(ctx context.Context, err error) error {
 	if ferr := r.Flush(ctx); ferr != nil {
-		return &StepError{Phase: "health", Condition: status.HealthChecked, Err: ferr}
+		return &StepError{Phase: progress.StepHealth, Condition: status.HealthChecked, Err: ferr}
 	}
 	return err
 }

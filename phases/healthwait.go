@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -16,7 +17,7 @@ import (
 // it waits.
 func HealthWait() Phase {
 	return Phase{
-		Name: "failed-elsewhere", Group: status.UpdatePrepared, Quick: true,
+		Name: progress.StepFailedElsewhere, Group: status.UpdatePrepared, Quick: true,
 		Needed: func(d Data) (bool, string) {
 			if g := d.Health(); g == nil || g.Probe == nil {
 				return false, "No health gate is configured"

@@ -32,10 +32,10 @@ import (
 
 // Rollback step names in progress.Health.
 const (
-	rollbackWrite = "write"
-	rollbackOS    = "os"
-	rollbackPost  = "post"
-	rollbackCheck = "check"
+	rollbackWrite = progress.RollbackWrite
+	rollbackOS    = progress.RollbackOS
+	rollbackPost  = progress.RollbackPost
+	rollbackCheck = progress.RollbackCheck
 )
 
 // RollbackTxnID is the journal of the health gate's rollback of the update

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -44,5 +45,17 @@ func TestListAgreesWithStatusContract(t *testing.T) {
 	}
 	if commits != 1 {
 		t.Errorf("%d phases commit the update, want 1", commits)
+	}
+}
+
+// Every step of the update is saved under a name of progress.Steps, the
+// names TestStepNamesAreStable holds fixed: a step named by a literal
+// could be renamed, and an older daemon's record would then redo or skip
+// it.
+func TestEveryStepNamed(t *testing.T) {
+	for _, p := range phases.All() {
+		if !slices.Contains(progress.Steps(), p.Name) {
+			t.Errorf("step %q is not one of progress.Steps", p.Name)
+		}
 	}
 }
