@@ -39,10 +39,8 @@ type HealthGate struct {
 	// Interval is the time between two checks; 0 means 5s.
 	Interval time.Duration
 	// Observe, when set, is told of the gate's results: "passed",
-	// "failed", "rolled-back", "rollback-failed".
-	//
-	// METRICS HOOK (h-metrics): wire this to the phases.Observer hook
-	// (a counter of gate failures and rollbacks) once it lands.
+	// "failed", "rolled-back", "rollback-failed" (the daemon counts them
+	// in nodeconfd_health_gate_results_total).
 	Observe func(result string)
 }
 

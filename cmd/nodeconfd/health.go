@@ -57,11 +57,10 @@ func (h *healthOptions) unitList() []string {
 	return out
 }
 
-// gate builds the health gate on probe.
-func (h *healthOptions) gate(probe phases.HealthProbe) *phases.HealthGate {
+// gate builds the health gate on probe; observe counts its results (nil:
+// not counted).
+func (h *healthOptions) gate(probe phases.HealthProbe, observe func(result string)) *phases.HealthGate {
 	return &phases.HealthGate{
-		Probe: probe, Units: h.unitList(), Command: strings.Fields(h.command), Timeout: h.timeout,
-		// METRICS HOOK (h-metrics): Observe: func(result string) { <phases.Observer / metrics counter>(result) },
-		// counting gate results: passed, failed, rolled-back, rollback-failed.
+		Probe: probe, Units: h.unitList(), Command: strings.Fields(h.command), Timeout: h.timeout, Observe: observe,
 	}
 }

@@ -245,7 +245,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		Limits:       o.limits,
 		Waits:        holds,
 		Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
-			CommandTimeout: o.health.commandTimeout}),
+			CommandTimeout: o.health.commandTimeout}, m.HealthGateResult),
 		Observer: m,
 	}
 	var events *kube.Events

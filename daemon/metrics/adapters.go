@@ -24,6 +24,7 @@ type nodeMetrics struct {
 	evictions       prometheus.Counter
 	drainBlocked    prometheus.Counter
 	osPullRetries   *prometheus.CounterVec
+	healthResults   *prometheus.CounterVec
 
 	mu       sync.Mutex
 	drifting bool
@@ -55,11 +56,16 @@ func newNodeMetrics() *nodeMetrics {
 			Name: "nodeconfd_os_pull_retries_total",
 			Help: "Retries of failed OS image pulls (rpm-ostree rebase, bootc switch), by updater.",
 		}, []string{"updater"}),
+		healthResults: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodeconfd_health_gate_results_total",
+			Help: "Results of the post-update health gate: passed, failed, rolled-back, rollback-failed.",
+		}, []string{"result"}),
 	}
 }
 
 func (n *nodeMetrics) collectors() []prometheus.Collector {
-	return []prometheus.Collector{n.degraded, n.drift, n.driftDetections, n.evictions, n.drainBlocked, n.osPullRetries}
+	return []prometheus.Collector{n.degraded, n.drift, n.driftDetections, n.evictions, n.drainBlocked, n.osPullRetries,
+		n.healthResults}
 }
 
 // StatusWritten reads the node's health from the MachineConfigNode
@@ -83,6 +89,10 @@ func (m *Metrics) StatusWritten(conds []metav1.Condition) {
 }
 
 // OSPullRetried counts a retried OS image pull (osupdate.Retry.Retried).
+// HealthGateResult counts one result of the health gate
+// (phases.HealthGate.Observe).
+func (m *Metrics) HealthGateResult(result string) { m.node.healthResults.WithLabelValues(result).Inc() }
+
 func (m *Metrics) OSPullRetried(tool string) { m.node.osPullRetries.WithLabelValues(tool).Inc() }
 
 // OSUpdaterDetected records the node's OS updater, and shows its pull

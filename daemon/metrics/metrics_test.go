@@ -177,6 +177,20 @@ func TestDrain(t *testing.T) {
 	}
 }
 
+// The health gate's results are counted by result.
+func TestHealthGateResults(t *testing.T) {
+	m, _ := newTest()
+	for _, r := range []string{"failed", "rolled-back", "failed"} {
+		m.HealthGateResult(r)
+	}
+	if g := testutil.ToFloat64(m.node.healthResults.WithLabelValues("failed")); g != 2 {
+		t.Errorf("failed %v, want 2", g)
+	}
+	if g := testutil.ToFloat64(m.node.healthResults.WithLabelValues("rolled-back")); g != 1 {
+		t.Errorf("rolled-back %v, want 1", g)
+	}
+}
+
 // TestLint checks every metric, each with a sample, against the Prometheus
 // conventions (the lint of `promtool check metrics`; the e2e test runs
 // promtool itself on a real daemon's page).
@@ -188,6 +202,7 @@ func TestLint(t *testing.T) {
 	m.Waiting("")
 	m.OSUpdaterDetected("none")
 	m.OSPullRetried("bootc")
+	m.HealthGateResult("rolled-back")
 	m.Requests.WithLabelValues("GET").Inc()
 	m.StatusWritten(nil)
 	problems, err := testutil.GatherAndLint(m.Registry)
@@ -215,7 +230,7 @@ func TestLint(t *testing.T) {
 			}
 		}
 	}
-	if n < 14 {
-		t.Errorf("%d nodeconfd metrics gathered, want every one (14)", n)
+	if n < 15 {
+		t.Errorf("%d nodeconfd metrics gathered, want every one (15)", n)
 	}
 }

@@ -152,6 +152,8 @@ func TestHealthCommandRollbackRebootless(t *testing.T) {
 	}
 	wantHeld(t, log, "hc1", "rendered-hc1-a", "rendered-hc1-b")
 	stays(t, n, log, "rendered-hc1-a")
+	wantMetric(t, n, `nodeconfd_health_gate_results_total{result="failed"}`, 1)
+	wantMetric(t, n, `nodeconfd_health_gate_results_total{result="rolled-back"}`, 1)
 
 	// A retry tries the failed config again (and fails again).
 	from = log.Len()
