@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/phases/status"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -55,6 +56,9 @@ type Client struct {
 	Readiness *Readiness
 	// nodes is the cluster's size as last counted (CountNodes), 0 before.
 	nodes atomic.Int64
+	// nodeWritten, when set (by NewWatch), is given the Node every write
+	// of this client returned (see Watch.Node).
+	nodeWritten func(*corev1.Node)
 }
 
 // MachineConfig GETs one rendered MachineConfig by name.
@@ -176,10 +180,13 @@ func (c *Client) patchNode(ctx context.Context, patch map[string]any) error {
 	if err != nil {
 		return err
 	}
-	_, err = c.API.Nodes().Patch(ctx, c.NodeName, types.MergePatchType, data,
+	node, err := c.API.Nodes().Patch(ctx, c.NodeName, types.MergePatchType, data,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {
 		return fmt.Errorf("patching node %s: %w", c.NodeName, err)
+	}
+	if c.nodeWritten != nil {
+		c.nodeWritten(node)
 	}
 	return nil
 }

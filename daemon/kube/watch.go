@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"math/rand/v2"
+	"strconv"
+	"sync"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -22,6 +24,11 @@ type Watch struct {
 	changes chan struct{}
 	node    cache.SharedIndexInformer
 	mcn     cache.SharedIndexInformer
+
+	// written is the Node as this daemon's own last write returned it,
+	// kept until the watch shows that version or a later one (Node).
+	mu      sync.Mutex
+	written *corev1.Node
 }
 
 // NewWatch prepares the watches of c's node.
@@ -29,6 +36,7 @@ func NewWatch(c *Client) *Watch {
 	nodes := c.API.Nodes()
 	mcns := c.API.MachineConfigNodes()
 	w := &Watch{Client: c, changes: make(chan struct{}, 1)}
+	c.nodeWritten = w.wrote
 	w.node = cache.NewSharedIndexInformer(byName(c.NodeName, c.Retry(), nodes), &corev1.Node{}, 0,
 		cache.Indexers{})
 	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, c.Retry(), mcns),
@@ -141,13 +149,49 @@ func (w *Watch) signal() {
 // Changes fires (coalesced) after any change.
 func (w *Watch) Changes() <-chan struct{} { return w.changes }
 
-// Node returns the node as last seen.
+// Node returns the node as last seen: as the watch shows it, or as the
+// daemon's own last write returned it while the watch lags behind that
+// write. Without the latter, a pass that starts on a change signalled
+// during the update (the uncordon's) would read the Node from before the
+// update's own last write (currentConfig, state Done), take the update
+// for unfinished, and run it again: a second cordon and drain of a node
+// already done (seen once in a thousand in the fleet benchmark).
 func (w *Watch) Node() (*corev1.Node, bool) {
 	obj, ok, _ := w.node.GetStore().GetByKey(w.Client.NodeName)
+	w.mu.Lock()
+	defer w.mu.Unlock()
 	if !ok {
+		w.written = nil
 		return nil, false
 	}
-	return obj.(*corev1.Node), true
+	n := obj.(*corev1.Node)
+	if w.written != nil {
+		if newer(w.written, n) {
+			return w.written, true
+		}
+		w.written = nil
+	}
+	return n, true
+}
+
+// wrote keeps the Node a write of the daemon's returned.
+func (w *Watch) wrote(n *corev1.Node) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.written == nil || newer(n, w.written) {
+		w.written = n
+	}
+}
+
+// newer reports whether a is a later version of the object than b. A
+// resourceVersion is opaque to clients, but the API server's are etcd's
+// revisions, integers that grow (client-go's mutation cache reads them so
+// too); one that is not an integer is never taken as newer, so the watch's
+// version wins.
+func newer(a, b *corev1.Node) bool {
+	ra, errA := strconv.ParseUint(a.ResourceVersion, 10, 64)
+	rb, errB := strconv.ParseUint(b.ResourceVersion, 10, 64)
+	return errA == nil && errB == nil && ra > rb
 }
 
 // MCN returns the MachineConfigNode as last seen.
