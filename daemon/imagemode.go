@@ -6,8 +6,5 @@ import "github.com/nodeconfd/nodeconfd/phases"
 // phase also reports the split of AppliedFilesAndOS (ensureMCN adds or
 // removes the split conditions as the daemon starts).
 func (d *Daemon) phaseList() []phases.Phase {
-	if d.ImageModeStatus {
-		return phases.ImageModeStatus(phases.All())
-	}
-	return phases.All()
+	return phases.List(phases.ListOptions{ImageModeStatus: d.ImageModeStatus})
 }

@@ -7,27 +7,16 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
-	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
-// ImageModeStatus returns ps with the write phase also reporting the split
-// of AppliedFilesAndOS that upstream reports behind its
-// ImageModeStatusReporting feature gate (--image-mode-status): AppliedFiles
-// (files, units, SSH keys), ImagePulledFromRegistry (the OS image pulled)
-// and AppliedOSImage (the OS image and kernel arguments staged for the
-// next boot). AppliedFilesAndOS is still reported, for the consoles and
-// printer columns that read it.
-func ImageModeStatus(ps []Phase) []Phase {
-	out := append([]Phase(nil), ps...)
-	for i := range out {
-		if out[i].Name == progress.StepWrite {
-			out[i] = splitWrite(out[i])
-		}
-	}
-	return out
-}
-
+// splitWrite makes the write phase also report the split of
+// AppliedFilesAndOS that upstream reports behind its
+// ImageModeStatusReporting feature gate (--image-mode-status, List's
+// ImageModeStatus): AppliedFiles (files, units, SSH keys),
+// ImagePulledFromRegistry (the OS image pulled) and AppliedOSImage (the OS
+// image and kernel arguments staged for the next boot). AppliedFilesAndOS
+// is still reported, for the consoles and printer columns that read it.
 func splitWrite(p Phase) Phase {
 	run, starting := p.Run, p.Starting
 	p.Run = func(ctx context.Context, d Data) (Outcome, error) {

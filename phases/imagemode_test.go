@@ -31,7 +31,7 @@ func imageModeRunner(cfgs osConfigs, osu phases.OSUpdater, w *statusLog) (*phase
 	conds := status.Initial(metav1.Now())
 	status.WithImageMode(&conds, true, metav1.Now())
 	r.Status = status.NewStager(w, time.Now, status.Snapshot{Conditions: conds})
-	r.Phases = phases.ImageModeStatus(phases.All())
+	r.Phases = phases.List(phases.ListOptions{ImageModeStatus: true})
 	return r, h
 }
 

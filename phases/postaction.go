@@ -70,6 +70,20 @@ func Reboot() Phase {
 	}
 }
 
+// skippedReboot stands for the reboot with start --once-from --skip-reboot
+// (ListOptions.SkipReboot).
+func skippedReboot() Phase {
+	return Phase{
+		Name: progress.StepReboot, Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
+		Starting: "Skipping the reboot (--skip-reboot)",
+		Needed:   actionIs(plan.ActionReboot),
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			return Outcome{Reason: "RebootSkipped", Message: "Reboot skipped (--skip-reboot): the changes that " +
+				"need one (units, OS image, kernel arguments) take effect at the next boot"}, nil
+		},
+	}
+}
+
 // ReloadCRIO runs the post action's list when it reloads or restarts CRI-O
 // (the ReloadedCRIO condition says so); PostAction runs it otherwise. Either
 // way the list runs once, in its order.

@@ -124,29 +124,30 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 	}
 }
 
-// Gated adds the waits to the phases that start a disruption or the first
-// write (cordon, drain, write), and returns the others as they are:
-//   - cordon: the gate (pause, windows, blocking pods) before its own wait
-//     (the pod check);
-//   - drain: a pause stops the drain, and gives back the cordon (the update
-//     then waits in the cordon's gate); a window that closes does not cut a
-//     started update off;
-//
-// An update that is not cordoned (a rebootless one) waits in Gate.
-func Gated(p Phase) Phase {
-	switch p.Name {
-	case progress.StepCordon:
-		inner := p.Wait
-		p.Wait = func(ctx context.Context, d Data) error {
-			if err := gate(ctx, d, disruptive(d)); err != nil {
-				return err
-			}
-			return inner(ctx, d)
+// WaitFirst puts the waits (the gate: pause, windows, blocking pods)
+// before p's own wait: the cordon's, so that nothing is cordoned while an
+// update must wait (its own wait, the pod check, comes after). An update
+// that is not cordoned (a rebootless one) waits in Gate instead.
+func WaitFirst(p Phase) Phase {
+	inner := p.Wait
+	p.Wait = func(ctx context.Context, d Data) error {
+		if err := gate(ctx, d, disruptive(d)); err != nil {
+			return err
 		}
-	case progress.StepDrain:
-		run := p.Run
-		p.Run = func(ctx context.Context, d Data) (Outcome, error) { return pausableDrain(ctx, d, run) }
+		if inner == nil {
+			return nil
+		}
+		return inner(ctx, d)
 	}
+	return p
+}
+
+// Pausable makes a pause stop p's run as a new desired config does (the
+// drain: it then gives back the cordon, and the update waits in the
+// cordon's gate); a window that closes does not cut a started update off.
+func Pausable(p Phase) Phase {
+	run := p.Run
+	p.Run = func(ctx context.Context, d Data) (Outcome, error) { return pausableDrain(ctx, d, run) }
 	return p
 }
 

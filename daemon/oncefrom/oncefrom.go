@@ -118,37 +118,10 @@ func Run(ctx context.Context, o Options) error {
 	return nil
 }
 
-// Phases is the update's phases (phases.All) that need no cluster, in
-// order: no give-back or adoption (no cluster ever gave this node a
-// config), no cordon, drain or uncordon.
+// Phases is the update's list (phases.List) without the steps that need
+// the cluster, with the reboot skipped when asked.
 func Phases(skipReboot bool) []phases.Phase {
-	reboot := phases.Reboot()
-	if skipReboot {
-		reboot = skippedReboot()
-	}
-	return []phases.Phase{
-		phases.Detect(), phases.Prepare(), phases.Write(),
-		reboot, phases.ReloadCRIO(), phases.PostAction(),
-		phases.Validate(), phases.SetCurrent(), phases.Resume(),
-	}
-}
-
-// skippedReboot stands for the reboot with --skip-reboot.
-func skippedReboot() phases.Phase {
-	return phases.Phase{
-		Name: progress.StepReboot, Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
-		Starting: "Skipping the reboot (--skip-reboot)",
-		Needed: func(d phases.Data) (bool, string) {
-			if a := d.Update().Action.Kind; a != plan.ActionReboot {
-				return false, fmt.Sprintf("Post action is %s", a)
-			}
-			return true, ""
-		},
-		Run: func(ctx context.Context, d phases.Data) (phases.Outcome, error) {
-			return phases.Outcome{Reason: "RebootSkipped", Message: "Reboot skipped (--skip-reboot): the changes that " +
-				"need one (units, OS image, kernel arguments) take effect at the next boot"}, nil
-		},
-	}
+	return phases.List(phases.ListOptions{NoCluster: true, SkipReboot: skipReboot})
 }
 
 // record returns the progress record to run: the unfinished one of this

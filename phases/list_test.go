@@ -1,0 +1,70 @@
+package phases_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+
+	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
+	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+func names(ps []phases.Phase) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// Every variant of the update is the one list (List): without the cluster
+// it is the list less the steps that need one, so a new step reaches
+// start --once-from unless it says it needs the cluster; the image-mode
+// status and the skipped reboot change a step, not the list.
+func TestListVariants(t *testing.T) {
+	all := names(phases.All())
+	if got := names(phases.List(phases.ListOptions{ImageModeStatus: true, SkipReboot: true})); !slices.Equal(got, all) {
+		t.Errorf("variants changed the steps: %v, want %v", got, all)
+	}
+	want := []string{"detect", "prepare", "write", "reboot", "reload-crio", "post-action", "validate", "finish", "resume"}
+	if got := names(phases.List(phases.ListOptions{NoCluster: true})); !slices.Equal(got, want) {
+		t.Errorf("without the cluster: %v, want %v", got, want)
+	}
+	for _, p := range phases.List(phases.ListOptions{NoCluster: true, SkipReboot: true}) {
+		if p.Name == "reboot" && p.Starting != "Skipping the reboot (--skip-reboot)" {
+			t.Errorf("reboot with SkipReboot starts %q", p.Starting)
+		}
+	}
+}
+
+// A made-up step is one value and one line in a copy of the list: the
+// runner runs it in its place, records it, and shows it in its group's
+// condition like any other.
+func TestAddedStepRuns(t *testing.T) {
+	ran := false
+	audit := phases.Phase{
+		Name: "audit", Group: status.UpdateComplete, Starting: "Auditing",
+		Run: func(context.Context, phases.Data) (phases.Outcome, error) {
+			ran = true
+			return phases.Outcome{Message: "Audited"}, nil
+		},
+	}
+	list := phases.All()
+	i := slices.IndexFunc(list, func(p phases.Phase) bool { return p.Name == "validate" })
+	list = slices.Insert(list, i+1, audit) // the one line
+
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/var/lib/kubelet/config.json", "x")}, h, cl, units, w)
+	r.Phases = list
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if !ran {
+		t.Fatal("the added step did not run")
+	}
+	if st := r.Record.Step("audit"); st == nil || st.Message != "Audited" {
+		t.Errorf("the record has %+v for the added step", st)
+	}
+}
