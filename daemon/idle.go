@@ -128,34 +128,30 @@ func (d *Daemon) onDrift(ctx context.Context, err error) {
 		return
 	}
 	d.drift.err = err
-	state, reason := phases.StateDone, ""
 	if err != nil {
 		msg := fmt.Sprintf("Error: config drift from %s: %v", d.drift.config, err)
-		if !d.status.Set(status.NodeDegraded, metav1.ConditionTrue, ReasonConfigDrift, msg) {
-			return
+		if c := d.status.Find(status.NodeDegraded); c != nil && c.Status == metav1.ConditionTrue &&
+			c.Reason == ReasonConfigDrift && c.Message == msg {
+			return // reported already
 		}
-		state, reason = phases.StateDegraded, phases.Truncate(msg, 1024)
 		d.Log.Warn("Config drift detected", zap.String("node", d.node.Name), zap.String("config", d.drift.config),
 			zap.Error(err))
-	} else {
-		if !d.status.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage) {
-			return
-		}
-		d.Log.Info("Config drift cleared", zap.String("node", d.node.Name), zap.String("config", d.drift.config))
+		phases.ReportDegraded(ctx, d.API, d.status, d.events, d.Log,
+			phases.Degraded{State: phases.StateDegraded, Reason: ReasonConfigDrift, Message: msg})
+		return
 	}
-	if aerr := d.API.SetNodeState(ctx, "", state, reason); aerr != nil {
+	if !d.status.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage) {
+		return
+	}
+	d.Log.Info("Config drift cleared", zap.String("node", d.node.Name), zap.String("config", d.drift.config))
+	if aerr := d.API.SetNodeState(ctx, "", phases.StateDone, ""); aerr != nil {
 		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
 	}
 	if werr := d.status.Flush(ctx); werr != nil {
 		d.Log.Error("Cannot write drift status", zap.Error(werr))
 		return
 	}
-	if d.events == nil {
-		return
-	}
-	if err != nil {
-		d.events.Event(true, true, ReasonConfigDrift, d.status.Find(status.NodeDegraded).Message)
-	} else {
+	if d.events != nil {
 		d.events.Event(true, false, "ConfigDriftCleared", "Node matches config "+d.drift.config+" again")
 	}
 }

@@ -91,16 +91,8 @@ func (d *Daemon) decodeProgress(ctx context.Context, data []byte, readErr error)
 // annotation and a Warning Event; failures to report are logged only (the
 // daemon goes on either way).
 func (d *Daemon) reportDegraded(ctx context.Context, reason, msg string) {
-	if aerr := d.API.SetNodeState(ctx, "", phases.StateDegraded, phases.Truncate(msg, 1024)); aerr != nil {
-		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
-	}
-	d.status.Set(status.NodeDegraded, metav1.ConditionTrue, reason, msg)
-	if err := d.status.Flush(ctx); err != nil {
-		d.Log.Error("Cannot write the NodeDegraded condition", zap.Error(err))
-	}
-	if d.events != nil {
-		d.events.Event(true, true, reason, msg)
-	}
+	phases.ReportDegraded(ctx, d.API, d.status, d.events, d.Log,
+		phases.Degraded{State: phases.StateDegraded, Reason: reason, Message: msg})
 }
 
 // recordLost reports whether the daemon goes on without an unreadable

@@ -147,9 +147,6 @@ func (r *Runner) Fail(ctx context.Context, err error) {
 	if errors.As(err, &ue) || errors.As(err, &us) {
 		state = StateUnreconcilable
 	}
-	if aerr := r.Env.Cluster.SetNodeState(ctx, "", state, Truncate(err.Error(), 1024)); aerr != nil {
-		log.Error("Cannot write the node's state annotation", zap.Error(aerr))
-	}
 	cond := status.UpdatePrepared
 	var se *StepError
 	if errors.As(err, &se) {
@@ -165,17 +162,24 @@ func (r *Runner) Fail(ctx context.Context, err error) {
 			r.set(parent, metav1.ConditionUnknown, parent, msg)
 		}
 	}
-	r.set(status.NodeDegraded, metav1.ConditionTrue, status.ReasonUpdateFailed, msg)
 	if changes := IrreconcilableChanges(err); changes != nil {
 		r.Status.SetIrreconcilableChanges(changes)
 	}
-	if r.Events != nil {
-		r.Events.Event(true, true, status.ReasonUpdateFailed, msg)
-	}
 	r.Observer().UpdateFinished(failResult(ue != nil || us != nil || ce != nil))
-	if ferr := r.Flush(ctx); ferr != nil {
-		log.Error("Cannot write the failure to the MachineConfigNode", zap.Error(ferr))
-	}
+	// The state annotation says the whole error; the conditions and the
+	// Event its root (without the runner's "phase x:" prefix).
+	ReportDegraded(ctx, stateOf{r.Env.Cluster, err.Error()}, r.Status, r.Events, log,
+		Degraded{State: state, Reason: status.ReasonUpdateFailed, Message: msg})
+}
+
+// stateOf writes the state annotation with its own reason text.
+type stateOf struct {
+	nodes  NodeStateWriter
+	reason string
+}
+
+func (s stateOf) SetNodeState(ctx context.Context, current, state, _ string) error {
+	return s.nodes.SetNodeState(ctx, current, state, Truncate(s.reason, maxStateReason))
 }
 
 // rootMessage is the error text without the runner's own "phase x:" prefix.
