@@ -37,6 +37,7 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 		Env: env, Status: d.status, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
 		Now: d.Now, Phases: d.phaseList(), Record: rec, Node: d.node.Name,
 		NodeCurrent: d.node.Annotations[kube.CurrentConfig], Fault: d.Fault,
+		SingleNode:  d.node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica,
 	}
 }
 

@@ -15,6 +15,9 @@ func needsDrain(d Data) (bool, string) {
 	if a.NeedsDrain() {
 		return true, ""
 	}
+	if a.DrainReason != "" {
+		return false, "No cordon or drain: " + a.DrainReason
+	}
 	return false, fmt.Sprintf("Post action %s needs no drain", a.Kind)
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
@@ -185,5 +186,29 @@ func TestRunnerSavesCordonIntent(t *testing.T) {
 	}
 	if !saved {
 		t.Error("the record on disk did not say CordonedByUs when Cordon ran")
+	}
+}
+
+// A single-node cluster (the Node's controlPlaneTopology is SingleReplica)
+// reboots without a cordon or a drain, as upstream's daemon: there is no
+// other node for the pods. The conditions say why.
+func TestSingleNodeNoDrain(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	r.SingleNode = true
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v, want the reboot", err)
+	}
+	if len(cl.calls) != 0 {
+		t.Errorf("cluster calls %v, want none (no cordon, no drain)", cl.calls)
+	}
+	for _, cond := range []string{status.Cordoned, status.Drained} {
+		if c := status.Find(w.last, cond); c == nil || !strings.Contains(c.Message, plan.SingleNodeNoDrain) {
+			t.Errorf("%s: %+v, want it to say %q", cond, c, plan.SingleNodeNoDrain)
+		}
+	}
+	if c := status.Find(w.last, status.UpdateCompatible); c == nil || !strings.Contains(c.Message, "no drain: single-node cluster") {
+		t.Errorf("UpdateCompatible: %+v", c)
 	}
 }

@@ -283,6 +283,9 @@ type Update struct {
 	Desired     plan.Config
 	Diff        plan.Diff
 	Action      plan.PostAction
+	// SingleNode says the cluster has this node only (its Node's
+	// controlPlaneTopology annotation is SingleReplica): no drain.
+	SingleNode bool
 
 	// DesiredObject is the desired config as fetched, kept on the node
 	// once the update is complete (SaveApplied).

@@ -72,6 +72,8 @@ type Runner struct {
 	// Node is the node's name; NodeCurrent its currentConfig annotation
 	// (the record's Current differs after a lost record).
 	Node, NodeCurrent string
+	// SingleNode says the cluster has this node only (Update.SingleNode).
+	SingleNode bool
 	// Stop is the update's one stop signal (see stop.go); nil never stops.
 	Stop *Stop
 	// Fault, when set, is the test-only fault-point hook (package
@@ -103,7 +105,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 func (r *Runner) Update() *Update {
 	if r.update == nil {
 		r.update = &Update{Node: r.Node, NodeCurrent: r.NodeCurrent, CurrentName: r.Record.Current,
-			DesiredName: r.Record.Desired}
+			DesiredName: r.Record.Desired, SingleNode: r.SingleNode}
 	}
 	return r.update
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
@@ -126,6 +127,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 			return planUsage
 		}
 	}
+	if perr == nil && in.singleNode {
+		dec.Action = dec.Action.OnSingleNode() // as prepare decides it on that node
+	}
 	cur := ""
 	if current != nil {
 		cur = current.Name
@@ -175,8 +179,10 @@ func checkOnNode(ctx context.Context, o planOptions, host *hostfs.FS, policy pla
 type planInput struct {
 	current, desired *mcfgv1.MachineConfig
 	pool             string
-	policy           plan.Policy
-	policyErr        error
+	// singleNode: the node says the cluster has it only (no drain).
+	singleNode bool
+	policy     plan.Policy
+	policyErr  error
 }
 
 func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInput, error) {
@@ -227,8 +233,12 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 	if err != nil {
 		return planInput{}, fmt.Errorf("building the API client: %w", err)
 	}
-	current, desired, pool, err := clusterConfigs(ctx, o, host, api)
-	in := planInput{current: current, desired: desired, pool: pool}
+	current, desired, node, err := clusterConfigs(ctx, o, host, api)
+	in := planInput{current: current, desired: desired}
+	if node != nil {
+		in.pool = kube.Pool(node.Labels, o.pool)
+		in.singleNode = node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica
+	}
 	if err != nil || o.policyFile != "" {
 		return in, err
 	}
@@ -239,34 +249,35 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 	return in, err
 }
 
-// clusterConfigs reads the node's configs and pool.
-func clusterConfigs(ctx context.Context, o planOptions, host *hostfs.FS, api kube.API) (current, desired *mcfgv1.MachineConfig, pool string, err error) {
-	node, err := api.Nodes().Get(ctx, o.node, metav1.GetOptions{})
+// clusterConfigs reads the node and its configs.
+func clusterConfigs(ctx context.Context, o planOptions, host *hostfs.FS, api kube.API) (current, desired *mcfgv1.MachineConfig,
+	node *corev1.Node, err error) {
+	node, err = api.Nodes().Get(ctx, o.node, metav1.GetOptions{})
 	if err != nil {
-		return nil, nil, "", fmt.Errorf("reading node %s: %w", o.node, err)
+		return nil, nil, nil, fmt.Errorf("reading node %s: %w", o.node, err)
 	}
 	desiredName, currentName := o.desired, node.Annotations[kube.CurrentConfig]
 	if desiredName == "" {
 		if desiredName = node.Annotations[kube.DesiredConfig]; desiredName == "" {
-			return nil, nil, "", fmt.Errorf("node %s has no %s annotation: give --desired NAME", o.node, kube.DesiredConfig)
+			return nil, nil, nil, fmt.Errorf("node %s has no %s annotation: give --desired NAME", o.node, kube.DesiredConfig)
 		}
 	}
 	if desired, err = api.MachineConfigs().Get(ctx, desiredName, metav1.GetOptions{}); err != nil {
-		return nil, nil, "", fmt.Errorf("fetching MachineConfig %q: %w", desiredName, err)
+		return nil, nil, nil, fmt.Errorf("fetching MachineConfig %q: %w", desiredName, err)
 	}
 	switch {
 	case currentName != "" && host != nil:
 		if current, _, err = phases.CurrentConfig(ctx, daemon.Host{FS: host}, &kube.Client{API: api}, currentName); err != nil {
-			return nil, nil, "", err
+			return nil, nil, nil, err
 		}
 	case currentName != "":
 		if current, err = api.MachineConfigs().Get(ctx, currentName, metav1.GetOptions{}); err != nil {
-			return nil, nil, "", fmt.Errorf("fetching MachineConfig %q (node %s's currentConfig; the daemon keeps a copy "+
+			return nil, nil, nil, fmt.Errorf("fetching MachineConfig %q (node %s's currentConfig; the daemon keeps a copy "+
 				"on the node in /var/lib/nodeconfd/%s: run plan on the node with --root-mount, or give that copy with --current and --desired files): %w",
 				currentName, o.node, phases.AppliedFileName, err)
 		}
 	}
-	return current, desired, kube.Pool(node.Labels, o.pool), nil
+	return current, desired, node, nil
 }
 
 // readMachineConfig reads a MachineConfig from a YAML or JSON file.

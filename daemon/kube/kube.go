@@ -32,14 +32,21 @@ const (
 
 // Node annotations (the compatible view of the update).
 const (
-	AnnotationPrefix  = "machineconfiguration.openshift.io/"
-	CurrentConfig     = AnnotationPrefix + "currentConfig"
-	DesiredConfig     = AnnotationPrefix + "desiredConfig"
-	State             = AnnotationPrefix + "state"
-	Reason            = AnnotationPrefix + "reason"
-	roleLabelPrefix   = "node-role.kubernetes.io/"
-	defaultPool       = "worker"
-	mcnMaxMessageSize = 32768
+	AnnotationPrefix = "machineconfiguration.openshift.io/"
+	CurrentConfig    = AnnotationPrefix + "currentConfig"
+	DesiredConfig    = AnnotationPrefix + "desiredConfig"
+	// ControlPlaneTopology is the cluster's topology as upstream's node
+	// controller annotates every Node; SingleReplica (a single-node
+	// cluster) means no drain (plan.PostAction.OnSingleNode).
+	ControlPlaneTopology = AnnotationPrefix + "controlPlaneTopology"
+	State                = AnnotationPrefix + "state"
+	Reason               = AnnotationPrefix + "reason"
+	roleLabelPrefix      = "node-role.kubernetes.io/"
+	defaultPool          = "worker"
+	mcnMaxMessageSize    = 32768
+	// SingleReplica is ControlPlaneTopology's value on a single-node
+	// cluster.
+	SingleReplica = "SingleReplica"
 )
 
 // Client reaches the API objects of one node. It keeps no state of its

@@ -18,6 +18,8 @@ func Summary(d Diff, a PostAction) string {
 		parts = append(parts, "drain required: "+a.DrainReason)
 	case a.NeedsDrain():
 		parts = append(parts, "drain required")
+	case a.DrainReason != "":
+		parts = append(parts, "no drain: "+a.DrainReason)
 	default:
 		parts = append(parts, "no drain")
 	}

@@ -167,3 +167,17 @@ type PostAction struct {
 
 // NeedsDrain reports whether the node must be cordoned and drained first.
 func (a PostAction) NeedsDrain() bool { return a.Drain }
+
+// SingleNodeNoDrain is why a single-node cluster's update is not drained.
+const SingleNodeNoDrain = "single-node cluster (controlPlaneTopology SingleReplica): nowhere to move the pods"
+
+// OnSingleNode is a as a single-node cluster runs it: as upstream's daemon
+// (drainRequired), never cordoned or drained, since there is no other node
+// for the pods (a PodDisruptionBudget would hold the drain for good); the
+// post action itself is unchanged. DrainReason then says why not.
+func (a PostAction) OnSingleNode() PostAction {
+	if a.Drain {
+		a.Drain, a.DrainReason = false, SingleNodeNoDrain
+	}
+	return a
+}
