@@ -38,16 +38,7 @@ func BenchmarkDrain100(b *testing.B) {
 	}
 	b.Cleanup(k.Stop)
 	rs := drainWorkload(ctx, b, node)
-	// The daemon's credentials: a token bound to its pod on the node, which
-	// the admission policy requires of every write.
-	pod, err := bed.DaemonPod(ctx, node)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := bed.CP.RestConfigForPod(ctx, pod)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := daemonConfig(ctx, b, node)
 	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
 	api, err := kube.NewAPI(cfg) // the daemon's own client
 	if err != nil {

@@ -28,14 +28,7 @@ var evictionNamespaces = []int{100, 3000}
 func BenchmarkEvictionPolicy(b *testing.B) {
 	ctx := context.Background()
 	const node = "bench-evict"
-	pod, err := bed.DaemonPod(ctx, node)
-	if err != nil {
-		b.Fatal(err)
-	}
-	cfg, err := bed.CP.RestConfigForPod(ctx, pod)
-	if err != nil {
-		b.Fatal(err)
-	}
+	cfg := daemonConfig(ctx, b, node)
 	cfg.QPS, cfg.Burst = 1000, 1000
 	daemon := kubernetes.NewForConfigOrDie(cfg)
 	for _, n := range evictionNamespaces {

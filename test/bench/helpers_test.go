@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/watch"
+	"k8s.io/client-go/rest"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
@@ -224,4 +225,19 @@ func memoryMiB(pid int) (map[string]float64, error) {
 		return nil, fmt.Errorf("no VmRSS in %s", path)
 	}
 	return out, nil
+}
+
+// daemonConfig is the daemon's client config on node: a token bound to its
+// pod there, which the admission policies require of every write.
+func daemonConfig(ctx context.Context, b *testing.B, node string) *rest.Config {
+	b.Helper()
+	pod, err := bed.DaemonPod(ctx, node)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cfg, err := bed.CP.RestConfigForPod(ctx, pod)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cfg
 }

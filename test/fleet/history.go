@@ -57,16 +57,8 @@ func (v nodeView) same(o nodeView) bool {
 func startHistory(ctx context.Context, bed *testbed.Bed) (*history, error) {
 	h := &history{start: time.Now(), seen: map[string][]nodeView{}}
 	lw := cache.NewListWatchFromClient(bed.Kube.CoreV1().RESTClient(), "nodes", "", fields.Everything())
-	inf := cache.NewSharedIndexInformer(lw, &corev1.Node{}, 0, cache.Indexers{})
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { h.saw(o) },
-		UpdateFunc: func(_, o any) { h.saw(o) },
-	}); err != nil {
+	if err := follow(ctx, lw, &corev1.Node{}, h.saw); err != nil { // track.go
 		return nil, err
-	}
-	go inf.RunWithContext(context.WithoutCancel(ctx))
-	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("listing the Nodes")
 	}
 	return h, nil
 }

@@ -11,6 +11,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -47,18 +48,27 @@ func startTracker(ctx context.Context, bed *testbed.Bed) (*tracker, error) {
 	t := &tracker{at: map[string]updated{}, cordoned: map[string]time.Time{}, held: map[string]time.Duration{}}
 	lw := cache.NewListWatchFromClient(bed.MCfg.MachineconfigurationV1().RESTClient(), "machineconfignodes", "",
 		fields.Everything())
-	inf := cache.NewSharedIndexInformer(lw, &mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
-	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
-		AddFunc:    func(o any) { t.saw(o) },
-		UpdateFunc: func(_, o any) { t.saw(o) },
-	}); err != nil {
+	if err := follow(ctx, lw, &mcfgv1.MachineConfigNode{}, t.saw); err != nil {
 		return nil, err
+	}
+	return t, nil
+}
+
+// follow lists and watches every object of lw's kind (as admin), and
+// calls saw with each as it is added or changed, until ctx's parent ends.
+func follow(ctx context.Context, lw cache.ListerWatcher, obj runtime.Object, saw func(any)) error {
+	inf := cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+	if _, err := inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    saw,
+		UpdateFunc: func(_, o any) { saw(o) },
+	}); err != nil {
+		return err
 	}
 	go inf.RunWithContext(context.WithoutCancel(ctx))
 	if !cache.WaitForCacheSync(ctx.Done(), inf.HasSynced) {
-		return nil, fmt.Errorf("listing the MachineConfigNodes")
+		return fmt.Errorf("listing the %T objects", obj)
 	}
-	return t, nil
+	return nil
 }
 
 func (t *tracker) saw(o any) {
