@@ -84,7 +84,7 @@ func startFlagGroups() []flagGroup {
 		{"Once, without an API server", []string{"once-from", "skip-reboot"}},
 		{"Maintenance windows and blocking pods", []string{"maintenance-window", "maintenance-windows-configmap",
 			"maintenance-windows-all-updates", "blocking-pod-selector"}},
-		{"Drain", []string{"drain-timeout", "drain-timeout-action", "evict-unowned-pods"}},
+		{"Drain", []string{"drain-timeout", "drain-timeout-action", "evict-unowned-pods", "drain-last-selector"}},
 		{"OS", []string{"os-pull-attempts", "os-pull-retry-initial", "os-pull-retry-max", "os-command-timeout"}},
 		{"Logging and metrics", []string{"log-format", "debug", "metrics-address"}},
 	}

@@ -28,7 +28,8 @@ func startSources(ctx context.Context, o options, api *kube.Client, objects *kub
 // drainer is the node's drainer, as the flags set it.
 func drainer(o options, kapi kube.API, log *zap.Logger, fault func(string)) *drain.Drainer {
 	return &drain.Drainer{Client: kapi, NodeName: o.nodeName, Timeout: o.drainTimeout,
-		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Log: log.Named("drain"), Fault: fault}
+		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Last: o.drainLast,
+		Log: log.Named("drain"), Fault: fault}
 }
 
 // policySource is the cluster's node disruption policy, watched, unless

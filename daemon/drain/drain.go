@@ -23,6 +23,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/fields"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
@@ -61,7 +62,11 @@ type Drainer struct {
 	EvictUnowned bool
 	// Concurrency bounds the evictions in flight; 0 means DefaultConcurrency.
 	Concurrency int
-	Log         *zap.Logger
+	// Last, when set, selects the pods evicted only once every other pod
+	// of the drain is gone (--drain-last-selector: a storage manager that
+	// the other pods need until they stop).
+	Last labels.Selector
+	Log  *zap.Logger
 	// Fault, when set, is the test-only fault-point hook (package
 	// daemon/faultpoint), told of each accepted eviction.
 	Fault func(point string)

@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -28,6 +29,9 @@ type tracked struct {
 	pod      *corev1.Pod // as last seen
 	state    podState
 	attempts int
+	// last marks a pod the drain evicts after all the others are gone
+	// (Drainer.Last).
+	last bool
 	// refusal is why the last eviction was refused ("" once accepted);
 	// byBudget marks a refusal by a PodDisruptionBudget.
 	refusal  string
@@ -49,11 +53,15 @@ type run struct {
 	start time.Time
 	pods  map[types.UID]*tracked
 	// byKey maps namespace/name to the UID of the tracked pod of that name.
-	byKey    map[string]types.UID
-	queue    []types.UID
-	inFlight int
-	results  chan evictResult
-	retries  chan types.UID
+	byKey map[string]types.UID
+	queue []types.UID
+	// later are the pods evicted last, queued once firstLeft is 0: the
+	// other pods not yet gone.
+	later     []types.UID
+	firstLeft int
+	inFlight  int
+	results   chan evictResult
+	retries   chan types.UID
 
 	left, evicted, skipped int
 	refused                int // pods whose last eviction was refused
@@ -81,15 +89,21 @@ func newRun(d *Drainer, sel Selection, start time.Time, log *zap.Logger) *run {
 		results: make(chan evictResult), retries: make(chan types.UID), skipped: sel.Skipped,
 		arrived: map[types.UID]bool{}, budgets: map[string]budgetList{}, log: log}
 	for _, p := range sel.Evict {
-		t := &tracked{pod: p}
+		t := &tracked{pod: p, last: d.Last != nil && d.Last.Matches(labels.Set(p.Labels))}
 		r.pods[p.UID] = t
 		r.byKey[podName(p)] = p.UID
 		r.left++
-		if p.DeletionTimestamp != nil {
-			t.state = stateTerminating // being deleted already: only wait
-			continue
+		if !t.last {
+			r.firstLeft++
 		}
-		r.queue = append(r.queue, p.UID)
+		switch {
+		case p.DeletionTimestamp != nil:
+			t.state = stateTerminating // being deleted already: only wait
+		case t.last:
+			r.later = append(r.later, p.UID)
+		default:
+			r.queue = append(r.queue, p.UID)
+		}
 	}
 	return r
 }
@@ -103,9 +117,14 @@ func (r *run) concurrency() int {
 	return DefaultConcurrency
 }
 
-// startEvictions starts queued evictions up to the concurrency bound.
+// startEvictions starts queued evictions up to the concurrency bound; the
+// pods evicted last join the queue once every other pod is gone.
 func (r *run) startEvictions() {
 	ctx := r.ctx
+	if r.firstLeft == 0 && len(r.later) > 0 {
+		r.log.Info("Every other pod is gone; evicting the pods the drain takes last", zap.Int("pods", len(r.later)))
+		r.queue, r.later = append(r.queue, r.later...), nil
+	}
 	for len(r.queue) > 0 && r.inFlight < r.concurrency() {
 		uid := r.queue[0]
 		r.queue = r.queue[1:]
@@ -197,6 +216,9 @@ func (r *run) gone(t *tracked) {
 	r.setRefusal(t, "", false)
 	t.state = stateGone
 	r.left--
+	if !t.last {
+		r.firstLeft--
+	}
 }
 
 // onEvent follows the watch: a tracked pod is gone when it is deleted, or

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
@@ -264,5 +265,40 @@ func TestDrainWatchReopenedAfterFailures(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("drain did not end once the pod was gone")
+	}
+}
+
+// With Last set, the pods it selects are evicted only once every other pod
+// of the drain is gone: a storage manager outlives the pods that use it.
+func TestDrainEvictsLastSelectedLast(t *testing.T) {
+	store := ownedPod("store-0")
+	store.Labels = map[string]string{"app": "store"}
+	cs := fake.NewClientset(ownedPod("web-0"), store, ownedPod("web-1"))
+	var mu sync.Mutex
+	var order []string
+	cs.PrependReactor("create", "pods", func(a k8stesting.Action) (bool, runtime.Object, error) {
+		if a.GetSubresource() != "eviction" {
+			return false, nil, nil
+		}
+		name := a.(k8stesting.CreateAction).GetObject().(metav1.Object).GetName()
+		mu.Lock()
+		order = append(order, name)
+		mu.Unlock()
+		return true, nil, cs.Tracker().Delete(podsGVR, "apps", name)
+	})
+	last, err := labels.Parse("app=store")
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := &Drainer{Client: kubetest.API(cs, nil), NodeName: "n1", Log: zap.NewNop(), Last: last}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := d.Drain(ctx, nopProgress{}); err != nil {
+		t.Fatal(err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(order) != 3 || order[2] != "store-0" {
+		t.Errorf("evictions in the order %v, want store-0 last", order)
 	}
 }
