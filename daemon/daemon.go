@@ -44,6 +44,9 @@ type Daemon struct {
 	// blocked drain) goes on after SIGTERM before it gives up; 0 means
 	// DefaultShutdownGrace.
 	ShutdownGrace time.Duration
+	// Cordons, when set, cordons the node again when someone lifts the
+	// update's cordon before the update does (keepcordon.go).
+	Cordons Recordoner
 
 	// Ready is closed once the daemon has registered its MachineConfigNode.
 	Ready chan struct{}

@@ -37,7 +37,7 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 		Env: env, Status: d.status, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
 		Now: d.Now, Phases: d.phaseList(), Record: rec, Node: d.node.Name,
 		NodeCurrent: d.node.Annotations[kube.CurrentConfig], Fault: d.Fault,
-		SingleNode:  d.node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica,
+		SingleNode: d.node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica,
 	}
 }
 
@@ -63,6 +63,7 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 	defer release()
 	r.Stop = stop
 	stepCtx := context.WithoutCancel(ctx)
+	defer d.keepCordon(ctx, desired)() // keepcordon.go
 	err := r.Run(stepCtx)
 	switch {
 	case err == nil, errors.Is(err, phases.ErrRebooting), errors.Is(err, phases.ErrStopped):

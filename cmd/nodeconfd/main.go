@@ -247,9 +247,10 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	if err != nil {
 		return err
 	}
+	drainr := drainer(o, kapi, log, fault)
 	env := phases.Env{
 		Configs:      &daemon.ConfigCache{Source: api, Size: 2},
-		Cluster:      m.Cluster(cluster{Client: api, Drainer: drainer(o, kapi, log, fault)}),
+		Cluster:      m.Cluster(cluster{Client: api, Drainer: drainr}),
 		Host:         daemon.Host{FS: host, Units: units},
 		Units:        units,
 		OS:           osu,
@@ -272,7 +273,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 			events = kube.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
 			return events
 		},
-		Log: log, Fault: fault,
+		Log: log, Fault: fault, Cordons: drainr,
 		Backoff:         daemon.Backoff{Initial: o.backoffInitial, Max: o.backoffMax},
 		StartJitter:     o.startJitter,
 		UpdateSpread:    o.updateSpread,

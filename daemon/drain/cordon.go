@@ -90,3 +90,30 @@ func (d *Drainer) patchCordon(ctx context.Context, node *corev1.Node, cordon boo
 		metav1.PatchOptions{FieldManager: kube.FieldManager})
 	return err
 }
+
+// Recordon cordons the node again when this daemon's cordon was lifted by
+// someone else during an update: its annotation is still there (this
+// daemon's own uncordon removes it in the same patch) while the node is
+// schedulable. It never cordons a node without the annotation, so it cannot
+// undo the update's own uncordon. It reports whether it cordoned. Who
+// lifted the cordon is not known: spec.unschedulable false is the field's
+// absence, which no field manager owns (a probe on the test bed: the
+// managed fields then name only earlier, unrelated writers).
+func (d *Drainer) Recordon(ctx context.Context) (did bool, err error) {
+	err = retry.RetryOnConflict(retry.DefaultRetry, func() error {
+		node, err := d.Client.Nodes().Get(ctx, d.NodeName, metav1.GetOptions{})
+		if err != nil {
+			return err
+		}
+		if node.Annotations[CordonedBy] == "" || node.Spec.Unschedulable {
+			did = false
+			return nil
+		}
+		did = true
+		return d.patchCordon(ctx, node, true)
+	})
+	if err != nil {
+		return false, fmt.Errorf("cordoning node %s again: %w", d.NodeName, err)
+	}
+	return did, nil
+}
