@@ -40,6 +40,7 @@ type planOptions struct {
 	rootMount                                                    string
 	configPattern                                                plan.ConfigPattern
 	limits                                                       plan.Limits
+	drain                                                        forecastOptions // planforecast.go
 }
 
 func parsePlanFlags(args []string, stderr io.Writer) (planOptions, error) {
@@ -59,6 +60,7 @@ func parsePlanFlags(args []string, stderr io.Writer) (planOptions, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file for --node (default: in-cluster config)")
 	fs.StringVar(&o.pool, "pool", "", "the node's pool, for the config name rule (default: the node's role label with --node, else worker)")
 	fs.StringVar(&o.output, "o", "text", "output: text or json")
+	o.drain.flags(fs)
 	fs.StringVar(&o.rootMount, "root-mount", "", "the node's root filesystem (run on the node, e.g. in its daemon pod: /rootfs): "+
 		"also make prepare's checks of the node (owners, paths, the booted OS) and, with --node, diff from the node's copy of its config")
 	fs.StringVar(&o.policyFile, "node-disruption-policy", "", "a file holding the nodeDisruptionPolicy block "+
@@ -138,6 +140,11 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if host != nil {
 		r.NotPreviewed = ""
 	}
+	if perr == nil && in.api != nil && dec.Action.NeedsDrain() {
+		if r.Drain, err = o.drain.forecast(ctx, in.api, o.node); err != nil {
+			fmt.Fprintln(stderr, "nodeconfd plan: no drain forecast:", err)
+		}
+	}
 	if o.output == "json" {
 		err = r.JSON(stdout)
 	} else {
@@ -183,6 +190,8 @@ type planInput struct {
 	singleNode bool
 	policy     plan.Policy
 	policyErr  error
+	// api is the cluster's, with --node (the drain's forecast reads it).
+	api kube.API
 }
 
 func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInput, error) {
@@ -234,7 +243,7 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 		return planInput{}, fmt.Errorf("building the API client: %w", err)
 	}
 	current, desired, node, err := clusterConfigs(ctx, o, host, api)
-	in := planInput{current: current, desired: desired}
+	in := planInput{current: current, desired: desired, api: api}
 	if node != nil {
 		in.pool = kube.Pool(node.Labels, o.pool)
 		in.singleNode = node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica

@@ -85,11 +85,7 @@ func (d *Drainer) Drain(ctx context.Context, progress phases.DrainProgress) (pha
 	if err != nil {
 		return phases.DrainResult{}, err
 	}
-	pods := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		pods[i] = &list.Items[i]
-	}
-	sel, err := Select(pods, d.EvictUnowned)
+	sel, err := Select(podPointers(list.Items), d.EvictUnowned)
 	if err != nil {
 		return phases.DrainResult{Skipped: sel.Skipped}, err
 	}
@@ -127,12 +123,17 @@ func (d *Drainer) CheckDrain(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	pods := make([]*corev1.Pod, len(list.Items))
-	for i := range list.Items {
-		pods[i] = &list.Items[i]
-	}
-	_, err = Select(pods, d.EvictUnowned)
+	_, err = Select(podPointers(list.Items), d.EvictUnowned)
 	return err
+}
+
+// podPointers points at each pod of a list.
+func podPointers(items []corev1.Pod) []*corev1.Pod {
+	pods := make([]*corev1.Pod, len(items))
+	for i := range items {
+		pods[i] = &items[i]
+	}
+	return pods
 }
 
 func (d *Drainer) podSelector() string {

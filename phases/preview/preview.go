@@ -43,6 +43,37 @@ type Report struct {
 	// NotPreviewed says what prepare checks that the preview did not; ""
 	// when the node's side was checked too (plan --root-mount).
 	NotPreviewed string `json:"notPreviewed,omitempty"`
+	// Drain is what the drain would do on the node now, when one is
+	// required (plan --node only: it reads the node's pods and budgets).
+	Drain *DrainForecast `json:"drain,omitempty"`
+}
+
+// DrainForecast is what a drain of the node would do if it started now:
+// the pods it would evict, the budgets that cover them, the pods it would
+// wait on, and what it would leave in place. Refused is set instead when
+// the drain would not start at all (pods no controller would recreate:
+// the update fails before the cordon).
+type DrainForecast struct {
+	Evict []ForecastPod `json:"evict"`
+	// Blocked counts the pods of Evict a budget at zero would hold.
+	Blocked int `json:"blocked"`
+	// Skipped counts the DaemonSet and static pods left in place.
+	Skipped int    `json:"skipped"`
+	Refused string `json:"refused,omitempty"`
+}
+
+// ForecastPod is one pod the drain would evict.
+type ForecastPod struct {
+	// Pod is namespace/name.
+	Pod string `json:"pod"`
+	// Budgets are the PodDisruptionBudgets that cover it, with what each
+	// allows now.
+	Budgets []string `json:"budgets,omitempty"`
+	// BlockedBy is set when a covering budget allows no disruption: the
+	// drain would wait on the pod until it does.
+	BlockedBy string `json:"blockedBy,omitempty"`
+	// Last marks a pod evicted after all the others (--drain-last-selector).
+	Last bool `json:"last,omitempty"`
 }
 
 // Refusal is prepare's refusal of the update.

@@ -43,6 +43,7 @@ func (r Report) Text(w io.Writer) error {
 		drain = "drain required (cordon and drain first): " + r.PostAction.DrainReason
 	}
 	fmt.Fprintf(&b, "Post action: %s; %s\n", r.PostAction.describe(), drain)
+	r.Drain.write(&b)
 	writeFiles(&b, r.Files)
 	writeUnits(&b, r.Units)
 	if k := r.SSHKeys; k != nil {
@@ -177,4 +178,27 @@ func orNot(s, what string) string {
 		return "not " + what
 	}
 	return s
+}
+
+// write says what the drain would do now (nil: not forecast).
+func (f *DrainForecast) write(b *strings.Builder) {
+	switch {
+	case f == nil:
+		return
+	case f.Refused != "":
+		fmt.Fprintf(b, "Drain forecast: the drain would not start: %s\n", f.Refused)
+		return
+	}
+	fmt.Fprintf(b, "Drain forecast: would evict %d pods (%d held by a budget at zero now), leave %d DaemonSet or static pods\n",
+		len(f.Evict), f.Blocked, f.Skipped)
+	for _, p := range f.Evict {
+		note := strings.Join(p.Budgets, "; ")
+		if p.BlockedBy != "" {
+			note = "WAITS: " + p.BlockedBy
+		}
+		if p.Last {
+			note = strings.TrimPrefix(note+"; evicted last", "; ")
+		}
+		fmt.Fprintf(b, "  %s  %s\n", p.Pod, orDash(note))
+	}
 }

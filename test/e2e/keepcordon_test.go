@@ -13,7 +13,9 @@ import (
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
-// An administrator uncordons a node while its drain is held by a budget:
+// `nodeconfd plan --node` forecasts that the node's drain would wait on its
+// pod (a budget at zero). An administrator uncordons the node while that
+// drain is held:
 // the daemon cordons it again within seconds, with a Warning Event on the
 // Node saying so and when (not who: no field manager owns a lifted cordon).
 // Once the budget goes the update completes and the node ends uncordoned.
@@ -27,6 +29,13 @@ func TestUncordonDuringDrainUndone(t *testing.T) {
 	n, log := node(t, name, "rendered-kc-a")
 	podsOn(t, name, 1)
 	budgetOn(t, "web-"+name)
+	// The plan forecasts the drain: the pod, held by the budget at zero.
+	r := runPlanCmd(ctx, t, []string{"-o", "json", "--allowed-config-pattern", testbed.TestConfigPattern, "--node", name,
+		"--desired", "rendered-kc-b", "--kubeconfig", bed.CP.Kubeconfig()})
+	if f := r.Drain; f == nil || len(f.Evict) != 1 || f.Blocked != 1 || f.Evict[0].Pod != "default/web-kc-a" ||
+		!strings.Contains(f.Evict[0].BlockedBy, "PodDisruptionBudget web-kc allows 0 disruptions") {
+		t.Errorf("drain forecast %+v, want default/web-kc-a held by PodDisruptionBudget web-kc", f)
+	}
 	cordons := watchCordon(ctx, t, name)
 	from := log.Len()
 	if err := n.SetDesired(ctx, "rendered-kc-b"); err != nil {

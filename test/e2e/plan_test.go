@@ -207,6 +207,10 @@ func planBoth(t *testing.T, policyFile, current, desired string) preview.Report 
 	common := []string{"-o", "json", "--post-action-policy", policyFile, "--allowed-config-pattern", testbed.TestConfigPattern}
 	fromFiles := runPlanCmd(ctx, t, append([]string{"--current", paths[0], "--desired", paths[1]}, common...))
 	fromCluster := runPlanCmd(ctx, t, append([]string{"--node", "pl1", "--desired", desired, "--kubeconfig", bed.CP.Kubeconfig()}, common...))
+	if (fromCluster.Drain != nil) != (fromCluster.Apply && fromCluster.DrainRequired) {
+		t.Errorf("plan --node: drain forecast %+v with drainRequired=%v", fromCluster.Drain, fromCluster.DrainRequired)
+	}
+	fromCluster.Drain = nil // only the cluster's view can forecast the drain
 	if !reflect.DeepEqual(fromFiles, fromCluster) {
 		t.Errorf("plan from files:\n%+v\nfrom the cluster:\n%+v", fromFiles, fromCluster)
 	}

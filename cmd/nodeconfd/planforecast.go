@@ -1,0 +1,44 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases/preview"
+)
+
+// forecastOptions are the daemon's drain flags that change what its drain
+// would do, so that `plan --node` forecasts the drain the daemon runs.
+type forecastOptions struct {
+	evictUnowned bool
+	last         labels.Selector
+}
+
+func (f *forecastOptions) flags(fs *flag.FlagSet) {
+	fs.BoolVar(&f.evictUnowned, "evict-unowned-pods", false, "with --node: forecast the drain as a daemon with this flag runs it")
+	fs.Func("drain-last-selector", "with --node: forecast the drain as a daemon with this flag runs it", func(v string) error {
+		sel, err := labels.Parse(v)
+		if err != nil {
+			return fmt.Errorf("not a label selector: %w", err)
+		}
+		if !sel.Empty() {
+			f.last = sel
+		}
+		return nil
+	})
+}
+
+// forecast is what node's drain would do now (drain.Drainer.Forecast).
+func (f forecastOptions) forecast(ctx context.Context, api kube.API, node string) (*preview.DrainForecast, error) {
+	d := &drain.Drainer{Client: api, NodeName: node, EvictUnowned: f.evictUnowned, Last: f.last}
+	fc, err := d.Forecast(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return &fc, nil
+}

@@ -1,0 +1,62 @@
+package drain
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	policyv1 "k8s.io/api/policy/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/labels"
+
+	"github.com/nodeconfd/nodeconfd/phases/preview"
+)
+
+// Forecast says what a drain of the node would do if it started now,
+// without touching anything: the pods Select picks, each with the budgets
+// that cover it (one LIST of the budgets per namespace), the ones a budget
+// at zero would hold, and what stays. Pods no controller would recreate
+// (without EvictUnowned) make it Refused, as the update's check before the
+// cordon would.
+func (d *Drainer) Forecast(ctx context.Context) (preview.DrainForecast, error) {
+	var f preview.DrainForecast
+	list, err := d.listPods(ctx)
+	if err != nil {
+		return f, err
+	}
+	sel, err := Select(podPointers(list.Items), d.EvictUnowned)
+	var unowned *UnownedError
+	if errors.As(err, &unowned) {
+		f.Refused = err.Error()
+		return f, nil
+	}
+	if err != nil {
+		return f, err
+	}
+	f.Skipped, f.Evict = sel.Skipped, []preview.ForecastPod{}
+	budgets := map[string][]policyv1.PodDisruptionBudget{}
+	for _, p := range sel.Evict {
+		if _, ok := budgets[p.Namespace]; !ok {
+			l, err := d.Client.PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
+			if err != nil {
+				return f, fmt.Errorf("listing the PodDisruptionBudgets of namespace %s: %w", p.Namespace, err)
+			}
+			budgets[p.Namespace] = l.Items
+		}
+		covering := budgetsOf(p, budgets[p.Namespace])
+		fp := preview.ForecastPod{Pod: podName(p), Last: d.Last != nil && d.Last.Matches(labels.Set(p.Labels))}
+		var zero []policyv1.PodDisruptionBudget
+		for _, b := range covering {
+			fp.Budgets = append(fp.Budgets, describeBudgets([]policyv1.PodDisruptionBudget{b}))
+			if b.Status.DisruptionsAllowed <= 0 {
+				zero = append(zero, b)
+			}
+		}
+		if len(zero) > 0 {
+			fp.BlockedBy = describeBudgets(zero)
+			f.Blocked++
+		}
+		f.Evict = append(f.Evict, fp)
+	}
+	return f, nil
+}
