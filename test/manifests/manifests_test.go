@@ -77,6 +77,8 @@ func TestKubectlApply(t *testing.T) {
 		"deployment.apps/nodeconfd-controller",
 		"machineconfigpool.machineconfiguration.openshift.io/worker",
 		"machineconfigpool.machineconfiguration.openshift.io/master",
+		"prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/nodeconfd-evictions",
+		"flowschema.flowcontrol.apiserver.k8s.io/nodeconfd-evictions",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("kubectl get -f manifests/ -o name:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
