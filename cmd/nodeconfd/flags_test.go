@@ -30,3 +30,19 @@ func TestParseFlagsHardenedDefaults(t *testing.T) {
 		t.Errorf("an empty pattern: %v, want every name accepted", err)
 	}
 }
+
+// --drain-last-selector: a malformed selector is refused naming the flag;
+// an empty one selects nothing.
+func TestDrainLastSelectorFlag(t *testing.T) {
+	if _, err := parseFlags([]string{"--node-name", "n1", "--drain-last-selector", "app in (a"}); err == nil ||
+		!strings.Contains(err.Error(), "drain-last-selector") {
+		t.Errorf("a malformed selector: %v, want an error naming the flag", err)
+	}
+	o, err := parseFlags([]string{"--node-name", "n1", "--drain-last-selector", "app=store"})
+	if err != nil || o.drainLast == nil || o.drainLast.String() != "app=store" {
+		t.Errorf("app=store: %v, %v", o.drainLast, err)
+	}
+	if o, err := parseFlags([]string{"--node-name", "n1", "--drain-last-selector", ""}); err != nil || o.drainLast != nil {
+		t.Errorf("an empty selector: %v, %v; want none", o.drainLast, err)
+	}
+}

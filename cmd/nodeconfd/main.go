@@ -112,17 +112,8 @@ func parseFlags(args []string) (options, error) {
 		"after --drain-timeout: retry (keep retrying; the status and a Warning Event say what blocks it, once per timeout) "+
 			"or fail (uncordon, report the blocking pods in NodeDegraded, write nothing, retry the update later)")
 	fs.BoolVar(&o.evictUnowned, "evict-unowned-pods", false, "also evict pods that no controller will recreate")
-	fs.Func("drain-last-selector", "a label selector of the pods the drain evicts only once every other pod is gone "+
-		"(e.g. app=storage-manager)", func(v string) error {
-		sel, err := labels.Parse(v)
-		if err != nil {
-			return fmt.Errorf("not a label selector: %w", err)
-		}
-		if !sel.Empty() {
-			o.drainLast = sel
-		}
-		return nil
-	})
+	selectorFlag(fs, "drain-last-selector", "a label selector of the pods the drain evicts only once every other pod "+
+		"is gone (e.g. app=storage-manager)", &o.drainLast)
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.BoolVar(&o.imageModeStatus, "image-mode-status", false,
 		"also report AppliedFiles, ImagePulledFromRegistry and AppliedOSImage, the split of AppliedFilesAndOS that "+

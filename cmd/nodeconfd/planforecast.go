@@ -21,13 +21,19 @@ type forecastOptions struct {
 
 func (f *forecastOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&f.evictUnowned, "evict-unowned-pods", false, "with --node: forecast the drain as a daemon with this flag runs it")
-	fs.Func("drain-last-selector", "with --node: forecast the drain as a daemon with this flag runs it", func(v string) error {
+	selectorFlag(fs, "drain-last-selector", "with --node: forecast the drain as a daemon with this flag runs it", &f.last)
+}
+
+// selectorFlag defines a label selector flag; an empty one leaves dst nil
+// (selects nothing), a malformed one is refused naming the flag.
+func selectorFlag(fs *flag.FlagSet, name, usage string, dst *labels.Selector) {
+	fs.Func(name, usage, func(v string) error {
 		sel, err := labels.Parse(v)
 		if err != nil {
 			return fmt.Errorf("not a label selector: %w", err)
 		}
 		if !sel.Empty() {
-			f.last = sel
+			*dst = sel
 		}
 		return nil
 	})
