@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/controller/migrate"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -57,8 +58,11 @@ func TestPoolRollout(t *testing.T) {
 	// after its first handoff.
 	apply(ctx, t, fragment("50-worker-one", map[string]string{"one": "2"}))
 	apply(ctx, t, fragment("60-worker-two", map[string]string{"two": "2"}))
-	p = waitPool(ctx, t, "a second rendered config", func(p *mcfgv1.MachineConfigPool) bool {
-		return p.Spec.Configuration.Name != first && strings.HasPrefix(p.Spec.Configuration.Name, "rendered-worker-")
+	// The controller may render between the two writes (a config with one
+	// change, handed out, then replaced): the one awaited has both.
+	p = waitPool(ctx, t, "a second rendered config, of both changes", func(p *mcfgv1.MachineConfigPool) bool {
+		return p.Spec.Configuration.Name != first && rendersFiles(ctx, t, p.Spec.Configuration.Name,
+			map[string]string{dir + "/one": "2", dir + "/two": "2"})
 	})
 	second := p.Spec.Configuration.Name
 	waitTold(ctx, t, s, second, 1)
@@ -257,4 +261,27 @@ func waitGone(ctx context.Context, t *testing.T, name string) {
 		case <-time.After(200 * time.Millisecond):
 		}
 	}
+}
+
+// rendersFiles reports whether the rendered config name holds files with
+// those contents.
+func rendersFiles(ctx context.Context, t *testing.T, name string, files map[string]string) bool {
+	t.Helper()
+	if !strings.HasPrefix(name, "rendered-worker-") {
+		return false
+	}
+	mc, err := bed.MCfg.MachineconfigurationV1().MachineConfigs().Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return false
+	}
+	cfg, err := plan.Parse(mc)
+	if err != nil {
+		t.Fatalf("rendered config %s: %v", name, err)
+	}
+	for path, want := range files {
+		if f, ok := cfg.Files[path]; !ok || string(f.Contents) != want {
+			return false
+		}
+	}
+	return true
 }
