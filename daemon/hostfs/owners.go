@@ -1,9 +1,11 @@
 package hostfs
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
@@ -110,10 +112,12 @@ func (b *batch) loadIDs() error {
 }
 
 // parseAccounts calls fn with the colon-separated fields of every line of an
-// account file that has n fields; a missing file has no lines.
+// account file that has n fields; a missing file has no lines. A file whose
+// folder is a file (a config that writes /usr on a node without one) is
+// missing too, as the C library's lookups see it.
 func (b *batch) parseAccounts(rel string, n int, fn func(fields []string)) error {
 	data, err := b.f.root.ReadFile(rel)
-	if isNotExist(err) {
+	if isNotExist(err) || errors.Is(err, syscall.ENOTDIR) {
 		return nil
 	}
 	if err != nil {
