@@ -136,13 +136,16 @@ func PostAction() Phase {
 
 // runActions runs the post action's list through systemd, in order, and
 // says what it did. Each action is reported as it completes, as upstream
-// does: the condition's message, and an Event (ServiceReload,
-// ServiceRestart; a Warning when it fails). A Drain was done before the
-// writes. Each is safe to run again, so a restart in the middle runs the
-// list from its start.
+// does: an Event (ServiceReload, ServiceRestart; a Warning when it fails)
+// and, while more actions are to run, the condition's message (the last
+// one's is the phase's own, written a moment later: one status write
+// fewer that no one could have read). A Drain was done before the writes.
+// Each is safe to run again, so a restart in the middle runs the list from
+// its start.
 func runActions(ctx context.Context, d Data) ([]string, error) {
 	var done []string
-	for _, x := range d.Update().Action.Actions {
+	actions := d.Update().Action.Actions
+	for i, x := range actions {
 		msg, reason, event, err := runAction(ctx, d.Units(), x)
 		if err != nil {
 			d.Event(false, true, "Failed"+reason, fmt.Sprintf("%s failed: %v", x, err))
@@ -153,7 +156,9 @@ func runActions(ctx context.Context, d Data) ([]string, error) {
 		}
 		done = append(done, msg)
 		d.Event(false, false, reason, event)
-		_ = d.Report(ctx, "Node has "+strings.ToLower(msg[:1])+msg[1:])
+		if i < len(actions)-1 {
+			_ = d.Report(ctx, "Node has "+strings.ToLower(msg[:1])+msg[1:])
+		}
 	}
 	return done, nil
 }

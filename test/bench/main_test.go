@@ -7,7 +7,8 @@
 //	go test -run '^$' -bench . -benchtime 5x ./test/bench/
 //
 // NODECONFD_BENCH_TRACE=1 routes each daemon's API requests through a
-// logging proxy and prints them, to see which requests a figure counts.
+// logging proxy and prints them, to see which requests a figure counts;
+// NODECONFD_BENCH_TRACE=body adds the start of each request's body.
 package bench
 
 import (

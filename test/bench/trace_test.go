@@ -1,9 +1,11 @@
 package bench
 
 import (
+	"bytes"
 	"context"
 	"encoding/pem"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -85,6 +87,12 @@ func (t *tracer) add(r *http.Request) {
 		line += " (watch)"
 	} else if q.Has("fieldSelector") || q.Has("labelSelector") {
 		line += " (list)"
+	}
+	if os.Getenv("NODECONFD_BENCH_TRACE") == "body" && r.Body != nil {
+		// The write itself, cut: enough to tell which change each request carries.
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		line += " " + string(body[:min(len(body), 2000)])
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
