@@ -9,7 +9,7 @@ GO ?= go
 VERSION ?= $(shell cat VERSION)
 OUT ?= bin/nodeconfd
 
-.PHONY: all build image deps controlplane nodeimage nodestack nodeimage-kube promtool demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
+.PHONY: all build image deps controlplane nodeimage nodestack nodeimage-kube promtool prometheus demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
 
 all: build
 
@@ -47,6 +47,10 @@ nodeimage-kube: deps
 promtool:
 	bash hack/build-promtool.sh >/dev/null
 
+# The Prometheus server the alert gate's e2e tests ask.
+prometheus:
+	bash hack/build-prometheus.sh >/dev/null
+
 crds:
 	$(GO) run ./hack/gencrds
 
@@ -72,7 +76,7 @@ test-unit:
 # that go test starts it first.
 E2E_PARALLEL ?= 16
 test:
-	bash hack/setup.sh deps controlplane nodeimage nodestack nodeimage-kube promtool
+	bash hack/setup.sh deps controlplane nodeimage nodestack nodeimage-kube promtool prometheus
 	$(MAKE) build
 	bash hack/check-tracked-sizes.sh
 	$(GO) vet ./...

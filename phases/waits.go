@@ -15,7 +15,8 @@ import (
 
 // Waits is what may hold an update before it disrupts the node or, for a
 // pause, before its first write (package daemon/waits): an administrator's
-// pause annotation, the maintenance windows, pods that block a disruption.
+// pause annotation, the maintenance windows, pods that block a disruption,
+// alerts firing in Prometheus.
 // Nil in Env means none of them.
 type Waits interface {
 	// Paused reports whether the node is paused, from the watch cache (no
@@ -31,11 +32,13 @@ const (
 	HoldPaused       = "Paused"
 	HoldWindow       = "OutsideMaintenanceWindow"
 	HoldBlockingPods = "BlockingPods"
+	HoldAlerts       = "AlertsFiring"
 )
 
 // Hold is one thing an update waits for.
 type Hold struct {
-	// Kind is HoldPaused, HoldWindow or HoldBlockingPods; "" for none.
+	// Kind is HoldPaused, HoldWindow, HoldBlockingPods or HoldAlerts; ""
+	// for none.
 	Kind string
 	// Message says what the update waits for and until when, for the
 	// condition and the Events.

@@ -20,6 +20,9 @@ func startSources(ctx context.Context, o options, api *kube.Client, objects *kub
 	if err != nil {
 		return nil, nil, err
 	}
+	if holds.Alerts, err = o.waits.alerts.gate(log); err != nil {
+		return nil, nil, err
+	}
 	holds.Start(ctx)
 	source, err := policySource(ctx, o, api, log)
 	return holds, source, err

@@ -15,8 +15,9 @@ import (
 )
 
 // waitOptions are the flags of what may hold an update: maintenance
-// windows, blocking pods (the pause is an annotation).
+// windows, blocking pods, alerts (the pause is an annotation).
 type waitOptions struct {
+	alerts        *alertOptions
 	windows       window.Windows
 	allUpdates    bool
 	configMap     string
@@ -59,6 +60,7 @@ func addWaitFlags(fs *flag.FlagSet) *waitOptions {
 		"exists (watched; grant its read in RBAC)")
 	fs.StringVar(&w.blocking, "blocking-pod-selector", "", "label selector of pods that, while running on the node, "+
 		"hold an update that drains or reboots it (e.g. app=backup)")
+	w.alerts = addAlertFlags(fs)
 	return w
 }
 
@@ -71,7 +73,7 @@ func (w *waitOptions) check() error {
 		}
 		w.blockingSel = sel
 	}
-	return nil
+	return w.alerts.check()
 }
 
 // source builds the node's waits.

@@ -25,3 +25,36 @@ func TestWaitFlags(t *testing.T) {
 		}
 	}
 }
+
+func TestAlertFlags(t *testing.T) {
+	o, err := parseFlags([]string{"--node-name", "n1", "--prometheus-url", "http://prometheus.monitoring:9090",
+		"--alert-ignore-regexp", "Watchdog|InfoInhibitor", "--alert-label-selector", "severity in (critical,warning)",
+		"--alerts-unreachable", "proceed"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := o.waits.alerts.filter
+	if f.Names != nil || f.Ignore == nil || !f.Ignore.MatchString("Watchdog") || f.Ignore.MatchString("WatchdogX") ||
+		f.Labels.String() != "severity in (critical,warning)" {
+		t.Errorf("filter %+v", f)
+	}
+	for _, tc := range []struct{ args, want string }{
+		{"--alerts-unreachable=maybe", "--alerts-unreachable"},
+		{"--alert-name-regexp=Node.*", "need --prometheus-url"},
+		{"--prometheus-url=ftp://prom", "--prometheus-url"},
+		{"--prometheus-url=http://", "--prometheus-url"},
+		{"--prometheus-url=http://user:secret@prom:9090", "--prometheus-url"},
+	} {
+		if _, err := parseFlags([]string{"--node-name", "n1", tc.args}); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error with %q", tc.args, err, tc.want)
+		}
+	}
+	for _, tc := range []struct{ flag, value string }{
+		{"--alert-name-regexp", "Node("}, {"--alert-ignore-regexp", "[x"}, {"--alert-label-selector", "severity in ("},
+	} {
+		_, err := parseFlags([]string{"--node-name", "n1", "--prometheus-url", "http://prom:9090", tc.flag, tc.value})
+		if err == nil || !strings.Contains(err.Error(), tc.flag) {
+			t.Errorf("%s %s: %v, want an error naming the flag", tc.flag, tc.value, err)
+		}
+	}
+}

@@ -72,6 +72,7 @@ func TestWaits(t *testing.T) {
 	expect(t, m, `
 # HELP nodeconfd_waiting Whether the node's update is waiting now (1) or not (0), by what it waits for.
 # TYPE nodeconfd_waiting gauge
+nodeconfd_waiting{reason="AlertsFiring"} 0
 nodeconfd_waiting{reason="BlockingPods"} 0
 nodeconfd_waiting{reason="DrainBlocked"} 1
 nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
@@ -79,6 +80,7 @@ nodeconfd_waiting{reason="Paused"} 0
 nodeconfd_waiting{reason="UpdateSpread"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
+nodeconfd_wait_seconds_total{reason="AlertsFiring"} 0
 nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
 nodeconfd_wait_seconds_total{reason="DrainBlocked"} 30
 nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
@@ -92,6 +94,7 @@ nodeconfd_wait_seconds_total{reason="UpdateSpread"} 0
 	expect(t, m, `
 # HELP nodeconfd_waiting Whether the node's update is waiting now (1) or not (0), by what it waits for.
 # TYPE nodeconfd_waiting gauge
+nodeconfd_waiting{reason="AlertsFiring"} 0
 nodeconfd_waiting{reason="BlockingPods"} 0
 nodeconfd_waiting{reason="DrainBlocked"} 0
 nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
@@ -100,6 +103,7 @@ nodeconfd_waiting{reason="SomethingNew"} 0
 nodeconfd_waiting{reason="UpdateSpread"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
+nodeconfd_wait_seconds_total{reason="AlertsFiring"} 0
 nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
 nodeconfd_wait_seconds_total{reason="DrainBlocked"} 30
 nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0

@@ -1,8 +1,10 @@
 // Package waits is what may hold an update of the node (phases.Waits): an
 // administrator's pause annotation on the Node, the maintenance windows
-// (by flag, or a ConfigMap per pool the daemon watches), and pods on the
-// node that block a disruption. This file holds the pure decisions; the
-// adapter reading the watch caches and the pods is in source.go.
+// (by flag, or a ConfigMap per pool the daemon watches), pods on the node
+// that block a disruption, and alerts firing in Prometheus (alerts.go,
+// kured's alert gating). This file holds the pure decisions; the adapter
+// reading the watch caches and the pods is in source.go, Prometheus' in
+// prometheus.go.
 package waits
 
 import (

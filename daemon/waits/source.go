@@ -56,6 +56,9 @@ type Source struct {
 	NodeName string
 	Blocking labels.Selector
 
+	// Alerts, when set, holds a disruptive update while alerts fire.
+	Alerts *AlertGate
+
 	mu          sync.Mutex
 	ctx         context.Context
 	pausedSince time.Time
@@ -98,7 +101,8 @@ func (s *Source) Paused() (phases.Hold, bool) {
 }
 
 // Check says what holds the update now: the pause, then the windows, then
-// the blocking pods (disruptive updates only).
+// for a disruptive update the blocking pods and the alerts (asked last: a
+// question to a server outside the cluster).
 func (s *Source) Check(ctx context.Context, disruptive bool) (phases.Hold, error) {
 	if h, ok := s.Paused(); ok {
 		return h, nil
@@ -106,7 +110,22 @@ func (s *Source) Check(ctx context.Context, disruptive bool) (phases.Hold, error
 	if h, ok := windowHold(s.windows(), disruptive, s.Now()); ok {
 		return h, nil
 	}
-	if !disruptive || s.Blocking == nil || s.Blocking.Empty() || s.Pods == nil {
+	if !disruptive {
+		return phases.Hold{}, nil
+	}
+	if h, err := s.podsHold(ctx); h.Kind != "" || err != nil {
+		return h, err
+	}
+	if s.Alerts != nil {
+		h, _ := s.Alerts.hold(ctx)
+		return h, nil
+	}
+	return phases.Hold{}, nil
+}
+
+// podsHold is the hold of the blocking pods on the node, if any.
+func (s *Source) podsHold(ctx context.Context) (phases.Hold, error) {
+	if s.Blocking == nil || s.Blocking.Empty() || s.Pods == nil {
 		return phases.Hold{}, nil
 	}
 	list, err := s.Pods.List(ctx, metav1.ListOptions{

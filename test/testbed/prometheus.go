@@ -1,0 +1,103 @@
+package testbed
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
+)
+
+// Prometheus is a real Prometheus server on loopback (built once from the
+// Go module proxy by hack/build-prometheus.sh), for the alert gate's tests:
+// it scrapes the targets its configuration names and evaluates its rules.
+type Prometheus struct {
+	// URL is its address, http://127.0.0.1:port.
+	URL string
+	cmd *exec.Cmd
+	out *os.File
+}
+
+// StartPrometheus starts a Prometheus in dir (its data, configuration and
+// log) with config (prometheus.yml, which may name rule files in dir)
+// and rules (file name to content), and waits until it is ready.
+func (b *Bed) StartPrometheus(ctx context.Context, dir, config string, rules map[string]string) (*Prometheus, error) {
+	bin, err := controlplane.RunHackScript(ctx, "build-prometheus.sh", b.Log)
+	if err != nil {
+		return nil, err
+	}
+	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o755); err != nil {
+		return nil, err
+	}
+	files := map[string]string{"prometheus.yml": config}
+	for name, text := range rules {
+		files[name] = text
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			return nil, err
+		}
+	}
+	addr, err := b.ports.addr()
+	if err != nil {
+		return nil, err
+	}
+	out, err := os.Create(filepath.Join(dir, "prometheus.log"))
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, "--config.file="+filepath.Join(dir, "prometheus.yml"),
+		"--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
+	cmd.Dir, cmd.Stdout, cmd.Stderr = dir, out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("starting prometheus: %w", err)
+	}
+	p := &Prometheus{URL: "http://" + addr, cmd: cmd, out: out}
+	if err := p.waitReady(ctx); err != nil {
+		p.Stop()
+		return nil, fmt.Errorf("%w (log: %s)", err, out.Name())
+	}
+	return p, nil
+}
+
+// waitReady waits for /-/ready to answer 200.
+func (p *Prometheus) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	for {
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/-/ready", nil)
+		if resp, err := http.DefaultClient.Do(req); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return errors.New("prometheus not ready within a minute")
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// Stop stops the server (SIGTERM, then SIGKILL after 10 s).
+func (p *Prometheus) Stop() {
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = p.cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		_ = p.cmd.Process.Kill()
+		<-done
+	}
+	p.out.Close()
+}
