@@ -49,7 +49,10 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error)
 				return Result{}, err
 			}
 		}
-		if len(d.Hand) > 0 {
+		if err := c.answerReboots(ctx, pool, d, log); err != nil {
+			return Result{}, err
+		}
+		if len(d.Hand)+len(d.Grant)+len(d.Revoke) > 0 {
 			in.Nodes = c.poolNodes(pool, log)
 		} else if d.Waiting != "" {
 			log.Debug("Rollout waits", zap.String("config", in.Target), zap.String("why", d.Waiting))

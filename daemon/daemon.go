@@ -72,6 +72,11 @@ type Daemon struct {
 	// UpdateSpread spreads the start of updates over the cluster's nodes,
 	// this much per node (see spreadWait); 0 means none.
 	UpdateSpread time.Duration
+	// RebootSentinel is the file whose presence asks for a reboot, looked
+	// for every RebootCheckInterval while idle (reboot.go); "" for none.
+	RebootSentinel      string
+	RebootCheckInterval time.Duration
+	Sentinels           Sentinels
 
 	node *corev1.Node
 	mcn  *mcfgv1.MachineConfigNode
@@ -207,9 +212,14 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	} else if desired == current && (rec == nil || rec.Done(progress.StepResume)) {
 		// Idle: the node runs its desired config and no update is left
 		// half done (an abandoned update, e.g. one whose desired config
-		// was rolled back, still has to be undone and its cordon lifted).
-		d.failures = 0
-		return 0, d.idle(ctx, current)
+		// was rolled back, still has to be undone and its cordon lifted),
+		// unless its reboot request was granted (reboot.go).
+		if rec = d.grantedReboot(current); rec == nil {
+			d.failures = 0
+			err := d.idle(ctx, current)
+			d.checkSentinel(ctx)
+			return d.idleDelay(), err
+		}
 	}
 	if paused, err := d.pausedBefore(ctx, rec, current, desired); paused || err != nil { // pause.go
 		return d.delayFor(err), err

@@ -269,6 +269,8 @@ type Data interface {
 	Note(reason, message string)
 	// Health is the post-update health gate; nil when there is none.
 	Health() *HealthGate
+	// RebootRequests clears answered reboot requests; nil for none.
+	RebootRequests() RebootRequests
 }
 
 // Update is one update of the node, filled in as the phases run.

@@ -23,6 +23,9 @@ func Detect() Phase {
 				from = "no config"
 			}
 			msg := fmt.Sprintf("Node needs update from %s to %s", from, u.DesiredName)
+			if why := d.Progress().RebootRequest; why != "" {
+				msg = fmt.Sprintf("Node %s; config %s unchanged", rebootRequestText(why), u.DesiredName)
+			}
 			d.Stager().ResetForUpdate()
 			d.Stager().SetIrreconcilableChanges(nil) // they described the config refused before
 			d.SetCondition(status.Updated, metav1.ConditionFalse, status.Updated, msg)

@@ -123,9 +123,10 @@ func Health() Phase {
 			if rec.Health == nil {
 				rec.Health = &progress.Health{}
 			}
-			if rec.Health.Failed == "" && d.Update().CurrentName == "" {
-				// No config to go back to (a node adopted at this one):
-				// checked, and reported, but never rolled back.
+			if rec.Health.Failed == "" && (d.Update().CurrentName == "" || rec.RebootRequest != "") {
+				// No config to go back to (a node adopted at this one, a
+				// reboot on request): checked, and reported, but never
+				// rolled back.
 				return gateWithoutRollback(ctx, d)
 			}
 			if rec.Health.Failed == "" {

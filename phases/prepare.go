@@ -93,6 +93,9 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 		return err
 	}
 	u.Action = policy.PostAction(current, desired, diff)
+	if why := d.Progress().RebootRequest; why != "" {
+		u.Action = plan.RebootOnRequest(rebootRequestText(why))
+	}
 	if u.SingleNode {
 		u.Action = u.Action.OnSingleNode()
 	}

@@ -51,6 +51,9 @@ type Env struct {
 	Waits Waits
 	// Health is the post-update health gate (health.go); nil for none.
 	Health *HealthGate
+	// RebootRequests clears the reboot requests a reboot answered
+	// (rebootrequest.go); nil for none.
+	RebootRequests RebootRequests
 	// Observer is told what the metrics count (see Observer); nil for none.
 	Observer Observer
 }

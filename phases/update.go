@@ -72,8 +72,9 @@ func List(o ListOptions) []Phase {
 			PostAction(), // postaction.go: the units the policy names
 			Validate(),   // complete.go: the node against the config
 		},
-		cluster(Health()),   // health.go: the health gate; on failure, rollback.go
-		cluster(Uncordon()), // complete.go
+		cluster(Health()),             // health.go: the health gate; on failure, rollback.go
+		cluster(Uncordon()),           // complete.go
+		cluster(ClearRebootRequest()), // rebootrequest.go: a reboot on request answered
 		[]Phase{
 			SetCurrent(), // complete.go: currentConfig, state=Done
 			Resume(),     // complete.go: the drift monitor, Updated=True

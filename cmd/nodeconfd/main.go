@@ -89,6 +89,7 @@ type options struct {
 	onceFrom                                          string
 	skipReboot                                        bool
 	health                                            healthOptions
+	reboot                                            *rebootOptions
 	removed                                           *[]string
 }
 
@@ -139,6 +140,7 @@ func parseFlags(args []string) (options, error) {
 			"other names (a fragment such as 99-worker-ssh, another pool's rendered config) are refused (empty: any name)")
 	limitFlags(fs, &o.limits, "")
 	o.waits = addWaitFlags(fs)
+	o.reboot = addRebootFlags(fs)
 	o.removed = addRemovedFlags(fs)
 	fs.StringVar(&o.onceFrom, "once-from", "", "apply the rendered MachineConfig in this file (YAML or JSON) with no API server, record it as the node's config, and exit")
 	fs.BoolVar(&o.skipReboot, "skip-reboot", false, "with --once-from: do not reboot; what needs a reboot takes effect at the next boot")
@@ -155,6 +157,9 @@ func checkOptions(o *options, pattern string) error {
 		return err
 	}
 	if err := o.waits.check(); err != nil {
+		return err
+	}
+	if err := o.reboot.check(); err != nil {
 		return err
 	}
 	if err := onceFromFlags(o); err != nil {
@@ -251,7 +256,8 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		Waits:        holds,
 		Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
 			CommandTimeout: o.health.commandTimeout}, m.HealthGateResult),
-		Observer: m,
+		Observer:       m,
+		RebootRequests: daemon.RebootRequests{API: api, Sentinels: host, Path: o.reboot.sentinel},
 	}
 	var events *kube.Events
 	d := &daemon.Daemon{
@@ -269,6 +275,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		StartJitter:     o.startJitter,
 		UpdateSpread:    o.updateSpread,
 		ImageModeStatus: o.imageModeStatus,
+		RebootSentinel:  o.reboot.sentinel, RebootCheckInterval: o.reboot.every, Sentinels: host,
 	}
 	if o.releaseMemory {
 		d.Settled = func() { releaseMemory(log, o.nodeName) }

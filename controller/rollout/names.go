@@ -25,6 +25,13 @@ const (
 	FailedConfig = annotationPrefix + "failedConfig"
 	// PauseAnnotation holds a node's updates; its value says who and why.
 	PauseAnnotation = "nodeconfd.io/pause"
+	// RebootRequested asks for a reboot of the node, its value saying why
+	// (an administrator's, or the daemon's when it finds the node's
+	// reboot-required sentinel); the daemon removes it once rebooted.
+	RebootRequested = "nodeconfd.io/reboot-requested"
+	// RebootGranted is the controller's answer: the node's turn to reboot,
+	// its value the request it grants.
+	RebootGranted = "nodeconfd.io/reboot-granted"
 	// ZoneLabel orders the rollout zone by zone, as upstream.
 	ZoneLabel = "topology.kubernetes.io/zone"
 	// osLabel marks Windows nodes, which no pool manages (as upstream).

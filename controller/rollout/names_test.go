@@ -19,6 +19,8 @@ func TestNamesMatchTheDaemon(t *testing.T) {
 		{"Reason", rollout.Reason, kube.Reason},
 		{"FailedConfig", rollout.FailedConfig, kube.FailedConfig},
 		{"PauseAnnotation", rollout.PauseAnnotation, waits.PauseAnnotation},
+		{"RebootRequested", rollout.RebootRequested, kube.RebootRequested},
+		{"RebootGranted", rollout.RebootGranted, kube.RebootGranted},
 		{"StateDone", rollout.StateDone, phases.StateDone},
 		{"StateWorking", rollout.StateWorking, phases.StateWorking},
 		{"StateDegraded", rollout.StateDegraded, phases.StateDegraded},

@@ -45,19 +45,31 @@ type Decision struct {
 	RequeueAfter time.Duration
 	// Skipped are nodes that need Target but were passed over, and why.
 	Skipped []NodeReason
+	// Grant are the nodes whose reboot request is granted now (reboot.go);
+	// Revoke those whose grant no longer answers a request.
+	Grant, Revoke []string
 }
 
 // maxPauseText caps an administrator's pause text quoted in messages.
 const maxPauseText = 256
 
-// Next decides which nodes get the pool's Target now. It follows
+// Next decides which nodes get the pool's Target now, and which nodes'
+// reboot requests are granted with the room left (reboot.go).
+func Next(in Input) Decision {
+	d := nextConfig(in)
+	d.Revoke = staleGrants(in.Nodes)
+	grantReboots(in, &d)
+	return d
+}
+
+// nextConfig decides which nodes get the pool's Target now. It follows
 // upstream's node controller (getAllCandidateMachines and
 // updateCandidateMachines): nodes not yet told Target are candidates when
 // ready; room is maxUnavailable less the unavailable nodes and the nodes
 // failing Target; candidates go in zone and age order. nodeconfd adds, in
 // this order, the health gate (a node rolled back from Target stops the
 // rollout), the node pause annotation, maintenance windows and the soak.
-func Next(in Input) Decision {
+func nextConfig(in Input) Decision {
 	var needing []*corev1.Node
 	for _, n := range in.Nodes {
 		if n.Annotations[DesiredConfig] != in.Target {

@@ -105,6 +105,9 @@ func unavailable(n *corev1.Node, mcn *mcfgv1.MachineConfigNode) string {
 	if r := notReady(n); r != "" {
 		return r
 	}
+	if rebootGranted(n) {
+		return "rebooting on request"
+	}
 	if isFailing(n) {
 		return ""
 	}

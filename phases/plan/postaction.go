@@ -128,6 +128,12 @@ func Restored(reboot bool, actions []Action, drain bool, drainReason string, rea
 	return a
 }
 
+// RebootOnRequest is the post action of a reboot someone asked for with
+// no config change: a reboot, drained first, why its one reason.
+func RebootOnRequest(why string) PostAction {
+	return Restored(true, nil, false, "", []string{why})
+}
+
 // registriesUnsafe says why changing registries.conf from current's to
 // desired's is unsafe for running pods, or "" when it is safe.
 func registriesUnsafe(current, desired Config) string {

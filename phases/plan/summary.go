@@ -24,9 +24,10 @@ func Summary(d Diff, a PostAction) string {
 		parts = append(parts, "no drain")
 	}
 	if d.Empty() && !d.OSNotManaged {
-		return strings.Join(append(parts, "no changes"), "; ")
+		parts = append(parts, "no changes")
+	} else {
+		parts = append(parts, strings.Join(changeCounts(d), ", "))
 	}
-	parts = append(parts, strings.Join(changeCounts(d), ", "))
 	if n := len(a.Reasons); n > 0 {
 		shown := a.Reasons[:min(n, maxSummaryReasons)]
 		reasons := "reasons: " + strings.Join(shown, ", ")

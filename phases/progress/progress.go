@@ -64,6 +64,10 @@ type Record struct {
 	// Health is the post-update health gate's record: its failure and
 	// the rollback's steps (health.go).
 	Health *Health `json:"health,omitempty"`
+	// RebootRequest, when set, makes this update a reboot on request: from
+	// the node's config to itself, its post action a reboot; it says why
+	// (the request's text, rebootrequest.go).
+	RebootRequest string `json:"rebootRequest,omitempty"`
 	// Replaced is the unfinished update this one replaced before that one
 	// had written its config: its writes are rolled back and its cordon
 	// given back before this update starts (the give-back step).

@@ -28,6 +28,9 @@ const (
 	// applied copy, configVersion.current).
 	StepSetCurrent = "finish"
 	StepResume     = "resume"
+	// StepClearRebootRequest answers a reboot on request (its
+	// annotation, its sentinel file).
+	StepClearRebootRequest = "clear-reboot-request"
 )
 
 // The health gate's rollback steps, as saved in Health's steps.
@@ -43,5 +46,5 @@ const (
 func Steps() []string {
 	return []string{StepAdopt, StepGiveBack, StepDetect, StepPrepare, StepFailedElsewhere, StepCordon, StepDrain,
 		StepGate, StepWrite, StepReboot, StepReloadCRIO, StepPostAction, StepValidate, StepHealth, StepUncordon,
-		StepSetCurrent, StepResume}
+		StepSetCurrent, StepResume, StepClearRebootRequest}
 }

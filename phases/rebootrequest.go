@@ -1,0 +1,53 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// A reboot on request (kured's job, issue 30) is an update from the
+// node's config to itself whose post action is a reboot: the daemon starts
+// one when the node's reboot request is granted (record.RebootRequest says
+// why), and the list runs as for any update that reboots: the waits,
+// cordon, drain, nothing to write, reboot, health gate without a rollback
+// (there is no other config to go back to), uncordon; then this step clears
+// the request.
+
+// RebootRequests is where the node's reboot requests come from (package
+// daemon: the Node annotation, the reboot-required sentinel file).
+type RebootRequests interface {
+	// Clear removes the request a reboot asked for at rebootAt answered:
+	// the annotation while it still says why (a request made anew stays),
+	// and the sentinel file when it was written before rebootAt.
+	Clear(ctx context.Context, why string, rebootAt time.Time) error
+}
+
+// rebootRequestText is how the status quotes a request.
+func rebootRequestText(why string) string { return "reboot requested (" + why + ")" }
+
+// ClearRebootRequest answers the node's reboot request once the node has
+// rebooted, passed the health gate and been uncordoned.
+func ClearRebootRequest() Phase {
+	return Phase{
+		Name: progress.StepClearRebootRequest, Group: status.UpdateComplete, Quick: true,
+		Needed: func(d Data) (bool, string) {
+			if d.Progress().RebootRequest == "" {
+				return false, "No reboot was requested"
+			}
+			return true, ""
+		},
+		Run: func(ctx context.Context, d Data) (Outcome, error) {
+			rec := d.Progress()
+			if r := d.RebootRequests(); r != nil {
+				if err := r.Clear(ctx, rec.RebootRequest, rec.RebootRequestedAt); err != nil {
+					return Outcome{}, fmt.Errorf("clearing the node's reboot request: %w", err)
+				}
+			}
+			return Outcome{Message: "Answered the " + rebootRequestText(rec.RebootRequest)}, nil
+		},
+	}
+}
