@@ -63,31 +63,53 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 			[]byte(`{"status":{"machineCount":2}}`), metav1.PatchOptions{}, "status"); err != nil {
 			t.Errorf("writing the worker pool's status: %v", err)
 		}
+		// A reboot grant that repeats the node's request, and its removal.
+		if err := patchNode(ctx, b.admin, nodeB, `{"metadata":{"annotations":{"nodeconfd.io/reboot-requested":"alice: kernel"}}}`); err != nil {
+			t.Fatal(err)
+		}
+		if err := patchNode(ctx, k, nodeB, `{"metadata":{"annotations":{"nodeconfd.io/reboot-granted":"alice: kernel"}}}`); err != nil {
+			t.Errorf("granting node %s its reboot: %v", nodeB, err)
+		}
+		if err := patchNode(ctx, k, nodeB, `{"metadata":{"annotations":{"nodeconfd.io/reboot-granted":null}}}`); err != nil {
+			t.Errorf("removing node %s's reboot grant: %v", nodeB, err)
+		}
 	})
 
 	for _, c := range []struct {
 		name, want string
 		do         func() error
 	}{
-		{"NodeLabel", "may change only the node's desiredConfig annotation",
+		{"NodeLabel", "may change only the node's desiredConfig and reboot-granted annotations",
 			func() error {
 				return patchNode(ctx, k, nodeA, `{"metadata":{"labels":{"node-role.kubernetes.io/master":""}}}`)
 			}},
-		{"NodeStateAnnotation", "may change only the node's desiredConfig annotation",
+		{"NodeStateAnnotation", "may change only the node's desiredConfig and reboot-granted annotations",
 			func() error {
 				return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/currentConfig":"rendered-worker-2"}}}`)
 			}},
-		{"Cordon", "may change only the node's desiredConfig annotation",
+		{"Cordon", "may change only the node's desiredConfig and reboot-granted annotations",
 			func() error { return patchNode(ctx, k, nodeA, `{"spec":{"unschedulable":true}}`) }},
 		{"DesiredNotRendered", "desiredConfig must name a rendered config",
 			func() error {
 				return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/desiredConfig":"99-worker-ssh"}}}`)
 			}},
-		{"NodeOwnerReference", "may change only the node's desiredConfig annotation",
+		{"RebootGrantUnasked", "a reboot grant must repeat the node's reboot-requested annotation",
+			func() error {
+				return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"nodeconfd.io/reboot-granted":"x"}}}`)
+			}},
+		{"RebootGrantOfAnotherRequest", "a reboot grant must repeat the node's reboot-requested annotation",
+			func() error {
+				return patchNode(ctx, k, nodeB, `{"metadata":{"annotations":{"nodeconfd.io/reboot-granted":"bob: other"}}}`)
+			}},
+		{"RebootRequest", "may change only the node's desiredConfig and reboot-granted annotations",
+			func() error {
+				return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"nodeconfd.io/reboot-requested":"x"}}}`)
+			}},
+		{"NodeOwnerReference", "may change only the node's desiredConfig and reboot-granted annotations",
 			func() error {
 				return patchNode(ctx, k, nodeA, `{"metadata":{"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"gone","uid":"00000000-0000-0000-0000-000000000000"}]}}`)
 			}},
-		{"NodeFinalizer", "may change only the node's desiredConfig annotation",
+		{"NodeFinalizer", "may change only the node's desiredConfig and reboot-granted annotations",
 			func() error { return patchNode(ctx, k, nodeA, `{"metadata":{"finalizers":["example.com/keep"]}}`) }},
 		{"Fragment", "must be named rendered-<pool>-<32 hex digits>",
 			func() error { return createConfig(ctx, m, rendered("99-worker-evil", "worker")) }},

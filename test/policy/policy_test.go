@@ -146,6 +146,13 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 		{"OtherAnnotation", func() error {
 			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"example.com/owner":"me"}}}`)
 		}, "may change only the annotations machineconfiguration.openshift.io/state"},
+		// A node cannot grant itself the reboot the controller grants.
+		{"RebootGrant", func() error {
+			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"nodeconfd.io/reboot-requested":"x","nodeconfd.io/reboot-granted":"x"}}}`)
+		}, "may change only the annotations machineconfiguration.openshift.io/state"},
+		{"RebootRequestOfNodeB", func() error {
+			return patchNode(ctx, k, nodeB, `{"metadata":{"annotations":{"nodeconfd.io/reboot-requested":"x"}}}`)
+		}, "may only write its own Node"},
 		{"RetryAnnotation", func() error {
 			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/retryFailedConfig":"1"}}}`)
 		}, "may change only the annotations machineconfiguration.openshift.io/state"},
@@ -254,6 +261,16 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	}
 	if err := c.ClearFailedConfig(ctx); err != nil {
 		t.Errorf("removing the failedConfig annotation of node %s: %v", nodeA, err)
+	}
+	// Its own node's reboot request, asked and answered (the grant is the controller's).
+	if err := c.RequestReboot(ctx, "sentinel /run/reboot-required written 2026-12-04T10:00:00Z"); err != nil {
+		t.Errorf("asking for a reboot of node %s: %v", nodeA, err)
+	}
+	if err := c.ClearRebootRequest(ctx, "sentinel /run/reboot-required written 2026-12-04T10:00:00Z"); err != nil {
+		t.Errorf("clearing the reboot request of node %s: %v", nodeA, err)
+	}
+	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[kube.RebootRequested] != "" {
+		t.Errorf("node %s's reboot request after clearing it: %q (%v)", nodeA, n.Annotations[kube.RebootRequested], err)
 	}
 	k := kubernetes.NewForConfigOrDie(b.bound)
 	if err := event(ctx, k, "Node", nodeA); err != nil {
