@@ -80,7 +80,7 @@ func workers(ctx context.Context, t *testing.T, names, zones []string) map[strin
 		nodes[name] = bed.AddTestNode(ctx, t, name, base, testbed.NodeOptions{
 			Labels: map[string]string{workerRole: "", zoneLabel: zones[i]},
 			ExtraArgs: []string{"--node-disruption-policy", p, "--health-command", "/usr/bin/test ! -e " + dir + "/broken",
-				"--health-timeout", "10s"},
+				"--health-timeout", "10s", "--reboot-check-interval", "1s"},
 		})
 	}
 	// A node counts as available once its daemon reported it Done, as upstream counts it; the

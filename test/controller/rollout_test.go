@@ -93,6 +93,7 @@ func TestPoolRollout(t *testing.T) {
 	waitPool(ctx, t, "rollout after the pause", updatedTo(second))
 
 	notReadyHolds(ctx, t, s, nodes["w-b1"], third)
+	rebootOnRequest(ctx, t, nodes)
 	badFragmentStops(ctx, t, s)
 	healthGateStops(ctx, t, s)
 }
