@@ -88,6 +88,7 @@ func startFlagGroups() []flagGroup {
 			"alert-ignore-regexp", "alert-label-selector", "alerts-unreachable"}},
 		{"Drain", []string{"drain-timeout", "drain-timeout-action", "evict-unowned-pods", "drain-last-selector"}},
 		{"OS", []string{"os-pull-attempts", "os-pull-retry-initial", "os-pull-retry-max", "os-command-timeout"}},
+		{"Notifications", []string{"notify-url", "notify-url-file", "notify-template"}},
 		{"Logging and metrics", []string{"log-format", "debug", "metrics-address"}},
 	}
 }

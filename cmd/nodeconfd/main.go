@@ -30,6 +30,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/logging"
 	"github.com/nodeconfd/nodeconfd/daemon/metrics"
+	"github.com/nodeconfd/nodeconfd/daemon/notify"
 	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
 	"github.com/nodeconfd/nodeconfd/daemon/systemd"
 	"github.com/nodeconfd/nodeconfd/phases"
@@ -90,6 +91,7 @@ type options struct {
 	skipReboot                                        bool
 	health                                            healthOptions
 	reboot                                            *rebootOptions
+	notify                                            *notifyOptions
 	removed                                           *[]string
 }
 
@@ -141,6 +143,7 @@ func parseFlags(args []string) (options, error) {
 	limitFlags(fs, &o.limits, "")
 	o.waits = addWaitFlags(fs)
 	o.reboot = addRebootFlags(fs)
+	o.notify = addNotifyFlags(fs)
 	o.removed = addRemovedFlags(fs)
 	fs.StringVar(&o.onceFrom, "once-from", "", "apply the rendered MachineConfig in this file (YAML or JSON) with no API server, record it as the node's config, and exit")
 	fs.BoolVar(&o.skipReboot, "skip-reboot", false, "with --once-from: do not reboot; what needs a reboot takes effect at the next boot")
@@ -160,6 +163,9 @@ func checkOptions(o *options, pattern string) error {
 		return err
 	}
 	if err := o.reboot.check(); err != nil {
+		return err
+	}
+	if err := o.notify.check(); err != nil {
 		return err
 	}
 	if err := onceFromFlags(o); err != nil {
@@ -244,19 +250,20 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		return err
 	}
 	drainr := drainer(o, kapi, log, fault)
+	notifier := o.notify.notifier(ctx, o.nodeName, objects, m, log)
 	env := phases.Env{
 		Configs:      &daemon.ConfigCache{Source: api, Size: 2},
 		Cluster:      m.Cluster(cluster{Client: api, Drainer: drainr}),
 		Host:         daemon.Host{FS: host, Units: units},
-		Units:        units,
+		Units:        notify.Units(units, notifier),
 		OS:           osu,
 		Policy:       policy,
 		PolicySource: source,
 		Limits:       o.limits,
 		Waits:        holds,
 		Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
-			CommandTimeout: o.health.commandTimeout}, m.HealthGateResult),
-		Observer:       m,
+			CommandTimeout: o.health.commandTimeout}, notify.HealthResult(m.HealthGateResult, notifier)),
+		Observer:       notify.Observe(m, notifier),
 		RebootRequests: daemon.RebootRequests{API: api, Sentinels: host, Path: o.reboot.sentinel},
 	}
 	var events *kube.Events

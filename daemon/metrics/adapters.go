@@ -25,6 +25,7 @@ type nodeMetrics struct {
 	drainBlocked    prometheus.Counter
 	osPullRetries   *prometheus.CounterVec
 	healthResults   *prometheus.CounterVec
+	notifications   *prometheus.CounterVec
 
 	mu       sync.Mutex
 	drifting bool
@@ -60,12 +61,16 @@ func newNodeMetrics() *nodeMetrics {
 			Name: "nodeconfd_health_gate_results_total",
 			Help: "Results of the post-update health gate: passed, failed, rolled-back, rollback-failed.",
 		}, []string{"result"}),
+		notifications: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodeconfd_notifications_total",
+			Help: "Notifications to the webhook (--notify-url), by result: sent, failed, dropped (the queue was full).",
+		}, []string{"result"}),
 	}
 }
 
 func (n *nodeMetrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{n.degraded, n.drift, n.driftDetections, n.evictions, n.drainBlocked, n.osPullRetries,
-		n.healthResults}
+		n.healthResults, n.notifications}
 }
 
 // StatusWritten reads the node's health from the MachineConfigNode
@@ -92,6 +97,9 @@ func (m *Metrics) StatusWritten(conds []metav1.Condition) {
 // HealthGateResult counts one result of the health gate
 // (phases.HealthGate.Observe).
 func (m *Metrics) HealthGateResult(result string) { m.node.healthResults.WithLabelValues(result).Inc() }
+
+// NotificationResult counts one notification's result (package notify).
+func (m *Metrics) NotificationResult(result string) { m.node.notifications.WithLabelValues(result).Inc() }
 
 func (m *Metrics) OSPullRetried(tool string) { m.node.osPullRetries.WithLabelValues(tool).Inc() }
 

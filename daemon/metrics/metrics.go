@@ -58,6 +58,9 @@ func newMetrics(now func() time.Time) *Metrics {
 	reg.MustRegister(m.update.collectors()...)
 	reg.MustRegister(m.waits)
 	reg.MustRegister(m.node.collectors()...)
+	for _, r := range []string{"sent", "failed", "dropped"} { // notify.Result*
+		m.node.notifications.WithLabelValues(r)
+	}
 	return m
 }
 
