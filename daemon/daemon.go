@@ -77,6 +77,10 @@ type Daemon struct {
 	RebootSentinel      string
 	RebootCheckInterval time.Duration
 	Sentinels           Sentinels
+	// RebootCommand, when set, is run (RunCommand: chrooted in the node)
+	// at each check; exit 0 asks for a reboot.
+	RebootCommand []string
+	RunCommand    func(ctx context.Context, argv []string) error
 
 	node *corev1.Node
 	mcn  *mcfgv1.MachineConfigNode
@@ -217,7 +221,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		if rec = d.grantedReboot(current); rec == nil {
 			d.failures = 0
 			err := d.idle(ctx, current)
-			d.checkSentinel(ctx)
+			d.checkRebootNeeded(ctx)
 			return d.idleDelay(), err
 		}
 	}

@@ -2,7 +2,10 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os/exec"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -67,9 +70,9 @@ func (d *Daemon) grantedReboot(current string) *progress.Record {
 }
 
 // idleDelay is when an idle daemon looks again without an event: for the
-// sentinel, when it watches one.
+// sentinel or the check command, when it has one.
 func (d *Daemon) idleDelay() time.Duration {
-	if d.RebootSentinel == "" {
+	if d.RebootSentinel == "" && len(d.RebootCommand) == 0 {
 		return 0
 	}
 	if d.RebootCheckInterval > 0 {
@@ -78,31 +81,62 @@ func (d *Daemon) idleDelay() time.Duration {
 	return DefaultRebootCheckInterval
 }
 
-// checkSentinel asks for a reboot when the sentinel file is there and the
-// node has no request yet. A failure is logged; the next check tries again.
-func (d *Daemon) checkSentinel(ctx context.Context) {
-	if d.RebootSentinel == "" || d.Sentinels == nil {
-		return
-	}
+// checkRebootNeeded asks for a reboot when the sentinel file is there, or
+// the check command exits 0, and the node has no request yet. A failure is
+// logged; the next check tries again.
+func (d *Daemon) checkRebootNeeded(ctx context.Context) {
 	if _, asked := d.node.Annotations[kube.RebootRequested]; asked {
 		return
 	}
-	log := d.Log.With(zap.String("node", d.node.Name), zap.String("sentinel", d.RebootSentinel))
-	at, there, err := d.Sentinels.Sentinel(d.RebootSentinel)
-	if err != nil {
-		log.Warn("Cannot read the reboot sentinel", zap.Error(err))
+	log := d.Log.With(zap.String("node", d.node.Name))
+	why := d.sentinelRequest(log)
+	if why == "" {
+		why = d.commandRequest(ctx, log)
+	}
+	if why == "" {
 		return
 	}
-	if !there {
-		return
-	}
-	why := fmt.Sprintf("sentinel %s written %s", d.RebootSentinel, at.UTC().Format(time.RFC3339))
 	if err := d.API.RequestReboot(ctx, why); err != nil {
 		log.Warn("Cannot ask for a reboot; trying again at the next check", zap.Error(err))
 		return
 	}
-	log.Info("Asked for a reboot: the sentinel file is there", zap.String("request", why))
+	log.Info("Asked for a reboot", zap.String("request", why))
 	if d.events != nil {
 		d.events.Event(true, false, "RebootRequested", "Node asks for a reboot: "+why)
 	}
+}
+
+// sentinelRequest is the request of the sentinel file, "" when it is not
+// there (or none is watched).
+func (d *Daemon) sentinelRequest(log *zap.Logger) string {
+	if d.RebootSentinel == "" || d.Sentinels == nil {
+		return ""
+	}
+	at, there, err := d.Sentinels.Sentinel(d.RebootSentinel)
+	if err != nil {
+		log.Warn("Cannot read the reboot sentinel", zap.String("sentinel", d.RebootSentinel), zap.Error(err))
+		return ""
+	}
+	if !there {
+		return ""
+	}
+	return fmt.Sprintf("sentinel %s written %s", d.RebootSentinel, at.UTC().Format(time.RFC3339))
+}
+
+// commandRequest runs the check command (kured's --reboot-sentinel-command:
+// exit 0 asks for a reboot) and returns its request, "" when it exits
+// otherwise. A command that cannot run is logged, as it would never ask.
+func (d *Daemon) commandRequest(ctx context.Context, log *zap.Logger) string {
+	if len(d.RebootCommand) == 0 || d.RunCommand == nil {
+		return ""
+	}
+	err := d.RunCommand(ctx, d.RebootCommand)
+	var exit *exec.ExitError
+	switch {
+	case err == nil:
+		return fmt.Sprintf("command %s exited 0 at %s", strings.Join(d.RebootCommand, " "), d.Now().UTC().Format(time.RFC3339))
+	case !errors.As(err, &exit):
+		log.Warn("Cannot run the reboot check command", zap.Strings("command", d.RebootCommand), zap.Error(err))
+	}
+	return ""
 }

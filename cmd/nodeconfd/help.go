@@ -81,7 +81,7 @@ func startFlagGroups() []flagGroup {
 			"max-files", "max-units", "max-path-depth",
 			"retry-initial", "retry-max", "update-spread", "image-mode-status"}},
 		{"Health gate", []string{"health-timeout", "health-units", "health-command", "health-command-timeout"}},
-		{"Reboot on request", []string{"reboot-sentinel", "reboot-check-interval"}},
+		{"Reboot on request", []string{"reboot-sentinel", "reboot-check-command", "reboot-check-interval"}},
 		{"Once, without an API server", []string{"once-from", "skip-reboot"}},
 		{"Maintenance windows, blocking pods and alerts", []string{"maintenance-window", "maintenance-windows-configmap",
 			"maintenance-windows-all-updates", "blocking-pod-selector", "prometheus-url", "alert-name-regexp",

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"strings"
 	"syscall"
 	"time"
 
@@ -283,6 +284,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		UpdateSpread:    o.updateSpread,
 		ImageModeStatus: o.imageModeStatus,
 		RebootSentinel:  o.reboot.sentinel, RebootCheckInterval: o.reboot.every, Sentinels: host,
+		RebootCommand: strings.Fields(o.reboot.command), RunCommand: runInRoot(o.rootMount),
 	}
 	if o.releaseMemory {
 		d.Settled = func() { releaseMemory(log, o.nodeName) }
