@@ -44,6 +44,9 @@ type Controller struct {
 	// after the pool's other nodes.
 	OwnNode string
 	Now     func() time.Time
+	// SLOs asks the pools' service-level queries (slo.go); nil without
+	// --prometheus-url.
+	SLOs SLOSource
 
 	pools, configs, nodes, mcns cache.SharedIndexInformer
 	queue                       workqueue.TypedRateLimitingInterface[string]

@@ -28,12 +28,22 @@ const (
 	// (DAYS START-END ZONE, as --maintenance-window): no node of the pool
 	// is handed a config outside them.
 	WindowsAnnotation = "nodeconfd.io/maintenance-windows"
+	// SLOAnnotation holds the pool's service-level queries, one a line
+	// (EXPRESSION OP NUMBER, rollout.ParseSLOs), asked of Prometheus while
+	// a node soaks (it needs the soak time and --prometheus-url).
+	SLOAnnotation = "nodeconfd.io/slo-queries"
+	// BreachActionAnnotation is what a breach does besides stopping the
+	// rollout: rollback (the default: the node goes back to the pool's
+	// previous config) or stop.
+	BreachActionAnnotation = "nodeconfd.io/slo-breach-action"
 )
 
-// settings are the pool's soak time and windows.
+// settings are the pool's soak time, windows and SLO gate.
 type settings struct {
-	soak    time.Duration
-	windows window.Windows
+	soak         time.Duration
+	windows      window.Windows
+	slos         []rollout.SLO
+	breachAction string
 }
 
 // poolSettings reads the pool's settings; a malformed one names the pool and
@@ -54,6 +64,30 @@ func poolSettings(pool *mcfgv1.MachineConfigPool) (settings, error) {
 			return s, fmt.Errorf("MachineConfigPool %s: metadata.annotations[%s]: %v", pool.Name, WindowsAnnotation, err)
 		}
 		s.windows = ws
+	}
+	return sloSettings(pool, s)
+}
+
+// sloSettings reads the SLO gate's annotations into s.
+func sloSettings(pool *mcfgv1.MachineConfigPool, s settings) (settings, error) {
+	if v, ok := pool.Annotations[SLOAnnotation]; ok {
+		slos, err := rollout.ParseSLOs(v)
+		if err != nil {
+			return s, fmt.Errorf("MachineConfigPool %s: metadata.annotations[%s]: %v", pool.Name, SLOAnnotation, err)
+		}
+		if len(slos) > 0 && s.soak == 0 {
+			return s, fmt.Errorf("MachineConfigPool %s: metadata.annotations[%s]: the queries are asked during a node's soak: "+
+				"set %s too", pool.Name, SLOAnnotation, SoakAnnotation)
+		}
+		s.slos = slos
+	}
+	s.breachAction = rollout.BreachRollback
+	if v, ok := pool.Annotations[BreachActionAnnotation]; ok {
+		if v != rollout.BreachRollback && v != rollout.BreachStop {
+			return s, fmt.Errorf("MachineConfigPool %s: metadata.annotations[%s]: %q, want rollback or stop", pool.Name,
+				BreachActionAnnotation, v)
+		}
+		s.breachAction = v
 	}
 	return s, nil
 }

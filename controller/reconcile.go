@@ -40,10 +40,18 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error)
 	}
 	in := rollout.Input{Pool: pool, Target: pool.Spec.Configuration.Name, Nodes: c.poolNodes(pool, log),
 		MCNs: c.machineConfigNodes(), Now: c.Now(), Soak: settings.soak, Windows: settings.windows,
-		DeferNode: c.OwnNode}
+		DeferNode: c.OwnNode, BreachAction: settings.breachAction, Previous: pool.Status.Configuration.Name}
 	var d rollout.Decision
 	if stopErr == nil && in.Target != "" {
+		var soaking bool
+		in.Breach, in.SLOHold, soaking = c.checkSLOs(ctx, in, settings.slos, log)
 		d = rollout.Next(in)
+		if soaking && (d.RequeueAfter == 0 || d.RequeueAfter > rollout.SLOEvery) {
+			d.RequeueAfter = rollout.SLOEvery // the queries are asked again while the soak lasts
+		}
+		if err := c.rollBack(ctx, pool, d.Rollback, in, log); err != nil {
+			return Result{}, err
+		}
 		for _, node := range d.Hand {
 			if err := c.hand(ctx, pool, node, in.Target, log); err != nil {
 				return Result{}, err
@@ -52,7 +60,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error)
 		if err := c.answerReboots(ctx, pool, d, log); err != nil {
 			return Result{}, err
 		}
-		if len(d.Hand)+len(d.Grant)+len(d.Revoke) > 0 {
+		if len(d.Hand)+len(d.Grant)+len(d.Revoke)+len(d.Rollback) > 0 {
 			in.Nodes = c.poolNodes(pool, log)
 		} else if d.Waiting != "" {
 			log.Debug("Rollout waits", zap.String("config", in.Target), zap.String("why", d.Waiting))

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net/url"
 	"os"
 	"os/signal"
 	"syscall"
@@ -30,6 +31,7 @@ type controllerOptions struct {
 	workers                                    int
 	osImage, extensionsImage                   string
 	limits                                     plan.Limits
+	prometheusURL                              string
 }
 
 func parseControllerFlags(args []string) (controllerOptions, error) {
@@ -48,6 +50,8 @@ func parseControllerFlags(args []string) (controllerOptions, error) {
 	fs.StringVar(&o.osImage, "base-os-image-url", "", "the OS image a pool runs when no MachineConfig sets one (default: none; the nodes keep their OS)")
 	fs.StringVar(&o.extensionsImage, "base-os-extensions-image", "", "the extensions image a pool runs when no MachineConfig sets one")
 	limitFlags(fs, &o.limits, "the daemons'")
+	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "Prometheus to ask the pools' SLO queries (annotation "+
+		controller.SLOAnnotation+") while a node soaks (none: a pool with queries waits, saying so)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
@@ -61,6 +65,13 @@ func parseControllerFlags(args []string) (controllerOptions, error) {
 	}
 	if o.identity == "" {
 		return o, errors.New("--identity: empty (set $POD_NAME)")
+	}
+	if o.prometheusURL != "" {
+		if u, err := url.Parse(o.prometheusURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || u.RawQuery != "" {
+			return o, fmt.Errorf("--prometheus-url %q: want an http or https URL with a host, and no user info or query",
+				o.prometheusURL)
+		}
 	}
 	return o, o.limits.Check()
 }
@@ -94,6 +105,11 @@ func runController(args []string) error {
 	c := &controller.Controller{API: api, Log: log, Events: events, OwnNode: os.Getenv("NODE_NAME"),
 		Render: render.Options{BaseOSImageURL: o.osImage, BaseOSExtensionsImage: o.extensionsImage,
 			ControllerVersion: version, Limits: o.limits}}
+	if o.prometheusURL != "" {
+		if c.SLOs, err = controller.NewPrometheus(o.prometheusURL); err != nil {
+			return err
+		}
+	}
 	log.Info("Starting the controller", zap.String("version", version), zap.String("identity", o.identity),
 		zap.Bool("leaderElect", o.leaderElect))
 	if !o.leaderElect {

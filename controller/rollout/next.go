@@ -31,6 +31,14 @@ type Input struct {
 	// nodes need Target it is passed over, so that the controller's own
 	// drain comes last (upstream defers the operator's node the same way).
 	DeferNode string
+	// Breach is an SLO broken by Target just now (slo.go); SLOHold says
+	// why the SLOs cannot be asked during a soak (the rollout then waits).
+	// BreachAction is the pool's (BreachRollback, BreachStop) and
+	// Previous the config a rolled-back node is handed.
+	Breach       *Breach
+	SLOHold      string
+	BreachAction string
+	Previous     string
 }
 
 // Decision is what the controller does now for one pool.
@@ -48,6 +56,9 @@ type Decision struct {
 	// Grant are the nodes whose reboot request is granted now (reboot.go);
 	// Revoke those whose grant no longer answers a request.
 	Grant, Revoke []string
+	// Rollback are the nodes to hand Input.Previous: they broke an SLO
+	// (slo.go).
+	Rollback []string
 }
 
 // maxPauseText caps an administrator's pause text quoted in messages.
@@ -56,8 +67,14 @@ const maxPauseText = 256
 // Next decides which nodes get the pool's Target now, and which nodes'
 // reboot requests are granted with the room left (reboot.go).
 func Next(in Input) Decision {
-	d := nextConfig(in)
+	d, stopped := sloDecision(in)
+	if !stopped {
+		d = nextConfig(in)
+	}
 	d.Revoke = staleGrants(in.Nodes)
+	if stopped {
+		return d
+	}
 	grantReboots(in, &d)
 	return d
 }

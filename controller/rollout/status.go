@@ -58,6 +58,13 @@ func Status(in Input, renderErr error) mcfgv1.MachineConfigPoolStatus {
 		set(mcfgv1.MachineConfigPoolUpdating, corev1.ConditionTrue, "", msg)
 	}
 
+	switch {
+	case in.Breach != nil && in.Breach.Config == in.Target:
+		set(SLOBreached, corev1.ConditionTrue, in.Target, in.Breach.String())
+	case BreachOf(pool, in.Target) == "" && hasCondition(pool, SLOBreached):
+		set(SLOBreached, corev1.ConditionFalse, "", "")
+	}
+
 	renderMsg := ""
 	if renderErr != nil {
 		renderMsg = fmt.Sprintf("Failed to render configuration for pool %s: %v", pool.Name, renderErr)
@@ -162,4 +169,13 @@ func setCondition(conds []mcfgv1.MachineConfigPoolCondition, c mcfgv1.MachineCon
 		out = append(out, c)
 	}
 	return out
+}
+
+func hasCondition(pool *mcfgv1.MachineConfigPool, t mcfgv1.MachineConfigPoolConditionType) bool {
+	for _, c := range pool.Status.Conditions {
+		if c.Type == t {
+			return true
+		}
+	}
+	return false
 }
