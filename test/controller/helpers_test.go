@@ -102,8 +102,8 @@ func workers(ctx context.Context, t *testing.T, names, zones []string) map[strin
 }
 
 // controllers starts two replicas on a node of their own, with short
-// leader election times, stopped when t ends.
-func controllers(ctx context.Context, t *testing.T) []*testbed.Controller {
+// leader election times and the extra flags, stopped when t ends.
+func controllers(ctx context.Context, t *testing.T, extra ...string) []*testbed.Controller {
 	t.Helper()
 	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ctl-host"}}
 	if _, err := bed.Kube.CoreV1().Nodes().Create(ctx, host, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
@@ -111,8 +111,9 @@ func controllers(ctx context.Context, t *testing.T) []*testbed.Controller {
 	}
 	var out []*testbed.Controller
 	for _, name := range []string{"ctl-a", "ctl-b"} {
-		c, err := bed.StartController(ctx, name, "ctl-host", "--leader-election-lease-duration", "4s",
-			"--leader-election-renew-deadline", "3s", "--leader-election-retry-period", "500ms", "--log-format", "json")
+		c, err := bed.StartController(ctx, name, "ctl-host", append([]string{"--leader-election-lease-duration", "4s",
+			"--leader-election-renew-deadline", "3s", "--leader-election-retry-period", "500ms", "--log-format", "json"},
+			extra...)...)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -37,7 +37,8 @@ func TestPoolRollout(t *testing.T) {
 	s := sample(ctx, t, names)
 	t.Cleanup(func() { s.check(t) }) // also when a step fails: what the samples saw
 	oldSlot := oldBudgetLease(ctx, t)
-	ctls := controllers(ctx, t)
+	slo := startSLOTarget(ctx, t)
+	ctls := controllers(ctx, t, "--prometheus-url", slo.prom.URL)
 	waitGone(ctx, t, oldSlot)
 
 	apply(ctx, t, fragment("50-worker-one", map[string]string{"one": "1"}))
@@ -96,6 +97,7 @@ func TestPoolRollout(t *testing.T) {
 	rebootOnRequest(ctx, t, nodes)
 	badFragmentStops(ctx, t, s)
 	healthGateStops(ctx, t, s)
+	sloBreachStops(ctx, t, s, slo)
 }
 
 // notReadyHolds: a NotReady node fills the pool's one place, so a new
