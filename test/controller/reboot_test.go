@@ -10,6 +10,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
@@ -72,6 +73,36 @@ func rebootOnRequest(ctx context.Context, t *testing.T, nodes map[string]*testbe
 	if got := pool(ctx, t, "worker").Spec.Configuration.Name; got != config {
 		t.Errorf("the pool's config changed from %s to %s", config, got)
 	}
+	requestDuringUpdate(ctx, t, nodes["w-a2"], config)
+}
+
+// requestDuringUpdate: an administrator's request on a node that a new
+// config has not reached yet is granted only once the node runs it.
+func requestDuringUpdate(ctx context.Context, t *testing.T, n *testbed.Node, before string) {
+	t.Helper()
+	boots := n.Sys.Boots()
+	apply(ctx, t, fragment("60-worker-two", map[string]string{"two": "reboot"}))
+	next := waitPool(ctx, t, "a new config", func(p *mcfgv1.MachineConfigPool) bool {
+		return p.Spec.Configuration.Name != before
+	}).Spec.Configuration.Name
+	const why = "admin: firmware update"
+	if _, err := bed.Kube.CoreV1().Nodes().Patch(ctx, n.Name, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+annRebootRequested+`":"`+why+`"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	var atGrant *corev1.Node
+	waitNode(ctx, t, n.Name, "granted", func(node *corev1.Node) bool {
+		atGrant = node
+		return node.Annotations[annRebootGranted] == why
+	})
+	if c, d := atGrant.Annotations[annCurrent], atGrant.Annotations[annDesired]; c != next || d != next {
+		t.Errorf("granted while on %s, told %s; want granted once it runs %s", c, d, next)
+	}
+	waitNode(ctx, t, n.Name, "rebooted after its update", func(node *corev1.Node) bool {
+		_, request := node.Annotations[annRebootRequested]
+		return !request && n.Sys.Boots() == boots+1 && unavailable(node) == ""
+	})
+	waitPool(ctx, t, "rollout with the reboot", updatedTo(before))
 }
 
 func mcnCondition(mcn *mcfgv1.MachineConfigNode, t string) *metav1.Condition {
