@@ -218,7 +218,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		// half done (an abandoned update, e.g. one whose desired config
 		// was rolled back, still has to be undone and its cordon lifted),
 		// unless its reboot request was granted (reboot.go).
-		if rec = d.grantedReboot(current); rec == nil {
+		if rec = d.grantedReboot(ctx, current); rec == nil {
 			d.failures = 0
 			err := d.idle(ctx, current)
 			d.checkRebootNeeded(ctx)

@@ -57,9 +57,9 @@ func (r RebootRequests) Clear(ctx context.Context, why string, rebootAt time.Tim
 
 // grantedReboot returns the record of the reboot the node was granted,
 // nil when it was not.
-func (d *Daemon) grantedReboot(current string) *progress.Record {
+func (d *Daemon) grantedReboot(ctx context.Context, current string) *progress.Record {
 	why, granted := kube.RebootRequest(d.node.Annotations)
-	if !granted {
+	if !granted || d.withdrawStale(ctx, why) {
 		return nil
 	}
 	d.Log.Info("Reboot request granted; rebooting the node through the update's steps", zap.String("node", d.node.Name),
@@ -85,7 +85,8 @@ func (d *Daemon) idleDelay() time.Duration {
 // the check command exits 0, and the node has no request yet. A failure is
 // logged; the next check tries again.
 func (d *Daemon) checkRebootNeeded(ctx context.Context) {
-	if _, asked := d.node.Annotations[kube.RebootRequested]; asked {
+	if why, asked := d.node.Annotations[kube.RebootRequested]; asked {
+		d.withdrawStale(ctx, why)
 		return
 	}
 	log := d.Log.With(zap.String("node", d.node.Name))
@@ -139,4 +140,24 @@ func (d *Daemon) commandRequest(ctx context.Context, log *zap.Logger) string {
 		log.Warn("Cannot run the reboot check command", zap.Strings("command", d.RebootCommand), zap.Error(err))
 	}
 	return ""
+}
+
+// withdrawStale withdraws the daemon's own request for the sentinel once
+// the sentinel is gone before the reboot (someone else rebooted the node,
+// emptying /run, or removed the file): the node needs no reboot any more,
+// and one granted now would be a second. It reports whether it did.
+func (d *Daemon) withdrawStale(ctx context.Context, why string) bool {
+	if d.RebootSentinel == "" || d.Sentinels == nil || !strings.HasPrefix(why, "sentinel "+d.RebootSentinel+" ") {
+		return false
+	}
+	if _, there, err := d.Sentinels.Sentinel(d.RebootSentinel); err != nil || there {
+		return false
+	}
+	log := d.Log.With(zap.String("node", d.node.Name), zap.String("request", why))
+	if err := d.API.ClearRebootRequest(ctx, why); err != nil {
+		log.Warn("Cannot withdraw the reboot request whose sentinel is gone; trying again at the next check", zap.Error(err))
+		return true
+	}
+	log.Info("Withdrew the reboot request: its sentinel file is gone")
+	return true
 }

@@ -9,12 +9,20 @@ import (
 
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes/fake"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 )
 
 // The check command asks for a reboot when it exits 0, not when it exits
 // otherwise; one that cannot run is logged.
 func TestRebootCheckCommand(t *testing.T) {
-	run := func(ctx context.Context, argv []string) error { return exec.CommandContext(ctx, argv[0], argv[1:]...).Run() }
+	run := func(ctx context.Context, argv []string) error {
+		return exec.CommandContext(ctx, argv[0], argv[1:]...).Run()
+	}
 	core, logs := observer.New(zap.WarnLevel)
 	now := time.Date(2026, 12, 4, 16, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
@@ -41,5 +49,44 @@ func TestRebootCheckCommand(t *testing.T) {
 	d := &Daemon{RebootCommand: strings.Fields("true")}
 	if got := d.idleDelay(); got != DefaultRebootCheckInterval {
 		t.Errorf("idle delay with a command %s", got)
+	}
+}
+
+type sentinels struct{ there bool }
+
+func (s sentinels) Sentinel(string) (time.Time, bool, error) { return time.Unix(0, 0), s.there, nil }
+func (s sentinels) RemoveSentinel(string, time.Time) error   { return nil }
+
+// A granted request of the daemon's own whose sentinel is gone (someone
+// else rebooted the node) is withdrawn, not answered with a second
+// reboot; an administrator's request is answered.
+func TestGrantedReboot(t *testing.T) {
+	const own = "sentinel /run/reboot-required written 2026-12-04T10:00:00Z"
+	for _, tc := range []struct {
+		why      string
+		there    bool
+		reboots  bool
+		withdraw bool
+	}{
+		{own, true, true, false},
+		{own, false, false, true},
+		{"alice: firmware", false, true, false},
+	} {
+		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{
+			kube.RebootRequested: tc.why, kube.RebootGranted: tc.why}}}
+		k := fake.NewSimpleClientset(node.DeepCopy())
+		d := &Daemon{API: &kube.Client{API: kubetest.API(k, nil), NodeName: "n1"}, RebootSentinel: "/run/reboot-required",
+			Sentinels: sentinels{tc.there}, Log: zap.NewNop(), node: node}
+		rec := d.grantedReboot(context.Background(), "rendered-a")
+		if (rec != nil) != tc.reboots || rec != nil && (rec.RebootRequest != tc.why || rec.Current != "rendered-a" || rec.Desired != "rendered-a") {
+			t.Errorf("%q, sentinel there %v: record %+v, want a reboot %v", tc.why, tc.there, rec, tc.reboots)
+		}
+		n, err := k.CoreV1().Nodes().Get(context.Background(), "n1", metav1.GetOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, still := n.Annotations[kube.RebootRequested]; still == tc.withdraw {
+			t.Errorf("%q, sentinel there %v: request still there %v, want withdrawn %v", tc.why, tc.there, still, tc.withdraw)
+		}
 	}
 }
