@@ -30,7 +30,7 @@ func (c *Controller) answerReboots(ctx context.Context, pool *mcfgv1.MachineConf
 			return fmt.Errorf("granting node %s its reboot: %w", name, err)
 		}
 		log.Info("Granted a node its reboot", zap.String("node", name), zap.String("request", why))
-		c.event(pool, false, "RebootGranted", fmt.Sprintf("Node %s may reboot (requested: %s)", name, why))
+		c.event(pool, false, "RebootGranted", fmt.Sprintf("Node %s may reboot (requested: %s)", name, rollout.Cut(why, 256)))
 	}
 	for _, name := range d.Revoke {
 		node, err := c.cachedNode(name)

@@ -3,7 +3,9 @@ package phases
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -26,8 +28,21 @@ type RebootRequests interface {
 	Clear(ctx context.Context, why string, rebootAt time.Time) error
 }
 
-// rebootRequestText is how the status quotes a request.
-func rebootRequestText(why string) string { return "reboot requested (" + why + ")" }
+// maxRequestText caps a request's text in the status: an administrator's
+// annotation may be long, and a condition's message is capped by the API.
+const maxRequestText = 256
+
+// rebootRequestText is how the status quotes a request: control
+// characters blanked, cut at maxRequestText.
+func rebootRequestText(why string) string {
+	why = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return ' '
+		}
+		return r
+	}, why)
+	return "reboot requested (" + Truncate(strings.ToValidUTF8(why, ""), maxRequestText) + ")"
+}
 
 // ClearRebootRequest answers the node's reboot request once the node has
 // rebooted, passed the health gate and been uncordoned.

@@ -47,3 +47,20 @@ func TestRebootOnRequest(t *testing.T) {
 		t.Errorf("UpdateCompatible %q", c.Message)
 	}
 }
+
+// A long or hostile request is quoted short and printable in the status.
+func TestRebootRequestText(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+	r := newRunner(configs{"a": `{"ignition":{"version":"3.4.0"}}`}, h, cl, units, w)
+	r.Record = progress.New("a", "a")
+	r.Record.RebootRequest = "bob\n\u202eevil " + strings.Repeat("x", 100000)
+	r.NodeCurrent = "a"
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v", err)
+	}
+	c := status.Find(w.last, status.Updated)
+	if len(c.Message) > 400 || strings.ContainsAny(c.Message, "\n\u202e") || !strings.Contains(c.Message, "reboot requested (bob  evil xxx") {
+		t.Errorf("Updated message (%d bytes) %.120q", len(c.Message), c.Message)
+	}
+}

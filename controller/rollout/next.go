@@ -285,6 +285,9 @@ func joinCapped(items []string) string {
 	return strings.Join(out, ", ")
 }
 
+// Cut shortens s to at most n bytes without splitting a character.
+func Cut(s string, n int) string { return cut(s, n) }
+
 // cut shortens s to at most n bytes without splitting a character.
 func cut(s string, n int) string {
 	if len(s) <= n {
