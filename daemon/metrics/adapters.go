@@ -99,7 +99,9 @@ func (m *Metrics) StatusWritten(conds []metav1.Condition) {
 func (m *Metrics) HealthGateResult(result string) { m.node.healthResults.WithLabelValues(result).Inc() }
 
 // NotificationResult counts one notification's result (package notify).
-func (m *Metrics) NotificationResult(result string) { m.node.notifications.WithLabelValues(result).Inc() }
+func (m *Metrics) NotificationResult(result string) {
+	m.node.notifications.WithLabelValues(result).Inc()
+}
 
 func (m *Metrics) OSPullRetried(tool string) { m.node.osPullRetries.WithLabelValues(tool).Inc() }
 
