@@ -74,6 +74,9 @@ type DrainResult struct {
 	// Took is the drain's duration; Blocked the part of it during which at
 	// least one eviction was refused (a PodDisruptionBudget, an error).
 	Took, Blocked time.Duration
+	// Surged names each workload whose replicas the drain raised by one
+	// to evict its pod without breaking its PodDisruptionBudget.
+	Surged []string
 }
 
 // Txn is one update's writes on the node, undone in reverse order by Rollback.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
@@ -71,6 +72,9 @@ func drainedMessage(res DrainResult) string {
 	}
 	if res.Blocked > 0 {
 		msg += fmt.Sprintf("; evictions were refused for %s", res.Blocked.Round(time.Second))
+	}
+	if len(res.Surged) > 0 {
+		msg += "; surged " + strings.Join(res.Surged, ", ") + " to keep their PodDisruptionBudgets"
 	}
 	return msg
 }

@@ -16,6 +16,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -77,6 +78,7 @@ type options struct {
 	drainTimeout                                      time.Duration
 	drainTimeoutAction                                string
 	drainLast                                         labels.Selector
+	surgeMax                                          int
 	evictUnowned, debug, releaseMemory                bool
 	imageModeStatus                                   bool
 	backoffInitial, backoffMax                        time.Duration
@@ -118,6 +120,9 @@ func parseFlags(args []string) (options, error) {
 	fs.BoolVar(&o.evictUnowned, "evict-unowned-pods", false, "also evict pods that no controller will recreate")
 	selectorFlag(fs, "drain-last-selector", "a label selector of the pods the drain evicts only once every other pod "+
 		"is gone (e.g. app=storage-manager)", &o.drainLast)
+	fs.IntVar(&o.surgeMax, "drain-surge-max", 1, "how many workloads the drains of all nodes may surge at once (one more "+
+		"replica where a PodDisruptionBudget refuses an eviction, for Deployments and Parallel StatefulSets annotated "+
+		drain.SurgeAnnotation+"=true, or in a namespace so annotated; 0: never); set the same on every node")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	fs.BoolVar(&o.imageModeStatus, "image-mode-status", false,
 		"also report AppliedFiles, ImagePulledFromRegistry and AppliedOSImage, the split of AppliedFilesAndOS that "+
@@ -185,6 +190,9 @@ func checkOptions(o *options, pattern string) error {
 	if o.drainTimeoutAction != "retry" && o.drainTimeoutAction != "fail" {
 		return fmt.Errorf("--drain-timeout-action %q: want retry or fail", o.drainTimeoutAction)
 	}
+	if o.surgeMax < 0 || o.surgeMax > 100 {
+		return fmt.Errorf("--drain-surge-max %d: want 0 to 100", o.surgeMax)
+	}
 	if o.drainTimeout < 0 {
 		return fmt.Errorf("--drain-timeout %s: must not be negative", o.drainTimeout)
 	}
@@ -250,7 +258,11 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	if err != nil {
 		return err
 	}
+	var events *kube.Events
+	var eventsReady atomic.Pointer[kube.Events] // set once the MachineConfigNode's UID is known
 	drainr := drainer(o, kapi, log, fault)
+	drainr.Surge.Count, drainr.Surge.Event = m.DrainSurge, workloadEvents(&eventsReady)
+	restoreSurges(ctx, drainr, log)
 	notifier := o.notify.notifier(ctx, o.nodeName, objects, m, log)
 	env := phases.Env{
 		Configs:      &daemon.ConfigCache{Source: api, Size: 2},
@@ -267,7 +279,6 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		Observer:       notify.Observe(m, notifier),
 		RebootRequests: daemon.RebootRequests{API: api, Sentinels: host, Path: o.reboot.sentinel},
 	}
-	var events *kube.Events
 	d := &daemon.Daemon{
 		API:           api,
 		Watcher:       objects,
@@ -276,6 +287,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		ConfigPattern: o.configPattern,
 		Events: func(uid string) phases.Recorder {
 			events = kube.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
+			eventsReady.Store(events)
 			return events
 		},
 		Log: log, Fault: fault, Cordons: drainr,

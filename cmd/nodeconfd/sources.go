@@ -2,8 +2,10 @@ package main
 
 import (
 	"context"
+	"sync/atomic"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/disruption"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
@@ -32,7 +34,29 @@ func startSources(ctx context.Context, o options, api *kube.Client, objects *kub
 func drainer(o options, kapi kube.API, log *zap.Logger, fault func(string)) *drain.Drainer {
 	return &drain.Drainer{Client: kapi, NodeName: o.nodeName, Timeout: o.drainTimeout,
 		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Last: o.drainLast,
-		Log: log.Named("drain"), Fault: fault}
+		Log: log.Named("drain"), Fault: fault, Surge: drain.SurgeOptions{Max: o.surgeMax, Namespace: o.namespace}}
+}
+
+// workloadEvents records the surges' Events on their workloads, once the
+// daemon's Events recorder runs (before any drain).
+func workloadEvents(p *atomic.Pointer[kube.Events]) func(corev1.ObjectReference, bool, string, string) {
+	return func(ref corev1.ObjectReference, warning bool, reason, msg string) {
+		if e := p.Load(); e != nil {
+			e.EventOn(ref, warning, reason, msg)
+		}
+	}
+}
+
+// restoreSurges puts back the replicas of surges a killed daemon of this
+// node left behind, in the background: the API server may not answer yet,
+// and the next drain retries.
+func restoreSurges(ctx context.Context, d *drain.Drainer, log *zap.Logger) {
+	go func() {
+		if err := d.RestoreSurges(ctx); err != nil {
+			log.Warn("Surges left behind not all put back; retried before the next drain", zap.String("node", d.NodeName),
+				zap.Error(err))
+		}
+	}()
 }
 
 // policySource is the cluster's node disruption policy, watched, unless

@@ -66,7 +66,10 @@ type Drainer struct {
 	// of the drain is gone (--drain-last-selector: a storage manager that
 	// the other pods need until they stop).
 	Last labels.Selector
-	Log  *zap.Logger
+	// Surge, when its Max is above 0, raises an opted-in workload's
+	// replicas by one where a PodDisruptionBudget refuses an eviction.
+	Surge SurgeOptions
+	Log   *zap.Logger
 	// Fault, when set, is the test-only fault-point hook (package
 	// daemon/faultpoint), told of each accepted eviction.
 	Fault func(point string)
@@ -90,10 +93,16 @@ func (d *Drainer) Drain(ctx context.Context, progress phases.DrainProgress) (pha
 		return phases.DrainResult{Skipped: sel.Skipped}, err
 	}
 	log := d.logger(ctx)
+	if err := d.RestoreSurges(ctx); err != nil {
+		log.Warn("Surges left behind not all put back; retried at the next drain", zap.Error(err))
+	}
 	log.Info("Draining node", zap.Int("pods", len(sel.Evict)), zap.Int("leftInPlace", sel.Skipped))
 	r := newRun(d, sel, start, log)
 	if len(sel.Evict) > 0 {
-		if err := r.loop(ctx, progress, list.ResourceVersion); err != nil {
+		err := r.loop(ctx, progress, list.ResourceVersion)
+		// Surges end with the drain, whatever ended it.
+		r.endSurges(context.WithoutCancel(ctx))
+		if err != nil {
 			return r.result(), err
 		}
 	}
@@ -195,6 +204,10 @@ func (r *run) loop(ctx context.Context, progress phases.DrainProgress, rv string
 			r.onEvicted(res)
 		case uid := <-r.retries:
 			r.onRetry(uid)
+		case res := <-r.surgeResults:
+			r.onSurge(res)
+		case res := <-r.surgeLowered:
+			r.onLowered(res)
 		case ev, ok := <-events:
 			if ok && ev.Type != watch.Error {
 				r.onEvent(ev)

@@ -113,6 +113,7 @@ func (r *run) view(ctx context.Context, now time.Time) progressView {
 			if b := budgetsOf(t.pod, r.budgetsIn(ctx, t.pod.Namespace, now)); len(b) > 0 {
 				why = describeBudgets(b)
 			}
+			why += r.surgeNote(t.pod)
 		}
 		v.Blockers = append(v.Blockers, blocker{Pod: podName(t.pod), Why: why})
 		v.Retrying++

@@ -82,12 +82,21 @@ type run struct {
 	// left alone (only a pod that tolerates the cordon or names the node
 	// can arrive) and logged once.
 	arrived map[types.UID]bool
+	// surges by owner (ownerKey); surgesInFlight counts their requests
+	// under way, which report on surgeResults and surgeLowered; surged
+	// names every surge made, for the result.
+	surges         map[string]*surgeState
+	surgeResults   chan surgeResult
+	surgeLowered   chan loweredResult
+	surgesInFlight int
+	surged         []string
 }
 
 func newRun(d *Drainer, sel Selection, start time.Time, log *zap.Logger) *run {
 	r := &run{d: d, start: start, pods: map[types.UID]*tracked{}, byKey: map[string]types.UID{},
 		results: make(chan evictResult), retries: make(chan types.UID), skipped: sel.Skipped,
-		arrived: map[types.UID]bool{}, budgets: map[string]budgetList{}, log: log}
+		arrived: map[types.UID]bool{}, budgets: map[string]budgetList{}, log: log,
+		surges: map[string]*surgeState{}, surgeResults: make(chan surgeResult), surgeLowered: make(chan loweredResult)}
 	for _, p := range sel.Evict {
 		t := &tracked{pod: p, last: d.Last != nil && d.Last.Matches(labels.Set(p.Labels))}
 		r.pods[p.UID] = t
@@ -160,6 +169,7 @@ func (r *run) onEvicted(res evictResult) {
 		if t.state == stateEvicting {
 			t.state = stateTerminating
 		}
+		r.lowerWhenEvicted(ownerKey(t.pod))
 	case outcomeGone:
 		r.setRefusal(t, "", false)
 		r.gone(t)
@@ -172,6 +182,9 @@ func (r *run) onEvicted(res evictResult) {
 		}
 		r.setRefusal(t, why, out == outcomeBudget)
 		t.state = stateRetrying
+		if out == outcomeBudget {
+			r.maybeSurge(t)
+		}
 		delay := min(retryFirst<<min(t.attempts-1, 8), retryMax)
 		uid := res.uid
 		time.AfterFunc(delay, func() {
@@ -219,6 +232,7 @@ func (r *run) gone(t *tracked) {
 	if !t.last {
 		r.firstLeft--
 	}
+	r.lowerWhenEvicted(ownerKey(t.pod))
 }
 
 // onEvent follows the watch: a tracked pod is gone when it is deleted, or
@@ -273,5 +287,6 @@ func (r *run) result() phases.DrainResult {
 	if r.refused > 0 {
 		blocked += time.Since(r.blockedSince)
 	}
-	return phases.DrainResult{Evicted: r.evicted, Skipped: r.skipped, Took: time.Since(r.start), Blocked: blocked}
+	return phases.DrainResult{Evicted: r.evicted, Skipped: r.skipped, Took: time.Since(r.start), Blocked: blocked,
+		Surged: r.surged}
 }

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -29,6 +31,13 @@ type API interface {
 	MachineConfigNodes() Resource[*mcfgv1.MachineConfigNode, *mcfgv1.MachineConfigNodeList]
 	// MachineConfigPools are read and written by the controller only.
 	MachineConfigPools() Resource[*mcfgv1.MachineConfigPool, *mcfgv1.MachineConfigPoolList]
+	// The workloads a drain may surge (drain.Surge): their owners, their
+	// autoscalers and their namespace's opt-in.
+	Deployments(namespace string) Resource[*appsv1.Deployment, *appsv1.DeploymentList]
+	ReplicaSets(namespace string) Resource[*appsv1.ReplicaSet, *appsv1.ReplicaSetList]
+	StatefulSets(namespace string) Resource[*appsv1.StatefulSet, *appsv1.StatefulSetList]
+	HorizontalPodAutoscalers(namespace string) Resource[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList]
+	Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList]
 	// Evict posts a policy/v1 Eviction to its pod's eviction subresource,
 	// once: a refusal (429 from a PodDisruptionBudget) is returned at once
 	// for the caller to retry where it shows, not retried out of sight.

@@ -6,6 +6,8 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	opv1 "github.com/openshift/api/operator/v1"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -25,6 +27,8 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(corev1.AddToScheme(s))
 	utilruntime.Must(policyv1.AddToScheme(s))
 	utilruntime.Must(coordinationv1.AddToScheme(s))
+	utilruntime.Must(appsv1.AddToScheme(s))
+	utilruntime.Must(autoscalingv2.AddToScheme(s))
 	utilruntime.Must(mcfgv1.Install(s))
 	// Of operator.openshift.io, only the MachineConfiguration (the node
 	// disruption policy).
@@ -37,6 +41,8 @@ func Scheme() *runtime.Scheme {
 type restAPI struct {
 	params                                     runtime.ParameterCodec
 	core, policy, coordination, mcfg, operator rest.Interface
+	// apps and autoscaling serve the drain's surge (drain.Surge).
+	apps, autoscaling rest.Interface
 }
 
 // NewAPI builds the daemon's API clients from cfg; all share one HTTP client
@@ -58,6 +64,8 @@ func NewAPI(cfg *rest.Config) (API, error) {
 		{corev1.SchemeGroupVersion, "/api", &a.core, true},
 		{policyv1.SchemeGroupVersion, "/apis", &a.policy, true},
 		{coordinationv1.SchemeGroupVersion, "/apis", &a.coordination, true},
+		{appsv1.SchemeGroupVersion, "/apis", &a.apps, true},
+		{autoscalingv2.SchemeGroupVersion, "/apis", &a.autoscaling, true},
 		{mcfgv1.GroupVersion, "/apis", &a.mcfg, false}, // custom resources: JSON only
 		{opv1.GroupVersion, "/apis", &a.operator, false},
 	} {

@@ -26,6 +26,7 @@ type nodeMetrics struct {
 	osPullRetries   *prometheus.CounterVec
 	healthResults   *prometheus.CounterVec
 	notifications   *prometheus.CounterVec
+	surges          *prometheus.CounterVec
 
 	mu       sync.Mutex
 	drifting bool
@@ -65,12 +66,24 @@ func newNodeMetrics() *nodeMetrics {
 			Name: "nodeconfd_notifications_total",
 			Help: "Notifications to the webhook (--notify-url), by result: sent, failed, dropped (the queue was full).",
 		}, []string{"result"}),
+		surges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "nodeconfd_drain_surges_total",
+			Help: "Surges of the node's drains, by step: raised (a workload got one more replica), lowered (put back), " +
+				"refused (opted in but must not be surged), failed (a request failed).",
+		}, []string{"result"}),
 	}
 }
 
+// surgeResults are the values of nodeconfd_drain_surges_total's label,
+// each shown from the start (at 0).
+var surgeResults = []string{"raised", "lowered", "refused", "failed"}
+
 func (n *nodeMetrics) collectors() []prometheus.Collector {
+	for _, r := range surgeResults {
+		n.surges.WithLabelValues(r)
+	}
 	return []prometheus.Collector{n.degraded, n.drift, n.driftDetections, n.evictions, n.drainBlocked, n.osPullRetries,
-		n.healthResults, n.notifications}
+		n.healthResults, n.notifications, n.surges}
 }
 
 // StatusWritten reads the node's health from the MachineConfigNode
@@ -102,6 +115,9 @@ func (m *Metrics) HealthGateResult(result string) { m.node.healthResults.WithLab
 func (m *Metrics) NotificationResult(result string) {
 	m.node.notifications.WithLabelValues(result).Inc()
 }
+
+// DrainSurge counts one step of a drain's surge (drain.SurgeOptions.Count).
+func (m *Metrics) DrainSurge(result string) { m.node.surges.WithLabelValues(result).Inc() }
 
 func (m *Metrics) OSPullRetried(tool string) { m.node.osPullRetries.WithLabelValues(tool).Inc() }
 

@@ -10,7 +10,6 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
 	"go.uber.org/zap"
-	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -62,20 +61,7 @@ func TestOwnNodeOnly(t *testing.T) {
 		})
 	}
 
-	// The daemon holds no Lease since the disruption budget of Leases went (issue 26): RBAC
-	// refuses every Lease write of its ServiceAccount, before any policy.
-	t.Run("NoLeases", func(t *testing.T) {
-		leases := k.CoordinationV1().Leases(namespace)
-		holder, seconds := nodeA, int32(60)
-		l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "nodeconfd-disruption-0", Namespace: namespace},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder, LeaseDurationSeconds: &seconds}}
-		if _, err := leases.Create(ctx, l, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
-			t.Errorf("creating a Lease held by its own node: %v, want Forbidden", err)
-		}
-		if _, err := leases.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
-			t.Errorf("listing the Leases of %s: %v, want Forbidden", namespace, err)
-		}
-	})
+	t.Run("Surge", func(t *testing.T) { surgeWrites(ctx, t, b, k) })
 
 	t.Run("UnboundToken", func(t *testing.T) {
 		u := kubernetes.NewForConfigOrDie(b.unbound)

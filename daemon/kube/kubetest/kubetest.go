@@ -8,6 +8,8 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -66,4 +68,24 @@ func (c clientsets) MachineConfigPools() kube.Resource[*mcfgv1.MachineConfigPool
 
 func (c clientsets) MachineConfigNodes() kube.Resource[*mcfgv1.MachineConfigNode, *mcfgv1.MachineConfigNodeList] {
 	return c.m.MachineconfigurationV1().MachineConfigNodes()
+}
+
+func (c clientsets) Deployments(namespace string) kube.Resource[*appsv1.Deployment, *appsv1.DeploymentList] {
+	return c.k.AppsV1().Deployments(namespace)
+}
+
+func (c clientsets) ReplicaSets(namespace string) kube.Resource[*appsv1.ReplicaSet, *appsv1.ReplicaSetList] {
+	return c.k.AppsV1().ReplicaSets(namespace)
+}
+
+func (c clientsets) StatefulSets(namespace string) kube.Resource[*appsv1.StatefulSet, *appsv1.StatefulSetList] {
+	return c.k.AppsV1().StatefulSets(namespace)
+}
+
+func (c clientsets) HorizontalPodAutoscalers(namespace string) kube.Resource[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList] {
+	return c.k.AutoscalingV2().HorizontalPodAutoscalers(namespace)
+}
+
+func (c clientsets) Namespaces() kube.Resource[*corev1.Namespace, *corev1.NamespaceList] {
+	return c.k.CoreV1().Namespaces()
 }

@@ -1,0 +1,332 @@
+package drain
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	appsv1 "k8s.io/api/apps/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+)
+
+// Surge settings of a Drainer. A pod whose eviction a PodDisruptionBudget
+// refuses, and whose Deployment or StatefulSet opted in (SurgeAnnotation),
+// gets one more replica first: once the new pod is Ready elsewhere, the
+// budget allows the eviction, and the replicas go back as soon as it is
+// accepted. A budget is never broken; the surge only adds capacity.
+//
+// Each surge holds one of Max slot Leases (nodeconfd-surge-0 …) in
+// Namespace: the cluster-wide cap, taken by a create that only one daemon
+// can win. The Lease is written before the replicas change and names the
+// workload and its replica count, so a daemon killed mid-surge puts the
+// replicas back when it starts again (RestoreSurges).
+type SurgeOptions struct {
+	// Max is how many workloads may be surged at once in the cluster; 0
+	// turns surges off.
+	Max int
+	// Namespace holds the slot Leases: the daemon's own.
+	Namespace string
+	// Event records an Event on the workload surged.
+	Event func(ref corev1.ObjectReference, warning bool, reason, message string)
+	// Count counts a surge's step in the metrics: raised, lowered,
+	// refused, failed.
+	Count func(result string)
+}
+
+// The slot Lease's record of a surge.
+const (
+	surgeLeasePrefix = "nodeconfd-surge-"
+	surgeNodeLabel   = "nodeconfd.io/surge-node"
+	surgeWorkloadAnn = "nodeconfd.io/surge-workload" // Kind/namespace/name
+	surgeUIDAnn      = "nodeconfd.io/surge-uid"
+	surgeFromAnn     = "nodeconfd.io/surge-from"
+	surgeToAnn       = "nodeconfd.io/surge-to"
+)
+
+// surgeRecord is one surge: the workload and its replicas before and during
+// it, and the slot Lease that records it.
+type surgeRecord struct {
+	Lease    string
+	Workload workload
+	From, To int32
+}
+
+func (s surgeRecord) String() string {
+	return fmt.Sprintf("%s (%d → %d → %d replicas)", s.Workload, s.From, s.To, s.From)
+}
+
+// errSurgeCap is a surge refused for now: every slot is taken.
+var errSurgeCap = errors.New("every surge slot is taken")
+
+// workloadOf finds the Deployment or StatefulSet that owns the pod; ok is
+// false (with why) when no such owner would scale it.
+func (d *Drainer) workloadOf(ctx context.Context, pod *corev1.Pod) (w workload, why string, err error) {
+	c := metav1.GetControllerOf(pod)
+	switch {
+	case c == nil:
+		return w, "pod " + podName(pod) + " has no controller", nil
+	case c.Kind == "StatefulSet" && strings.HasPrefix(c.APIVersion, "apps/"):
+		s, err := d.Client.StatefulSets(pod.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+		if err != nil {
+			return w, "", fmt.Errorf("reading StatefulSet %s/%s: %w", pod.Namespace, c.Name, err)
+		}
+		return workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, UID: s.UID, Replicas: replicas(s.Spec.Replicas),
+			Annotations: s.Annotations, ManagedFields: s.ManagedFields,
+			Parallel: s.Spec.PodManagementPolicy == appsv1.ParallelPodManagement}, "", nil
+	case c.Kind == "ReplicaSet" && strings.HasPrefix(c.APIVersion, "apps/"):
+		rs, err := d.Client.ReplicaSets(pod.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
+		if err != nil {
+			return w, "", fmt.Errorf("reading ReplicaSet %s/%s: %w", pod.Namespace, c.Name, err)
+		}
+		dc := metav1.GetControllerOf(rs)
+		if dc == nil || dc.Kind != "Deployment" {
+			return w, "ReplicaSet " + rs.Name + " has no Deployment", nil
+		}
+		dep, err := d.Client.Deployments(pod.Namespace).Get(ctx, dc.Name, metav1.GetOptions{})
+		if err != nil {
+			return w, "", fmt.Errorf("reading Deployment %s/%s: %w", pod.Namespace, dc.Name, err)
+		}
+		return workload{Kind: "Deployment", Namespace: dep.Namespace, Name: dep.Name, UID: dep.UID,
+			Replicas: replicas(dep.Spec.Replicas), Annotations: dep.Annotations, ManagedFields: dep.ManagedFields}, "", nil
+	}
+	return w, c.Kind + " " + c.Name + " is neither a Deployment nor a StatefulSet", nil
+}
+
+func replicas(r *int32) int32 {
+	if r == nil {
+		return 1
+	}
+	return *r
+}
+
+// surgeable reads what decides a surge of the pod's owner: quiet is true
+// when the owner did not opt in (nothing to say), why is set when it opted
+// in but must not be surged.
+func (d *Drainer) surgeable(ctx context.Context, pod *corev1.Pod) (w workload, quiet bool, why string, err error) {
+	w, why, err = d.workloadOf(ctx, pod)
+	if err != nil || why != "" {
+		return w, why != "", "", err
+	}
+	var nsAnn map[string]string
+	if _, ok := w.Annotations[SurgeAnnotation]; !ok {
+		ns, err := d.Client.Namespaces().Get(ctx, w.Namespace, metav1.GetOptions{})
+		if err != nil {
+			return w, false, "", fmt.Errorf("reading namespace %s: %w", w.Namespace, err)
+		}
+		nsAnn = ns.Annotations
+	}
+	if !optedIn(w.Annotations, nsAnn) {
+		return w, true, "", nil
+	}
+	hpas, err := d.Client.HorizontalPodAutoscalers(w.Namespace).List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return w, false, "", fmt.Errorf("listing the HorizontalPodAutoscalers of namespace %s: %w", w.Namespace, err)
+	}
+	return w, false, surgeRefusal(w, hpas.Items, time.Now()), nil
+}
+
+// raise surges the pod's owner by one replica: the slot Lease first (the
+// record), then the replicas. It returns nil and why when the owner must
+// not be surged, nil and "" when it did not opt in.
+func (d *Drainer) raise(ctx context.Context, pod *corev1.Pod) (*surgeRecord, string, error) {
+	w, quiet, why, err := d.surgeable(ctx, pod)
+	if err != nil || quiet || why != "" {
+		return nil, why, err
+	}
+	rec := &surgeRecord{Workload: w, From: w.Replicas, To: w.Replicas + 1}
+	if rec.Lease, err = d.takeSlot(ctx, rec); err != nil {
+		return nil, "", err
+	}
+	if err := d.setReplicas(ctx, w, rec.From, rec.To); err != nil {
+		if derr := d.freeSlot(ctx, rec.Lease); derr != nil {
+			err = fmt.Errorf("%w; then %v", err, derr)
+		}
+		return nil, "", err
+	}
+	return rec, "", nil
+}
+
+// lower puts a surged workload's replicas back, unless someone changed them
+// since (then they are left as they are, and said so), and frees the slot.
+func (d *Drainer) lower(ctx context.Context, rec surgeRecord) (changed string, err error) {
+	w := rec.Workload
+	cur, err := d.currentReplicas(ctx, w)
+	switch {
+	case apierrors.IsNotFound(err):
+		changed = w.String() + " is gone"
+	case err != nil:
+		return "", err
+	case cur != rec.To:
+		changed = fmt.Sprintf("%s has %d replicas, not the surge's %d: someone else changed them; left as they are", w, cur, rec.To)
+	default:
+		if err := d.setReplicas(ctx, w, rec.To, rec.From); err != nil {
+			return "", err
+		}
+	}
+	return changed, d.freeSlot(ctx, rec.Lease)
+}
+
+// currentReplicas reads the workload's spec.replicas; a NotFound error also
+// when its name now belongs to another object.
+func (d *Drainer) currentReplicas(ctx context.Context, w workload) (int32, error) {
+	var r *int32
+	var uid types.UID
+	if w.Kind == "StatefulSet" {
+		s, err := d.Client.StatefulSets(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		r, uid = s.Spec.Replicas, s.UID
+	} else {
+		dep, err := d.Client.Deployments(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
+		if err != nil {
+			return 0, err
+		}
+		r, uid = dep.Spec.Replicas, dep.UID
+	}
+	if w.UID != "" && uid != w.UID {
+		return 0, apierrors.NewNotFound(appsv1.Resource(strings.ToLower(w.Kind)+"s"), w.Name)
+	}
+	return replicas(r), nil
+}
+
+// setReplicas changes spec.replicas from one count to another in one JSON
+// patch that tests the old count first: a change made meanwhile by anyone
+// else fails it instead of being overwritten.
+func (d *Drainer) setReplicas(ctx context.Context, w workload, from, to int32) error {
+	ops := []map[string]any{
+		{"op": "test", "path": "/spec/replicas", "value": from},
+		{"op": "replace", "path": "/spec/replicas", "value": to},
+	}
+	if w.UID != "" {
+		ops = append([]map[string]any{{"op": "test", "path": "/metadata/uid", "value": w.UID}}, ops...)
+	}
+	patch, _ := json.Marshal(ops)
+	opts := metav1.PatchOptions{FieldManager: SurgeFieldManager}
+	var err error
+	if w.Kind == "StatefulSet" {
+		_, err = d.Client.StatefulSets(w.Namespace).Patch(ctx, w.Name, types.JSONPatchType, patch, opts)
+	} else {
+		_, err = d.Client.Deployments(w.Namespace).Patch(ctx, w.Name, types.JSONPatchType, patch, opts)
+	}
+	if err != nil {
+		return fmt.Errorf("setting the replicas of %s from %d to %d: %w", w, from, to, err)
+	}
+	return nil
+}
+
+// takeSlot creates the first free slot Lease, recording the surge in it.
+func (d *Drainer) takeSlot(ctx context.Context, rec *surgeRecord) (string, error) {
+	w := rec.Workload
+	for i := range d.Surge.Max {
+		lease := &coordinationv1.Lease{
+			ObjectMeta: metav1.ObjectMeta{Name: surgeLeasePrefix + strconv.Itoa(i), Namespace: d.Surge.Namespace,
+				Labels: map[string]string{surgeNodeLabel: d.NodeName},
+				Annotations: map[string]string{
+					surgeWorkloadAnn: w.Kind + "/" + w.Namespace + "/" + w.Name, surgeUIDAnn: string(w.UID),
+					surgeFromAnn: strconv.Itoa(int(rec.From)), surgeToAnn: strconv.Itoa(int(rec.To)),
+				}},
+			Spec: coordinationv1.LeaseSpec{HolderIdentity: &d.NodeName},
+		}
+		_, err := d.Client.Leases(d.Surge.Namespace).Create(ctx, lease, metav1.CreateOptions{})
+		if apierrors.IsAlreadyExists(err) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("recording the surge of %s in Lease %s/%s: %w", w, d.Surge.Namespace, lease.Name, err)
+		}
+		return lease.Name, nil
+	}
+	return "", fmt.Errorf("%w (--drain-surge-max=%d)", errSurgeCap, d.Surge.Max)
+}
+
+func (d *Drainer) freeSlot(ctx context.Context, name string) error {
+	err := d.Client.Leases(d.Surge.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("freeing surge slot %s/%s: %w", d.Surge.Namespace, name, err)
+	}
+	return nil
+}
+
+// RestoreSurges puts back the replicas of every surge this node's slot
+// Leases record: surges a killed daemon left behind. It runs at the
+// daemon's start and before each drain.
+func (d *Drainer) RestoreSurges(ctx context.Context) error {
+	if d.Surge.Namespace == "" {
+		return nil
+	}
+	list, err := d.Client.Leases(d.Surge.Namespace).List(ctx, metav1.ListOptions{LabelSelector: surgeNodeLabel + "=" + d.NodeName})
+	if err != nil {
+		return fmt.Errorf("listing the surge slots of node %s: %w", d.NodeName, err)
+	}
+	log := d.logger(ctx)
+	var errs []error
+	for _, l := range list.Items {
+		rec, err := recordOf(l)
+		if err != nil {
+			log.Warn("Surge slot unreadable; freeing it", zap.String("lease", l.Name), zap.Error(err))
+			errs = append(errs, d.freeSlot(ctx, l.Name))
+			continue
+		}
+		log.Info("Putting back the replicas of a surge left behind", zap.String("workload", rec.Workload.String()),
+			zap.Int32("from", rec.To), zap.Int32("to", rec.From))
+		errs = append(errs, d.endSurge(ctx, log, rec))
+	}
+	return errors.Join(errs...)
+}
+
+// endSurge lowers a surge and tells of it (log, Event, metric).
+func (d *Drainer) endSurge(ctx context.Context, log *zap.Logger, rec surgeRecord) error {
+	changed, err := d.lower(ctx, rec)
+	if err != nil {
+		log.Warn("Cannot put back the replicas of a surge; retried at the next drain or start",
+			zap.String("workload", rec.Workload.String()), zap.Error(err))
+		d.surgeEvent(rec.Workload, true, "DrainSurgeFailed", "Cannot put back the replicas of "+rec.Workload.String()+
+			" after the drain of node "+d.NodeName+": "+err.Error())
+		d.surgeCount("failed")
+		return err
+	}
+	msg := fmt.Sprintf("Put the replicas of %s back to %d after evicting its pod from node %s", rec.Workload, rec.From, d.NodeName)
+	if changed != "" {
+		msg = "Surge of " + rec.Workload.String() + " for node " + d.NodeName + " ended: " + changed
+	}
+	log.Info("Surge ended", zap.String("workload", rec.Workload.String()), zap.String("changed", changed))
+	d.surgeEvent(rec.Workload, changed != "", "DrainSurgeEnded", msg)
+	d.surgeCount("lowered")
+	return nil
+}
+
+// recordOf reads a surge back from its slot Lease.
+func recordOf(l coordinationv1.Lease) (surgeRecord, error) {
+	parts := strings.Split(l.Annotations[surgeWorkloadAnn], "/")
+	from, ferr := strconv.ParseInt(l.Annotations[surgeFromAnn], 10, 32)
+	to, terr := strconv.ParseInt(l.Annotations[surgeToAnn], 10, 32)
+	if len(parts) != 3 || (parts[0] != "Deployment" && parts[0] != "StatefulSet") || ferr != nil || terr != nil ||
+		from < 0 || to != from+1 {
+		return surgeRecord{}, fmt.Errorf("lease %s does not record a surge of one replica (annotations %s, %s, %s)", l.Name,
+			surgeWorkloadAnn, surgeFromAnn, surgeToAnn)
+	}
+	w := workload{Kind: parts[0], Namespace: parts[1], Name: parts[2], UID: types.UID(l.Annotations[surgeUIDAnn])}
+	return surgeRecord{Lease: l.Name, Workload: w, From: int32(from), To: int32(to)}, nil
+}
+
+func (d *Drainer) surgeEvent(w workload, warning bool, reason, msg string) {
+	if d.Surge.Event != nil {
+		d.Surge.Event(w.ref(), warning, reason, msg)
+	}
+}
+
+func (d *Drainer) surgeCount(result string) {
+	if d.Surge.Count != nil {
+		d.Surge.Count(result)
+	}
+}

@@ -1,0 +1,157 @@
+package policy
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+
+	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
+)
+
+// surgeWrites: the daemon of node A may raise or lower an opted-in workload's replicas by one
+// and nothing else, hold surge slots that name its own node only, and write the surge's Events
+// about a workload; every other such write is refused with the policy's reason.
+func surgeWrites(ctx context.Context, t *testing.T, b *bed, k kubernetes.Interface) {
+	for _, name := range []string{"surge-in", "surge-out"} {
+		dep := deployment(name)
+		if name == "surge-in" {
+			dep.Annotations = map[string]string{drain.SurgeAnnotation: "true"}
+		}
+		if _, err := b.admin.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	held := lease("nodeconfd-surge-1", nodeB)
+	if _, err := b.admin.CoordinationV1().Leases(namespace).Create(ctx, held, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	// (An Event is the probe: a write the policy would refuse that changes nothing that matters
+	// while it is not in force yet.)
+	eventually(ctx, t, "surge policy in force", func() error {
+		return wantSurgeDenied(workloadEvent(ctx, k, "Test", nodeA), "may only write the surge's Events")
+	})
+
+	leases := k.CoordinationV1().Leases(namespace)
+	if _, err := leases.Create(ctx, lease("nodeconfd-surge-0", nodeA), metav1.CreateOptions{}); err != nil {
+		t.Errorf("taking a surge slot for its own node: %v", err)
+	}
+	if _, err := leases.List(ctx, metav1.ListOptions{LabelSelector: "nodeconfd.io/surge-node=" + nodeA}); err != nil {
+		t.Errorf("listing its surge slots: %v", err)
+	}
+	if err := replicas(ctx, k, "surge-in", 1, 2); err != nil {
+		t.Errorf("raising an opted-in Deployment's replicas by one: %v", err)
+	}
+	if err := replicas(ctx, k, "surge-in", 2, 1); err != nil {
+		t.Errorf("putting them back: %v", err)
+	}
+	if err := workloadEvent(ctx, k, "DrainSurge", nodeA); err != nil {
+		t.Errorf("the surge's Event about the Deployment: %v", err)
+	}
+	if err := leases.Delete(ctx, "nodeconfd-surge-0", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("freeing its surge slot: %v", err)
+	}
+
+	const onlyReplicas = "a surge changes spec.replicas by one and nothing else"
+	const ownSlots = "may only write the surge slots (nodeconfd-surge-<n>) that hold its own node"
+	for _, c := range []deniedCase{
+		{"NotOptedIn", func() error { return replicas(ctx, k, "surge-out", 1, 2) }, "the workload did not opt in"},
+		{"ByTwo", func() error { return replicas(ctx, k, "surge-in", 1, 3) }, onlyReplicas},
+		{"Image", func() error {
+			return patchDeployment(ctx, k, "surge-in", `[{"op":"replace","path":"/spec/template/spec/containers/0/image","value":"example.com/evil"}]`)
+		}, onlyReplicas},
+		{"Label", func() error {
+			return patchDeployment(ctx, k, "surge-in", `[{"op":"add","path":"/metadata/labels","value":{"tier":"evil"}}]`)
+		}, onlyReplicas},
+		{"OptOutAnnotation", func() error {
+			return patchDeployment(ctx, k, "surge-in", `[{"op":"add","path":"/metadata/annotations/nodeconfd.io~1drain-surge","value":"false"}]`)
+		}, "the workload did not opt in"},
+		{"SlotOfNodeB", func() error {
+			_, err := leases.Create(ctx, lease("nodeconfd-surge-2", nodeB), metav1.CreateOptions{})
+			return err
+		}, ownSlots},
+		{"OtherLease", func() error {
+			_, err := leases.Create(ctx, lease("nodeconfd-disruption-0", nodeA), metav1.CreateOptions{})
+			return err
+		}, ownSlots},
+		{"FreeSlotOfNodeB", func() error { return leases.Delete(ctx, held.Name, metav1.DeleteOptions{}) }, ownSlots},
+		{"EventOtherReason", func() error { return workloadEvent(ctx, k, "Test", nodeA) }, "may only write the surge's Events"},
+		{"EventFromNodeB", func() error { return workloadEvent(ctx, k, "DrainSurge", nodeB) }, "may only write the surge's Events"},
+	} {
+		t.Run("Denied/"+c.name, func(t *testing.T) {
+			if err := wantSurgeDenied(c.do(), c.want); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	// RBAC grants no more than the surge's verbs.
+	_, err := k.AppsV1().Deployments("default").UpdateScale(ctx, "surge-in", &autoscalingv1.Scale{
+		ObjectMeta: metav1.ObjectMeta{Name: "surge-in", Namespace: "default"}, Spec: autoscalingv1.ScaleSpec{Replicas: 9}},
+		metav1.UpdateOptions{})
+	if !apierrors.IsForbidden(err) {
+		t.Errorf("updating a Deployment's scale subresource: %v, want Forbidden", err)
+	}
+	if err := k.AppsV1().Deployments("default").Delete(ctx, "surge-in", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("deleting a Deployment: %v, want Forbidden", err)
+	}
+	if _, err := leases.Get(ctx, held.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("reading a Lease by name: %v, want Forbidden (only create, list, delete)", err)
+	}
+}
+
+func deployment(name string) *appsv1.Deployment {
+	labels := map[string]string{"app": name}
+	return &appsv1.Deployment{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default"},
+		Spec: appsv1.DeploymentSpec{Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "example.com/c"}}}}}}
+}
+
+func lease(name, node string) *coordinationv1.Lease {
+	return &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
+		Labels: map[string]string{"nodeconfd.io/surge-node": node}}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &node}}
+}
+
+// replicas patches a Deployment's replicas as the surge does: a JSON patch that tests the old
+// count.
+func replicas(ctx context.Context, k kubernetes.Interface, name string, from, to int) error {
+	return patchDeployment(ctx, k, name, fmt.Sprintf(`[{"op":"test","path":"/spec/replicas","value":%d},`+
+		`{"op":"replace","path":"/spec/replicas","value":%d}]`, from, to))
+}
+
+func patchDeployment(ctx context.Context, k kubernetes.Interface, name, patch string) error {
+	_, err := k.AppsV1().Deployments("default").Patch(ctx, name, types.JSONPatchType, []byte(patch),
+		metav1.PatchOptions{FieldManager: drain.SurgeFieldManager})
+	return err
+}
+
+func workloadEvent(ctx context.Context, k kubernetes.Interface, reason, host string) error {
+	now := metav1.Now()
+	_, err := k.CoreV1().Events("default").Create(ctx, &corev1.Event{
+		ObjectMeta:     metav1.ObjectMeta{GenerateName: "surge-in."},
+		InvolvedObject: corev1.ObjectReference{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "default", Name: "surge-in"},
+		Reason:         reason, Message: "test", Type: corev1.EventTypeNormal, Count: 1,
+		FirstTimestamp: now, LastTimestamp: now, Source: corev1.EventSource{Component: "nodeconfd", Host: host},
+	}, metav1.CreateOptions{})
+	return err
+}
+
+// wantSurgeDenied checks err is a Forbidden refusal by nodeconfd-surge whose message has want.
+func wantSurgeDenied(err error, want string) error {
+	if err == nil {
+		return fmt.Errorf("allowed, want refused with %q", want)
+	}
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "nodeconfd-surge") || !strings.Contains(err.Error(), want) {
+		return fmt.Errorf("%v, want Forbidden by nodeconfd-surge with %q", err, want)
+	}
+	return nil
+}
