@@ -102,6 +102,9 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 		reportWorkingSet(ctx, t, name)
 	}
 	unit := `"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":` + quote(helloUnit) + `}]}`
+	surgeDrain(ctx, t, nodes, logs, "rendered-worker-surge", testbed.Ignition(map[string]string{
+		"/etc/motd.d/cluster": "updated by nodeconfd\n", "/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n",
+		"/etc/motd.d/surge": "after the surge\n"}, unit))
 	files := map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
 		"/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n", "/etc/motd.d/pdb": "after the budget\n"}
 	name := blockedByPDB(ctx, t, nodes, logs, "rendered-worker-3", testbed.Ignition(files, unit))
