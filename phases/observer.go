@@ -57,7 +57,7 @@ func Results() []string {
 }
 
 // The reasons an update waits (Waiting), besides the Hold kinds of the
-// operator controls (HoldPaused, HoldWindow, HoldBlockingPods, HoldAlerts,
+// operator controls (HoldPaused, HoldWindow, HoldBlockingPods, HoldDrainBlocked, HoldAlerts,
 // waits.go).
 // They are CamelCase, as the Hold kinds, the status reasons and the Event
 // reasons are.
@@ -73,7 +73,7 @@ const (
 // WaitReasons lists every reason an update can wait for, so that metrics
 // show each one (at 0) before the first wait.
 func WaitReasons() []string {
-	return []string{WaitDrainBlocked, WaitUpdateSpread, HoldPaused, HoldWindow, HoldBlockingPods, HoldAlerts}
+	return []string{WaitDrainBlocked, WaitUpdateSpread, HoldPaused, HoldWindow, HoldBlockingPods, HoldDrainBlocked, HoldAlerts}
 }
 
 // nopObserver is the Observer of an Env without one.

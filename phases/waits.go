@@ -33,11 +33,14 @@ const (
 	HoldWindow       = "OutsideMaintenanceWindow"
 	HoldBlockingPods = "BlockingPods"
 	HoldAlerts       = "AlertsFiring"
+	// HoldDrainBlocked: a PodDisruptionBudget at zero that no surge can
+	// lift would hold the drain; the node waits uncordoned.
+	HoldDrainBlocked = "DrainWouldBlock"
 )
 
 // Hold is one thing an update waits for.
 type Hold struct {
-	// Kind is HoldPaused, HoldWindow, HoldBlockingPods or HoldAlerts; ""
+	// Kind is HoldPaused, HoldWindow, HoldBlockingPods, HoldDrainBlocked or HoldAlerts; ""
 	// for none.
 	Kind string
 	// Message says what the update waits for and until when, for the

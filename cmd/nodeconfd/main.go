@@ -262,6 +262,9 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	var eventsReady atomic.Pointer[kube.Events] // set once the MachineConfigNode's UID is known
 	drainr := drainer(o, kapi, log, fault)
 	drainr.Surge.Count, drainr.Surge.Event = m.DrainSurge, workloadEvents(&eventsReady)
+	if o.waits.forecastWait {
+		holds.Drain = drainr
+	}
 	restoreSurges(ctx, drainr, log)
 	notifier := o.notify.notifier(ctx, o.nodeName, objects, m, log)
 	env := phases.Env{

@@ -24,6 +24,7 @@ type waitOptions struct {
 	blocking      string
 	blockingSel   labels.Selector
 	windowsByFlag windowList
+	forecastWait  bool
 }
 
 // windowList is a repeatable --maintenance-window flag.
@@ -60,6 +61,9 @@ func addWaitFlags(fs *flag.FlagSet) *waitOptions {
 		"exists (watched; grant its read in RBAC)")
 	fs.StringVar(&w.blocking, "blocking-pod-selector", "", "label selector of pods that, while running on the node, "+
 		"hold an update that drains or reboots it (e.g. app=backup)")
+	fs.BoolVar(&w.forecastWait, "drain-forecast-wait", true, "before the cordon, wait uncordoned while a "+
+		"PodDisruptionBudget at zero that no surge could lift would hold the drain (false: cordon, and let the drain wait "+
+		"for it under --drain-timeout)")
 	w.alerts = addAlertFlags(fs)
 	return w
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
@@ -19,27 +20,35 @@ import (
 // (without EvictUnowned) make it Refused, as the update's check before the
 // cordon would.
 func (d *Drainer) Forecast(ctx context.Context) (preview.DrainForecast, error) {
+	f, _, err := d.forecast(ctx)
+	return f, err
+}
+
+// forecast is Forecast, with the pods budgets at zero hold and those
+// budgets.
+func (d *Drainer) forecast(ctx context.Context) (preview.DrainForecast, []heldPod, error) {
 	var f preview.DrainForecast
 	list, err := d.listPods(ctx)
 	if err != nil {
-		return f, err
+		return f, nil, err
 	}
 	sel, err := Select(podPointers(list.Items), d.EvictUnowned)
 	var unowned *UnownedError
 	if errors.As(err, &unowned) {
 		f.Refused = err.Error()
-		return f, nil
+		return f, nil, nil
 	}
 	if err != nil {
-		return f, err
+		return f, nil, err
 	}
 	f.Skipped, f.Evict = sel.Skipped, []preview.ForecastPod{}
 	budgets := map[string][]policyv1.PodDisruptionBudget{}
+	var held []heldPod
 	for _, p := range sel.Evict {
 		if _, ok := budgets[p.Namespace]; !ok {
 			l, err := d.Client.PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
 			if err != nil {
-				return f, fmt.Errorf("listing the PodDisruptionBudgets of namespace %s: %w", p.Namespace, err)
+				return f, nil, fmt.Errorf("listing the PodDisruptionBudgets of namespace %s: %w", p.Namespace, err)
 			}
 			budgets[p.Namespace] = l.Items
 		}
@@ -52,11 +61,12 @@ func (d *Drainer) Forecast(ctx context.Context) (preview.DrainForecast, error) {
 				zero = append(zero, b)
 			}
 		}
-		if len(zero) > 0 {
+		if len(zero) > 0 && p.Status.Phase != corev1.PodSucceeded && p.Status.Phase != corev1.PodFailed {
 			fp.BlockedBy = describeBudgets(zero)
 			f.Blocked++
+			held = append(held, heldPod{pod: p, zero: zero})
 		}
 		f.Evict = append(f.Evict, fp)
 	}
-	return f, nil
+	return f, held, nil
 }

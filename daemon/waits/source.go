@@ -58,6 +58,11 @@ type Source struct {
 
 	// Alerts, when set, holds a disruptive update while alerts fire.
 	Alerts *AlertGate
+	// Drain, when set, holds a disruptive update while its drain could not
+	// finish (drain.Drainer.WouldBlock): the reason it says, "" for none.
+	Drain interface {
+		WouldBlock(ctx context.Context) (string, error)
+	}
 
 	mu          sync.Mutex
 	ctx         context.Context
@@ -101,8 +106,8 @@ func (s *Source) Paused() (phases.Hold, bool) {
 }
 
 // Check says what holds the update now: the pause, then the windows, then
-// for a disruptive update the blocking pods and the alerts (asked last: a
-// question to a server outside the cluster).
+// for a disruptive update the blocking pods, the drain's forecast and the
+// alerts (asked last: a question to a server outside the cluster).
 func (s *Source) Check(ctx context.Context, disruptive bool) (phases.Hold, error) {
 	if h, ok := s.Paused(); ok {
 		return h, nil
@@ -115,6 +120,12 @@ func (s *Source) Check(ctx context.Context, disruptive bool) (phases.Hold, error
 	}
 	if h, err := s.podsHold(ctx); h.Kind != "" || err != nil {
 		return h, err
+	}
+	if s.Drain != nil {
+		why, err := s.Drain.WouldBlock(ctx)
+		if why != "" || err != nil {
+			return phases.Hold{Kind: phases.HoldDrainBlocked, Message: why}, err
+		}
 	}
 	if s.Alerts != nil {
 		h, _ := s.Alerts.hold(ctx)

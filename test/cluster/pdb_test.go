@@ -16,12 +16,13 @@ import (
 )
 
 // blockedByPDB: with a PodDisruptionBudget that allows no disruption of
-// the workload, a reboot update of a node running one of its pods holds in
-// its drain, the Drained condition naming the budget and the pod; the
-// daemon's pod deleted meanwhile is replaced and takes the drain up again;
-// once the budget is gone the eviction goes through, the Deployment
-// recreates the pod, and the update completes with the node uncordoned.
-// It returns the node's name.
+// the workload (maxUnavailable 0: no surge could lift it), a reboot update of
+// a node running one of its pods waits before its cordon, Cordoned saying
+// Waiting with the drain's forecast (the budget and the pod), the node still
+// schedulable; the daemon's pod deleted meanwhile is replaced and waits
+// again; once the budget is gone the update cordons, drains (the Deployment
+// recreates the pods), completes, and the node ends uncordoned. It returns
+// the node's name.
 func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, logs map[string]*testbed.StatusLog,
 	config, ignition string) string {
 	t.Helper()
@@ -41,20 +42,24 @@ func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.K
 	from := logs[name].Len()
 	rollOut := map[string]*testbed.KubeNode{name: nodes[name]}
 	setDesired(ctx, t, rollOut, config)
-	const want = "PodDisruptionBudget web allows 0 disruptions"
+	const want = "The drain could not finish now: pod default/web-"
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
-		c := logs[name].Condition("Drained")
-		if c != nil && strings.Contains(c.Message, want) && strings.Contains(c.Message, "pod default/web-") {
-			t.Logf("node %s: drain held: %s", name, c.Message)
+		c := logs[name].Condition("Cordoned")
+		if c != nil && c.Reason == "Waiting" && strings.Contains(c.Message, want) &&
+			strings.Contains(c.Message, "PodDisruptionBudget web allows 0 disruptions") {
+			t.Logf("node %s: waits before its cordon: %s", name, c.Message)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node %s: the drain never said it waits on the budget; latest Drained: %+v", name, c)
+			t.Fatalf("node %s: the update never said its drain could not finish; latest Cordoned: %+v", name, c)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	restartMidDrain(ctx, t, name, logs[name], want)
+	if n, err := bed.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{}); err != nil || n.Spec.Unschedulable {
+		t.Errorf("node %s cordoned while its drain could not finish (%v)", name, err)
+	}
+	restartMidWait(ctx, t, name, logs[name], want)
 	if err := bed.Kube.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, "web", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +73,11 @@ func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.K
 	return name
 }
 
-// restartMidDrain deletes the daemon's pod while its drain is held (the
-// kubelet's SIGTERM within the grace period), waits for the DaemonSet's new
-// pod, and checks that its container takes the update up again and holds
-// in the same drain.
-func restartMidDrain(ctx context.Context, t *testing.T, name string, log *testbed.StatusLog, held string) {
+// restartMidWait deletes the daemon's pod while its update waits on the
+// drain's forecast (the kubelet's SIGTERM within the grace period), waits
+// for the DaemonSet's new pod, and checks that its container takes the
+// update up again and waits as before.
+func restartMidWait(ctx context.Context, t *testing.T, name string, log *testbed.StatusLog, held string) {
 	t.Helper()
 	old := daemonPod(ctx, t, name)
 	if err := bed.Kube.CoreV1().Pods(testbed.Namespace).Delete(ctx, old.Name, metav1.DeleteOptions{}); err != nil {
@@ -81,13 +86,13 @@ func restartMidDrain(ctx context.Context, t *testing.T, name string, log *testbe
 	pod := waitNewDaemonPod(ctx, t, name, old)
 	mark := log.Len()
 	deadline := time.Now().Add(2 * time.Minute)
-	for log.Len() <= mark || !strings.Contains(log.Condition("Drained").Message, held) {
+	for log.Len() <= mark || !strings.Contains(log.Condition("Cordoned").Message, held) {
 		if time.Now().After(deadline) {
-			t.Fatalf("node %s: the new pod %s did not take the drain up again; latest:\n%s", name, pod.Name, log.Describe())
+			t.Fatalf("node %s: the new pod %s did not take the wait up again; latest:\n%s", name, pod.Name, log.Describe())
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
-	t.Logf("node %s: pod %s deleted mid-drain, %s holds the drain again", name, old.Name, pod.Name)
+	t.Logf("node %s: pod %s deleted mid-wait, %s waits again", name, old.Name, pod.Name)
 }
 
 // waitNewDaemonPod waits until the DaemonSet's pod on node is a running one

@@ -28,8 +28,9 @@ import (
 
 // surgeDrain: a one-replica Deployment that opted in to surges, under a PodDisruptionBudget of
 // minAvailable 1, whose pod is on the node a reboot update drains. With a
-// HorizontalPodAutoscaler on it the drain does not surge, and Drained says why. Once the
-// autoscaler is gone the daemon raises the replicas to 2; the daemon's process is SIGKILLed
+// HorizontalPodAutoscaler on it no surge could free the pod, so the update waits before its
+// cordon, and Cordoned says why. Once the autoscaler is gone the update cordons and its drain
+// raises the replicas to 2; the daemon's process is SIGKILLed
 // then, before the new pod is Ready (its readiness probe waits 4 s); the kubelet restarts it,
 // it puts the replicas back, surges again, and the drain finishes. Sampled every 100 ms, the
 // Deployment never has zero Ready pods, and its replicas end where they began.
@@ -50,12 +51,12 @@ func surgeDrain(ctx context.Context, t *testing.T, nodes map[string]*testbed.Kub
 	setDesired(ctx, t, map[string]*testbed.KubeNode{name: nodes[name]}, config)
 	const refused = "cannot surge: HorizontalPodAutoscaler solo scales Deployment default/solo"
 	if _, err := logs[name].WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
-		c := testbed.Find(st, "Drained")
-		return c != nil && strings.Contains(c.Message, refused)
+		c := testbed.Find(st, "Cordoned")
+		return c != nil && c.Reason == "Waiting" && strings.Contains(c.Message, refused)
 	}); err != nil {
-		t.Fatalf("node %s: Drained never said %q: %v", name, refused, err)
+		t.Fatalf("node %s: Cordoned never said %q: %v", name, refused, err)
 	}
-	t.Logf("node %s: %s", name, testbed.Find(logs[name].Latest(), "Drained").Message)
+	t.Logf("node %s: %s", name, testbed.Find(logs[name].Latest(), "Cordoned").Message)
 	if err := bed.Kube.AutoscalingV2().HorizontalPodAutoscalers("default").Delete(ctx, "solo", metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}

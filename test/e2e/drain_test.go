@@ -37,7 +37,7 @@ func TestDrainTimeoutFails(t *testing.T) {
 	config(t, "rendered-u7f-a", ign(nil))
 	config(t, "rendered-u7f-b", ign(map[string]string{file: "b\n"}))
 	n, log := nodeOpts(t, name, "rendered-u7f-a", testbed.NodeOptions{
-		ExtraArgs: []string{"--drain-timeout", "4s", "--drain-timeout-action", "fail"}})
+		ExtraArgs: []string{"--drain-timeout", "4s", "--drain-timeout-action", "fail", cordonFirst}})
 	podsOn(t, name, 2)
 	budgetOn(t, "web-"+name)
 	cordons := watchCordon(ctx, t, name)
@@ -108,7 +108,7 @@ func TestDrainBlockedKeepsRetrying(t *testing.T) {
 	const name = "u7r"
 	config(t, "rendered-u7r-a", ign(nil))
 	config(t, "rendered-u7r-b", ign(map[string]string{"/etc/nodeconfd-drain.conf": "b\n"}))
-	n, log := nodeOpts(t, name, "rendered-u7r-a", testbed.NodeOptions{ExtraArgs: []string{"--drain-timeout", "4s"}})
+	n, log := nodeOpts(t, name, "rendered-u7r-a", testbed.NodeOptions{ExtraArgs: []string{"--drain-timeout", "4s", cordonFirst}})
 	podsOn(t, name, 1)
 	budgetOn(t, "web-"+name)
 	from := log.Len()
@@ -210,6 +210,11 @@ func TestAdminCordonKept(t *testing.T) {
 		t.Errorf("boots = %d, want 2", b)
 	}
 }
+
+// cordonFirst is the daemon's flag for a drain that a budget at zero holds
+// after the cordon: without it the update waits before the cordon
+// (TestDrainForecastWaits).
+const cordonFirst = "--drain-forecast-wait=false"
 
 // budgetOn creates a PodDisruptionBudget with maxUnavailable 0 over
 // app=<app> in default, and waits until its status allows no disruption.
@@ -505,7 +510,7 @@ func blockedDrain(ctx context.Context, t *testing.T, name, file string) (*testbe
 	t.Helper()
 	config(t, "rendered-"+name+"-a", ign(nil))
 	config(t, "rendered-"+name+"-b", ign(map[string]string{file: "b\n"}))
-	n, log := node(t, name, "rendered-"+name+"-a")
+	n, log := nodeOpts(t, name, "rendered-"+name+"-a", testbed.NodeOptions{ExtraArgs: []string{cordonFirst}})
 	podsOn(t, name, 1)
 	budgetOn(t, "web-"+name)
 	from := log.Len()

@@ -26,7 +26,7 @@ func TestUncordonDuringDrainUndone(t *testing.T) {
 	const name = "kc"
 	config(t, "rendered-kc-a", ign(nil))
 	config(t, "rendered-kc-b", ign(map[string]string{"/etc/nodeconfd-kc.conf": "b\n"}))
-	n, log := node(t, name, "rendered-kc-a")
+	n, log := nodeOpts(t, name, "rendered-kc-a", testbed.NodeOptions{ExtraArgs: []string{cordonFirst}})
 	podsOn(t, name, 1)
 	budgetOn(t, "web-"+name)
 	// The plan forecasts the drain: the pod, held by the budget at zero.

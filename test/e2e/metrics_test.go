@@ -74,7 +74,7 @@ func TestMetricsDrainBlocked(t *testing.T) {
 	const name = "m2"
 	config(t, "rendered-m2-a", ign(nil))
 	config(t, "rendered-m2-b", ign(map[string]string{"/etc/nodeconfd-metrics.conf": "b\n"}))
-	n, log := nodeOpts(t, name, "rendered-m2-a", testbed.NodeOptions{ExtraArgs: []string{"--drain-timeout", "4s"}})
+	n, log := nodeOpts(t, name, "rendered-m2-a", testbed.NodeOptions{ExtraArgs: []string{"--drain-timeout", "4s", cordonFirst}})
 	podsOn(t, name, 1)
 	budgetOn(t, "web-"+name)
 	from := log.Len()

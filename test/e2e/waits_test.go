@@ -102,7 +102,7 @@ func TestPausedDuringDrain(t *testing.T) {
 	defer cancel()
 	config(t, "rendered-pausedrain-a", ign(nil))
 	config(t, "rendered-pausedrain-b", ign(map[string]string{"/etc/motd.d/pausedrain": "b\n"}))
-	n, log := node(t, "pausedrain", "rendered-pausedrain-a")
+	n, log := nodeOpts(t, "pausedrain", "rendered-pausedrain-a", testbed.NodeOptions{ExtraArgs: []string{cordonFirst}})
 	podsOn(t, "pausedrain", 2)
 	budgetOn(t, "web-pausedrain")
 	if err := n.SetDesired(ctx, "rendered-pausedrain-b"); err != nil {

@@ -1,0 +1,54 @@
+package e2e
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// A reboot update of a node whose pod a PodDisruptionBudget at zero protects (and that did not
+// opt in to surges) waits before its cordon: Cordoned says Waiting with the forecast (the pod,
+// the budget), the node stays schedulable, the wait's Event and metric name DrainWouldBlock.
+// Once the budget is gone the update completes.
+func TestDrainForecastWaits(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const name = "fw"
+	config(t, "rendered-fw-a", ign(nil))
+	config(t, "rendered-fw-b", ign(map[string]string{"/etc/nodeconfd-fw.conf": "b\n"}))
+	n, log := node(t, name, "rendered-fw-a")
+	podsOn(t, name, 1)
+	budgetOn(t, "web-"+name)
+	if err := n.SetDesired(ctx, "rendered-fw-b"); err != nil {
+		t.Fatal(err)
+	}
+	const want = "The drain could not finish now: pod default/web-fw-a: PodDisruptionBudget web-fw allows 0 disruptions"
+	if err := waitMessage(ctx, log, "Cordoned", "Waiting", want); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(4 * time.Second) // a gate poll or more
+	if getNode(t, name).Spec.Unschedulable {
+		t.Error("node cordoned while its drain could not finish")
+	}
+	if c := log.Condition("Drained"); c != nil && c.Status != metav1.ConditionFalse {
+		t.Errorf("Drained = %s %q while waiting before the cordon", c.Status, c.Message)
+	}
+	if v, err := n.Metric(`nodeconfd_waiting{reason="DrainWouldBlock"}`); err != nil || v != 1 {
+		t.Errorf(`nodeconfd_waiting{reason="DrainWouldBlock"} = %v (%v), want 1`, v, err)
+	}
+	deleted := time.Now()
+	if err := bed.Kube.PolicyV1().PodDisruptionBudgets("default").Delete(ctx, "web-"+name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, log, "rendered-fw-b"); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("updated %s after the budget's deletion", time.Since(deleted).Round(100*time.Millisecond))
+	wantEvents(t, name, "Node", "DrainWouldBlock", "WaitEnded")
+	if getNode(t, name).Spec.Unschedulable {
+		t.Error("node left cordoned")
+	}
+}
