@@ -84,11 +84,18 @@ func restartMidWait(ctx context.Context, t *testing.T, name string, log *testbed
 		t.Fatal(err)
 	}
 	pod := waitNewDaemonPod(ctx, t, name, old)
-	mark := log.Len()
+	// The status is already what the new daemon would write, so it writes nothing: its log
+	// says it waits.
 	deadline := time.Now().Add(2 * time.Minute)
-	for log.Len() <= mark || !strings.Contains(log.Condition("Cordoned").Message, held) {
+	for {
+		l := podLogs(ctx, *pod)
+		if strings.Contains(l, "Update waits") && strings.Contains(l, "DrainWouldBlock") &&
+			strings.Contains(log.Condition("Cordoned").Message, held) {
+			break
+		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node %s: the new pod %s did not take the wait up again; latest:\n%s", name, pod.Name, log.Describe())
+			t.Fatalf("node %s: the new pod %s did not take the wait up again; its log:\n%s\nlatest:\n%s", name, pod.Name, l,
+				log.Describe())
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
