@@ -47,6 +47,10 @@ type Controller struct {
 	// SLOs asks the pools' service-level queries (slo.go); nil without
 	// --prometheus-url.
 	SLOs SLOSource
+	// DrainBlocked, when set, forecasts a node's drain: why it could not
+	// finish now, "" when it could (drain.Drainer.WouldBlock). The rollout
+	// hands its config to such nodes last.
+	DrainBlocked func(ctx context.Context, node string) (string, error)
 
 	pools, configs, nodes, mcns cache.SharedIndexInformer
 	queue                       workqueue.TypedRateLimitingInterface[string]

@@ -40,7 +40,8 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error)
 	}
 	in := rollout.Input{Pool: pool, Target: pool.Spec.Configuration.Name, Nodes: c.poolNodes(pool, log),
 		MCNs: c.machineConfigNodes(), Now: c.Now(), Soak: settings.soak, Windows: settings.windows,
-		DeferNode: c.OwnNode, BreachAction: settings.breachAction, Previous: pool.Status.Configuration.Name}
+		DeferNode: c.OwnNode, BreachAction: settings.breachAction, Previous: pool.Status.Configuration.Name,
+		DrainBlocked: c.drainForecast(ctx, log)}
 	var d rollout.Decision
 	if stopErr == nil && in.Target != "" {
 		var soaking bool
@@ -211,4 +212,21 @@ func (c *Controller) event(pool *mcfgv1.MachineConfigPool, warning bool, reason,
 	}
 	c.Events.EventOn(corev1.ObjectReference{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool",
 		Name: pool.Name, UID: pool.UID}, warning, reason, message)
+}
+
+// drainForecast is the rollout's view of the nodes' drain forecasts: a
+// forecast that fails (the API server away) counts as a drain that could
+// finish, the order the rollout had before forecasts.
+func (c *Controller) drainForecast(ctx context.Context, log *zap.Logger) func(string) string {
+	if c.DrainBlocked == nil {
+		return nil
+	}
+	return func(node string) string {
+		why, err := c.DrainBlocked(ctx, node)
+		if err != nil {
+			log.Debug("Cannot forecast a node's drain; it keeps its place in the rollout", zap.String("node", node), zap.Error(err))
+			return ""
+		}
+		return why
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/controller/leader"
 	"github.com/nodeconfd/nodeconfd/controller/migrate"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/logging"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/render"
@@ -32,6 +33,8 @@ type controllerOptions struct {
 	osImage, extensionsImage                   string
 	limits                                     plan.Limits
 	prometheusURL                              string
+	drainForecast                              bool
+	surgeMax                                   int
 }
 
 func parseControllerFlags(args []string) (controllerOptions, error) {
@@ -52,6 +55,9 @@ func parseControllerFlags(args []string) (controllerOptions, error) {
 	limitFlags(fs, &o.limits, "the daemons'")
 	fs.StringVar(&o.prometheusURL, "prometheus-url", "", "Prometheus to ask the pools' SLO queries (annotation "+
 		controller.SLOAnnotation+") while a node soaks (none: a pool with queries waits, saying so)")
+	fs.BoolVar(&o.drainForecast, "drain-forecast", true, "hand a pool's config to nodes whose drains could finish "+
+		"before nodes a PodDisruptionBudget at zero would hold (a forecast per candidate: a few LISTs)")
+	fs.IntVar(&o.surgeMax, "drain-surge-max", 1, "as the daemons' (0: they never surge, so a forecast counts no surge)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
@@ -62,6 +68,9 @@ func parseControllerFlags(args []string) (controllerOptions, error) {
 	}
 	if o.workers < 1 {
 		return o, fmt.Errorf("--workers=%d: want at least 1", o.workers)
+	}
+	if o.surgeMax < 0 || o.surgeMax > 100 {
+		return o, fmt.Errorf("--drain-surge-max %d: want 0 to 100", o.surgeMax)
 	}
 	if o.identity == "" {
 		return o, errors.New("--identity: empty (set $POD_NAME)")
@@ -105,6 +114,12 @@ func runController(args []string) error {
 	c := &controller.Controller{API: api, Log: log, Events: events, OwnNode: os.Getenv("NODE_NAME"),
 		Render: render.Options{BaseOSImageURL: o.osImage, BaseOSExtensionsImage: o.extensionsImage,
 			ControllerVersion: version, Limits: o.limits}}
+	if o.drainForecast {
+		c.DrainBlocked = func(ctx context.Context, node string) (string, error) {
+			d := &drain.Drainer{Client: api, NodeName: node, Surge: drain.SurgeOptions{Max: o.surgeMax}}
+			return d.WouldBlock(ctx)
+		}
+	}
 	if o.prometheusURL != "" {
 		if c.SLOs, err = controller.NewPrometheus(o.prometheusURL); err != nil {
 			return err

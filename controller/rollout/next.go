@@ -39,6 +39,12 @@ type Input struct {
 	SLOHold      string
 	BreachAction string
 	Previous     string
+	// DrainBlocked, when set, says why a node's drain could not finish now
+	// ("" when it could): a PodDisruptionBudget at zero that no surge
+	// lifts (drain.Drainer.WouldBlock). Such nodes are handed Target after
+	// the others, so that the rollout moves on to nodes whose drains can
+	// finish.
+	DrainBlocked func(node string) string
 }
 
 // Decision is what the controller does now for one pool.
@@ -128,7 +134,7 @@ func nextConfig(in Input) Decision {
 	if d.Waiting, d.RequeueAfter = soakWait(in); d.Waiting != "" {
 		return d
 	}
-	for _, n := range cands[:min(room, len(cands))] {
+	for _, n := range drainableFirst(cands, room, in.DrainBlocked, &d.Skipped) {
 		d.Hand = append(d.Hand, n.Name)
 	}
 	if len(d.Hand) < room && len(skipped) > 0 {
@@ -202,6 +208,46 @@ func candidates(needing []*corev1.Node, deferNode string) ([]*corev1.Node, []Nod
 	}
 	sortNodes(cands)
 	return cands, skipped
+}
+
+// forecastsAtMost bounds the drain forecasts one decision asks for beyond
+// the room: each costs the API server a few LISTs.
+const forecastsAtMost = 16
+
+// drainableFirst picks up to room candidates, in order, those whose drain
+// could finish before those whose drain could not (noted in skipped when
+// passed over): a node that would wait for a PodDisruptionBudget must not
+// hold the rollout's room while others could update. Only the first
+// room+forecastsAtMost candidates are forecast; the rest count as
+// drainable.
+func drainableFirst(cands []*corev1.Node, room int, blocked func(string) string, skipped *[]NodeReason) []*corev1.Node {
+	if blocked == nil {
+		return cands[:min(room, len(cands))]
+	}
+	var ok, held []*corev1.Node
+	var why []string
+	for i, n := range cands {
+		if len(ok) == room {
+			break
+		}
+		if i >= room+forecastsAtMost {
+			ok = append(ok, n)
+			continue
+		}
+		if w := blocked(n.Name); w != "" {
+			held, why = append(held, n), append(why, w)
+			continue
+		}
+		ok = append(ok, n)
+	}
+	for i, n := range held {
+		if len(ok) < room {
+			ok = append(ok, n) // nothing better: it waits uncordoned on its node
+			continue
+		}
+		*skipped = append(*skipped, NodeReason{Node: n.Name, Reason: "handed later: " + cut(why[i], 200)})
+	}
+	return ok
 }
 
 // windowWait says when the next maintenance window opens, when none is

@@ -254,3 +254,43 @@ func TestJoinCapped(t *testing.T) {
 		t.Errorf("cut(short) = %q", c)
 	}
 }
+
+// A node whose drain could not finish (a budget at zero) is handed the config after the nodes
+// whose drains could: the rollout moves on, and hands it last.
+func TestNextDrainableFirst(t *testing.T) {
+	blocked := func(name string) string {
+		if name == "a" {
+			return "The drain could not finish now: pod shop/db-0: PodDisruptionBudget db allows 0 disruptions"
+		}
+		return ""
+	}
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	var nodes []*corev1.Node
+	for i, name := range []string{"a", "b", "c"} {
+		nodes = append(nodes, mkNode(name, v0, v0, ready(corev1.ConditionTrue), created(t0.Add(time.Duration(i)*time.Hour))))
+	}
+	in := Input{Pool: withMax(mkPool("worker", ""), intstr.FromInt32(1)), Target: v1, Nodes: nodes, Now: t0,
+		DrainBlocked: blocked}
+	d := Next(in)
+	if len(d.Hand) != 1 || d.Hand[0] != "b" {
+		t.Fatalf("handed %v, want b (a's drain could not finish)", d.Hand)
+	}
+	if len(d.Skipped) != 1 || d.Skipped[0].Node != "a" || !strings.Contains(d.Skipped[0].Reason, "handed later: The drain could not finish now") {
+		t.Errorf("skipped %v, want a, handed later", d.Skipped)
+	}
+	// Only a left: it is handed (it waits uncordoned on its node).
+	for _, n := range nodes[1:] {
+		n.Annotations[DesiredConfig], n.Annotations[CurrentConfig] = v1, v1
+	}
+	if d := Next(in); len(d.Hand) != 1 || d.Hand[0] != "a" {
+		t.Errorf("with a left, handed %v, want a", d.Hand)
+	}
+	// Without forecasts, the usual order: oldest first.
+	in.DrainBlocked = nil
+	for _, n := range nodes[1:] {
+		n.Annotations[DesiredConfig], n.Annotations[CurrentConfig] = v0, v0
+	}
+	if d := Next(in); len(d.Hand) != 1 || d.Hand[0] != "a" {
+		t.Errorf("without forecasts, handed %v, want a (oldest first)", d.Hand)
+	}
+}

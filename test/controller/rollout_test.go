@@ -92,8 +92,9 @@ func TestPoolRollout(t *testing.T) {
 	}
 	setPaused(ctx, t, false)
 	waitPool(ctx, t, "rollout after the pause", updatedTo(second))
+	fourth := drainableFirst(ctx, t, s, third)
 
-	notReadyHolds(ctx, t, s, nodes["w-b1"], third)
+	notReadyHolds(ctx, t, s, nodes["w-b1"], fourth)
 	rebootOnRequest(ctx, t, nodes)
 	badFragmentStops(ctx, t, s)
 	healthGateStops(ctx, t, s)
