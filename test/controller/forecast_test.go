@@ -44,7 +44,7 @@ func drainableFirst(ctx context.Context, t *testing.T, s *sampler, before string
 	zero := intstr.FromInt32(0)
 	if _, err := bed.Kube.PolicyV1().PodDisruptionBudgets("default").Create(ctx, &policyv1.PodDisruptionBudget{
 		ObjectMeta: metav1.ObjectMeta{Name: "held"},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels}},
+		Spec:       policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &zero, Selector: &metav1.LabelSelector{MatchLabels: labels}},
 	}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
