@@ -182,6 +182,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	}
 	d.node = node
 	d.syncFailedLabel(ctx, node) // failedlabel.go
+	d.clearSteer(ctx, node)
 	desired := node.Annotations[kube.DesiredConfig]
 	current := node.Annotations[kube.CurrentConfig]
 	log := d.Log.With(zap.String("node", node.Name), zap.String("config", desired))

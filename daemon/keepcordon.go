@@ -6,14 +6,17 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 )
 
 // Recordoner cordons the node again when the update's cordon was lifted by
 // someone else (drain.Drainer.Recordon).
+// It also takes off a steering taint a killed daemon left (clearSteer).
 type Recordoner interface {
 	Recordon(ctx context.Context) (did bool, err error)
+	Steer(ctx context.Context, on bool) error
 }
 
 // keepCordonEvery is how often a running update looks, in the watch cache
@@ -67,4 +70,21 @@ func (d *Daemon) recordon(ctx context.Context, node, desired string) {
 		d.events.Event(true, true, "CordonRestored", fmt.Sprintf("Node %s was uncordoned by someone else during the "+
 			"update to %s (seen at %s); cordoned it again until the update ends", node, desired, seen))
 	}
+}
+
+// clearSteer takes off the steering taint (drain.SteerTaintKey) when the
+// node carries it between two passes: only a gate that waits puts it on,
+// and the gate takes it off on every way out, so one seen here was left by
+// a daemon killed mid-wait (or the cache has not seen the gate's removal
+// yet: then Steer finds it gone and writes nothing). A gate that waits
+// again puts it back. It costs no request while the cache shows no taint.
+func (d *Daemon) clearSteer(ctx context.Context, node *corev1.Node) {
+	if d.Cordons == nil || !drain.HasSteerTaint(node) {
+		return
+	}
+	if err := d.Cordons.Steer(ctx, false); err != nil {
+		d.Log.Warn("Cannot take off the steering taint a previous run left", zap.String("node", node.Name), zap.Error(err))
+		return
+	}
+	d.Log.Info("Took off the steering taint a previous run left", zap.String("node", node.Name))
 }

@@ -41,6 +41,11 @@ type Cluster interface {
 	// fail policy it gives up after its timeout with an error that wraps
 	// ErrDrainTimedOut.
 	Drain(ctx context.Context, progress DrainProgress) (DrainResult, error)
+	// Steer puts (on) or takes off the daemon's PreferNoSchedule taint,
+	// which keeps new pods away from a node whose disruptive update waits
+	// before its cordon; taking off a taint that is not there is no
+	// request. Its errors name the node.
+	Steer(ctx context.Context, on bool) error
 	// SetNodeState writes the node's currentConfig, state and reason
 	// annotations (empty values are left alone, except reason which is cleared).
 	SetNodeState(ctx context.Context, currentConfig, state, reason string) error

@@ -53,6 +53,8 @@ type cluster struct {
 	// cordonErr is then what Cordon returns.
 	onCordon  func()
 	cordonErr error
+	// steers are the steering taint's changes, "on" or "off".
+	steers []string
 	// states are the state annotations written without a currentConfig.
 	states []string
 }
@@ -68,6 +70,10 @@ func (c *cluster) Cordon(context.Context) (bool, error) {
 	return true, nil
 }
 func (c *cluster) CheckDrain(context.Context) error { c.checks++; return c.checkErr }
+func (c *cluster) Steer(_ context.Context, on bool) error {
+	c.steers = append(c.steers, map[bool]string{true: "on", false: "off"}[on])
+	return nil
+}
 func (c *cluster) Uncordon(context.Context) error   { c.calls = append(c.calls, "uncordon"); return nil }
 func (c *cluster) Drain(ctx context.Context, p phases.DrainProgress) (phases.DrainResult, error) {
 	c.calls = append(c.calls, "drain")

@@ -76,6 +76,8 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 	}
 	var cur Hold
 	var since time.Time
+	steer := steering{d: d, log: LogFrom(ctx, zap.NewNop())}
+	defer steer.set(context.WithoutCancel(ctx), false)
 	end := func() {
 		if cur.Kind == "" {
 			return
@@ -110,6 +112,7 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 		}
 		if h.Kind != cur.Kind {
 			end()
+			steer.set(ctx, disrupts && h.Kind != HoldPaused)
 			since = d.Clock()
 			d.Waiting(h.Kind)
 			d.Note(h.Kind, fmt.Sprintf("Update to %s waits: %s", d.Update().DesiredName, h.Message))
@@ -128,6 +131,30 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 			return err
 		}
 	}
+}
+
+// steering keeps the daemon's PreferNoSchedule taint on the node while a
+// disruptive update waits for its turn (a window, blocking pods, the
+// drain's forecast, alerts), and off while it is paused (not its turn: an
+// administrator's hold) and once the gate ends, whichever way (the cordon
+// takes over, a new config, a shutdown). A taint a killed daemon left is
+// taken off at its next start (daemon.clearSteer).
+type steering struct {
+	d   Data
+	log *zap.Logger
+	on  bool
+}
+
+func (s *steering) set(ctx context.Context, on bool) {
+	if on == s.on {
+		return
+	}
+	if err := s.d.Cluster().Steer(ctx, on); err != nil {
+		// Only a preference of the scheduler: the update goes on without it.
+		s.log.Warn("Cannot change the node's steering taint", zap.Bool("on", on), zap.Error(err))
+		return
+	}
+	s.on = on
 }
 
 // WaitFirst puts the waits (the gate: pause, windows, blocking pods)

@@ -115,7 +115,8 @@ func TestGateHoldsRebootlessUpdate(t *testing.T) {
 }
 
 // A reboot update outside a window waits before the cordon: Cordoned says
-// so, nothing is cordoned or checked until the hold ends.
+// so, nothing is cordoned or checked until the hold ends; the steering taint
+// is on while it waits, and off before the cordon.
 func TestGateHoldsCordon(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
@@ -125,9 +126,13 @@ func TestGateHoldsCordon(t *testing.T) {
 		if len(cl.calls) != 0 || cl.checks != 0 {
 			t.Errorf("while held: cluster calls %v, %d checks", cl.calls, cl.checks)
 		}
+
 		if fw.checks > 1 {
 			if c := status.Find(w.last, status.Cordoned); c.Reason != status.ReasonWaiting || c.Message != "Outside the maintenance windows" {
 				t.Errorf("Cordoned while held: %s %q", c.Reason, c.Message)
+			}
+			if got := strings.Join(cl.steers, ","); got != "on" {
+				t.Errorf("steering taint while held: %q, want on", got)
 			}
 		}
 	}
@@ -137,6 +142,9 @@ func TestGateHoldsCordon(t *testing.T) {
 	}
 	if got := strings.Join(cl.calls, ","); got != "cordon,drain" {
 		t.Errorf("cluster calls %s", got)
+	}
+	if got := strings.Join(cl.steers, ","); got != "on,off" {
+		t.Errorf("steering taint %q, want on then off", got)
 	}
 }
 

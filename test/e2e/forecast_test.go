@@ -10,7 +10,8 @@ import (
 
 // A reboot update of a node whose pod a PodDisruptionBudget at zero protects (and that did not
 // opt in to surges) waits before its cordon: Cordoned says Waiting with the forecast (the pod,
-// the budget), the node stays schedulable, the wait's Event and metric name DrainWouldBlock.
+// the budget), the node stays schedulable (with the steering taint), the wait's Event and
+// metric name DrainWouldBlock.
 // Once the budget is gone the update completes.
 func TestDrainForecastWaits(t *testing.T) {
 	t.Parallel()
@@ -29,6 +30,7 @@ func TestDrainForecastWaits(t *testing.T) {
 	if err := waitMessage(ctx, log, "Cordoned", "Waiting", want); err != nil {
 		t.Fatal(err)
 	}
+	waitTaint(ctx, t, name, true, "while its drain could not finish")
 	time.Sleep(4 * time.Second) // a gate poll or more
 	if getNode(t, name).Spec.Unschedulable {
 		t.Error("node cordoned while its drain could not finish")
@@ -48,6 +50,7 @@ func TestDrainForecastWaits(t *testing.T) {
 	}
 	t.Logf("updated %s after the budget's deletion", time.Since(deleted).Round(100*time.Millisecond))
 	wantEvents(t, name, "Node", "DrainWouldBlock", "WaitEnded")
+	waitTaint(ctx, t, name, false, "after the update")
 	if getNode(t, name).Spec.Unschedulable {
 		t.Error("node left cordoned")
 	}

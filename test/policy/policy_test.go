@@ -129,6 +129,9 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 		{"Taints", func() error {
 			return patchNode(ctx, k, nodeA, `{"spec":{"taints":[{"key":"x","effect":"NoSchedule"}]}}`)
 		}, "must not change the Node's taints"},
+		{"SteeringTaintNoSchedule", func() error {
+			return patchNode(ctx, k, nodeA, `{"spec":{"taints":[{"key":"nodeconfd.io/update-pending","effect":"NoSchedule"}]}}`)
+		}, "but its own nodeconfd.io/update-pending:PreferNoSchedule"},
 		{"OtherAnnotation", func() error {
 			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"example.com/owner":"me"}}}`)
 		}, "may change only the annotations machineconfiguration.openshift.io/state"},
@@ -223,6 +226,20 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	}
 	if err := d.Uncordon(ctx); err != nil {
 		t.Errorf("uncordoning: %v", err)
+	}
+	// The steering taint, on and off, beside an administrator's taint that stays.
+	if err := patchNode(ctx, b.admin, nodeA, `{"spec":{"taints":[{"key":"example.com/dedicated","value":"db","effect":"NoSchedule"}]}}`); err != nil {
+		t.Fatal(err)
+	}
+	for _, on := range []bool{true, false} {
+		if err := d.Steer(ctx, on); err != nil {
+			t.Errorf("steering taint on=%v: %v", on, err)
+		}
+		n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{})
+		if err != nil || drain.HasSteerTaint(n) != on || len(n.Spec.Taints) != map[bool]int{true: 2, false: 1}[on] ||
+			n.Spec.Taints[0].Key != "example.com/dedicated" {
+			t.Errorf("taints after steering on=%v: %+v (%v)", on, n.Spec.Taints, err)
+		}
 	}
 	if err := c.SetNodeState(ctx, "", "Done", ""); err != nil {
 		t.Errorf("writing the state annotations of node %s: %v", nodeA, err)
