@@ -74,7 +74,7 @@ func (c *cluster) Steer(_ context.Context, on bool) error {
 	c.steers = append(c.steers, map[bool]string{true: "on", false: "off"}[on])
 	return nil
 }
-func (c *cluster) Uncordon(context.Context) error   { c.calls = append(c.calls, "uncordon"); return nil }
+func (c *cluster) Uncordon(context.Context) error { c.calls = append(c.calls, "uncordon"); return nil }
 func (c *cluster) Drain(ctx context.Context, p phases.DrainProgress) (phases.DrainResult, error) {
 	c.calls = append(c.calls, "drain")
 	if c.onDrain != nil {

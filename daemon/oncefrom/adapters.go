@@ -32,7 +32,7 @@ func (c noCluster) Cordon(context.Context) (bool, error) {
 
 func (c noCluster) Uncordon(context.Context) error { return nil }
 
-func (c noCluster) CheckDrain(context.Context) error { return nil }
+func (c noCluster) CheckDrain(context.Context) error  { return nil }
 func (c noCluster) Steer(context.Context, bool) error { return nil }
 
 func (c noCluster) Drain(context.Context, phases.DrainProgress) (phases.DrainResult, error) {
