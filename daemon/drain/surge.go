@@ -50,6 +50,9 @@ const (
 	surgeUIDAnn      = "nodeconfd.io/surge-uid"
 	surgeFromAnn     = "nodeconfd.io/surge-from"
 	surgeToAnn       = "nodeconfd.io/surge-to"
+	// surgeAPIAnn is "<apiVersion> <resource>" of a workload reached
+	// through its scale subresource.
+	surgeAPIAnn = "nodeconfd.io/surge-api"
 )
 
 // surgeRecord is one surge: the workload and its replicas before and during
@@ -79,7 +82,7 @@ func (d *Drainer) workloadOf(ctx context.Context, pod *corev1.Pod) (w workload, 
 		if err != nil {
 			return w, "", fmt.Errorf("reading StatefulSet %s/%s: %w", pod.Namespace, c.Name, err)
 		}
-		return workload{Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, UID: s.UID, Replicas: replicas(s.Spec.Replicas),
+		return workload{APIVersion: "apps/v1", Kind: "StatefulSet", Namespace: s.Namespace, Name: s.Name, UID: s.UID, Replicas: replicas(s.Spec.Replicas),
 			Annotations: s.Annotations, ManagedFields: s.ManagedFields,
 			Parallel: s.Spec.PodManagementPolicy == appsv1.ParallelPodManagement}, "", nil
 	case c.Kind == "ReplicaSet" && strings.HasPrefix(c.APIVersion, "apps/"):
@@ -89,16 +92,37 @@ func (d *Drainer) workloadOf(ctx context.Context, pod *corev1.Pod) (w workload, 
 		}
 		dc := metav1.GetControllerOf(rs)
 		if dc == nil || dc.Kind != "Deployment" {
-			return w, "ReplicaSet " + rs.Name + " has no Deployment", nil
+			return d.scaledWorkload(ctx, pod.Namespace, c) // a ReplicaSet of its own
 		}
 		dep, err := d.Client.Deployments(pod.Namespace).Get(ctx, dc.Name, metav1.GetOptions{})
 		if err != nil {
 			return w, "", fmt.Errorf("reading Deployment %s/%s: %w", pod.Namespace, dc.Name, err)
 		}
-		return workload{Kind: "Deployment", Namespace: dep.Namespace, Name: dep.Name, UID: dep.UID,
+		return workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: dep.Namespace, Name: dep.Name, UID: dep.UID,
 			Replicas: replicas(dep.Spec.Replicas), Annotations: dep.Annotations, ManagedFields: dep.ManagedFields}, "", nil
 	}
-	return w, c.Kind + " " + c.Name + " is neither a Deployment nor a StatefulSet", nil
+	return d.scaledWorkload(ctx, pod.Namespace, c)
+}
+
+// scaledWorkload is an owner of another kind, reached through its scale
+// subresource when it has one. Its annotations and managed fields are not
+// read (that would take a read of every kind in the cluster): it opts in
+// through its namespace, and only an autoscaler keeps it from a surge.
+func (d *Drainer) scaledWorkload(ctx context.Context, ns string, c *metav1.OwnerReference) (w workload, why string, err error) {
+	resource, scalable, err := d.Client.ResourceOf(ctx, c.APIVersion, c.Kind)
+	if err != nil {
+		return w, "", err
+	}
+	if !scalable {
+		return w, c.Kind + " " + c.Name + " has no scale subresource", nil
+	}
+	w = workload{APIVersion: c.APIVersion, Resource: resource, Kind: c.Kind, Namespace: ns, Name: c.Name, UID: c.UID}
+	sc, err := d.Client.GetScale(ctx, w.target())
+	if err != nil {
+		return w, "", fmt.Errorf("reading the scale of %s: %w", w, err)
+	}
+	w.Replicas = sc.Spec.Replicas
+	return w, "", nil
 }
 
 func replicas(r *int32) int32 {
@@ -180,7 +204,13 @@ func (d *Drainer) lower(ctx context.Context, rec surgeRecord) (changed string, e
 func (d *Drainer) currentReplicas(ctx context.Context, w workload) (int32, error) {
 	var r *int32
 	var uid types.UID
-	if w.Kind == "StatefulSet" {
+	if w.scaled() {
+		sc, err := d.Client.GetScale(ctx, w.target())
+		if err != nil {
+			return 0, err
+		}
+		r, uid = &sc.Spec.Replicas, sc.UID
+	} else if w.Kind == "StatefulSet" {
 		s, err := d.Client.StatefulSets(w.Namespace).Get(ctx, w.Name, metav1.GetOptions{})
 		if err != nil {
 			return 0, err
@@ -193,7 +223,7 @@ func (d *Drainer) currentReplicas(ctx context.Context, w workload) (int32, error
 		}
 		r, uid = dep.Spec.Replicas, dep.UID
 	}
-	if w.UID != "" && uid != w.UID {
+	if w.UID != "" && uid != "" && uid != w.UID {
 		return 0, apierrors.NewNotFound(appsv1.Resource(strings.ToLower(w.Kind)+"s"), w.Name)
 	}
 	return replicas(r), nil
@@ -213,7 +243,9 @@ func (d *Drainer) setReplicas(ctx context.Context, w workload, from, to int32) e
 	patch, _ := json.Marshal(ops)
 	opts := metav1.PatchOptions{FieldManager: SurgeFieldManager}
 	var err error
-	if w.Kind == "StatefulSet" {
+	if w.scaled() {
+		err = d.Client.PatchScale(ctx, w.target(), patch, SurgeFieldManager)
+	} else if w.Kind == "StatefulSet" {
 		_, err = d.Client.StatefulSets(w.Namespace).Patch(ctx, w.Name, types.JSONPatchType, patch, opts)
 	} else {
 		_, err = d.Client.Deployments(w.Namespace).Patch(ctx, w.Name, types.JSONPatchType, patch, opts)
@@ -236,6 +268,9 @@ func (d *Drainer) takeSlot(ctx context.Context, rec *surgeRecord) (string, error
 					surgeFromAnn: strconv.Itoa(int(rec.From)), surgeToAnn: strconv.Itoa(int(rec.To)),
 				}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &d.NodeName},
+		}
+		if w.scaled() {
+			lease.Annotations[surgeAPIAnn] = w.APIVersion + " " + w.Resource
 		}
 		_, err := d.Client.Leases(d.Surge.Namespace).Create(ctx, lease, metav1.CreateOptions{})
 		if apierrors.IsAlreadyExists(err) {
@@ -310,12 +345,18 @@ func recordOf(l coordinationv1.Lease) (surgeRecord, error) {
 	parts := strings.Split(l.Annotations[surgeWorkloadAnn], "/")
 	from, ferr := strconv.ParseInt(l.Annotations[surgeFromAnn], 10, 32)
 	to, terr := strconv.ParseInt(l.Annotations[surgeToAnn], 10, 32)
-	if len(parts) != 3 || (parts[0] != "Deployment" && parts[0] != "StatefulSet") || ferr != nil || terr != nil ||
-		from < 0 || to != from+1 {
-		return surgeRecord{}, fmt.Errorf("lease %s does not record a surge of one replica (annotations %s, %s, %s)", l.Name,
-			surgeWorkloadAnn, surgeFromAnn, surgeToAnn)
+	api := strings.Fields(l.Annotations[surgeAPIAnn])
+	apps := len(parts) == 3 && (parts[0] == "Deployment" || parts[0] == "StatefulSet") && len(api) == 0
+	scaled := len(parts) == 3 && parts[0] != "" && len(api) == 2
+	if !apps && !scaled || ferr != nil || terr != nil || from < 0 || to != from+1 {
+		return surgeRecord{}, fmt.Errorf("lease %s does not record a surge of one replica (annotations %s, %s, %s, %s)", l.Name,
+			surgeWorkloadAnn, surgeFromAnn, surgeToAnn, surgeAPIAnn)
 	}
-	w := workload{Kind: parts[0], Namespace: parts[1], Name: parts[2], UID: types.UID(l.Annotations[surgeUIDAnn])}
+	w := workload{APIVersion: "apps/v1", Kind: parts[0], Namespace: parts[1], Name: parts[2],
+		UID: types.UID(l.Annotations[surgeUIDAnn])}
+	if scaled {
+		w.APIVersion, w.Resource = api[0], api[1]
+	}
 	return surgeRecord{Lease: l.Name, Workload: w, From: int32(from), To: int32(to)}, nil
 }
 

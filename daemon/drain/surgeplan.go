@@ -10,6 +10,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // SurgeAnnotation opts a Deployment or StatefulSet, or every one of a
@@ -26,9 +28,11 @@ const SurgeFieldManager = "nodeconfd-surge"
 // daemon does not know by kind).
 const surgeQuiet = 10 * time.Minute
 
-// workload is the owner of a pod that a surge scales: a Deployment, or a
-// StatefulSet.
+// workload is the owner of a pod that a surge scales: a Deployment or a
+// StatefulSet (their replicas patched), or any other kind with a scale
+// subresource (Resource set: its scale patched).
 type workload struct {
+	APIVersion, Resource  string
 	Kind, Namespace, Name string
 	UID                   types.UID
 	Replicas              int32
@@ -41,8 +45,16 @@ type workload struct {
 func (w workload) String() string { return w.Kind + " " + w.Namespace + "/" + w.Name }
 
 func (w workload) ref() corev1.ObjectReference {
-	return corev1.ObjectReference{APIVersion: "apps/v1", Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, UID: w.UID}
+	return corev1.ObjectReference{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, UID: w.UID}
 }
+
+func (w workload) target() kube.ScaleTarget {
+	return kube.ScaleTarget{APIVersion: w.APIVersion, Resource: w.Resource, Namespace: w.Namespace, Name: w.Name}
+}
+
+// scaled says whether the surge goes through the scale subresource (any
+// kind but a Deployment or a StatefulSet).
+func (w workload) scaled() bool { return w.Resource != "" }
 
 // optedIn says whether a workload takes part in surges: its own annotation
 // decides when it has one, else its namespace's.
@@ -66,7 +78,7 @@ func surgeRefusal(w workload, hpas []autoscalingv2.HorizontalPodAutoscaler, now 
 	}
 	for _, h := range hpas {
 		t := h.Spec.ScaleTargetRef
-		if t.Kind == w.Kind && t.Name == w.Name && (t.APIVersion == "apps/v1" || t.APIVersion == "") {
+		if t.Kind == w.Kind && t.Name == w.Name && (t.APIVersion == w.APIVersion || t.APIVersion == "") {
 			return "HorizontalPodAutoscaler " + h.Name + " scales " + w.String()
 		}
 	}

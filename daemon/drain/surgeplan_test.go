@@ -34,7 +34,9 @@ func TestSurgeRefusal(t *testing.T) {
 	replicas := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}
 	template := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{}},"f:metadata":{"f:labels":{}}}`)}
 	at := func(ago time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-ago)); return &t }
-	dep := workload{Kind: "Deployment", Namespace: "shop", Name: "web", Replicas: 1}
+	dep := workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", Replicas: 1}
+	clones := workload{APIVersion: "apps.kruise.io/v1alpha1", Resource: "clonesets", Kind: "CloneSet", Namespace: "shop",
+		Name: "web", Replicas: 2}
 	hpa := func(kind, name string) autoscalingv2.HorizontalPodAutoscaler {
 		return autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "h"},
 			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
@@ -55,6 +57,13 @@ func TestSurgeRefusal(t *testing.T) {
 		{"autoscaled", dep, []autoscalingv2.HorizontalPodAutoscaler{hpa("Deployment", "other"), hpa("Deployment", "web")},
 			"HorizontalPodAutoscaler h scales Deployment shop/web"},
 		{"autoscaler of a namesake of another kind", dep, []autoscalingv2.HorizontalPodAutoscaler{hpa("StatefulSet", "web")}, ""},
+		{"a custom kind", clones, nil, ""},
+		{"a custom kind autoscaled", clones, []autoscalingv2.HorizontalPodAutoscaler{func() autoscalingv2.HorizontalPodAutoscaler {
+			h := hpa("CloneSet", "web")
+			h.Spec.ScaleTargetRef.APIVersion = "apps.kruise.io/v1alpha1"
+			return h
+		}()}, "HorizontalPodAutoscaler h scales CloneSet shop/web"},
+		{"an autoscaler of the same name in another group", clones, []autoscalingv2.HorizontalPodAutoscaler{hpa("CloneSet", "web")}, ""},
 		{"scaled a minute ago", with(dep, metav1.ManagedFieldsEntry{Manager: "keda", Operation: metav1.ManagedFieldsOperationUpdate,
 			Subresource: "scale", FieldsV1: replicas, Time: at(time.Minute)}), nil, `"keda" scaled Deployment shop/web 1m0s ago`},
 		{"scaled an hour ago", with(dep, metav1.ManagedFieldsEntry{Manager: "keda", Operation: metav1.ManagedFieldsOperationUpdate,
@@ -86,7 +95,15 @@ func TestRecordOf(t *testing.T) {
 		rec.Lease != "nodeconfd-surge-0" {
 		t.Errorf("recordOf = %+v, %v", rec, err)
 	}
+	custom := map[string]string{surgeWorkloadAnn: "CloneSet/shop/web", surgeAPIAnn: "apps.kruise.io/v1alpha1 clonesets",
+		surgeFromAnn: "2", surgeToAnn: "3"}
+	if rec, err := recordOf(lease(custom)); err != nil || !rec.Workload.scaled() ||
+		rec.Workload.target().APIVersion != "apps.kruise.io/v1alpha1" || rec.Workload.Resource != "clonesets" {
+		t.Errorf("recordOf(a custom kind) = %+v, %v", rec, err)
+	}
 	for _, bad := range []map[string]string{
+		{surgeWorkloadAnn: "CloneSet/shop/web", surgeFromAnn: "2", surgeToAnn: "3"},
+		{surgeWorkloadAnn: "Deployment/shop/web", surgeAPIAnn: "apps/v1", surgeFromAnn: "2", surgeToAnn: "3"},
 		nil,
 		{surgeWorkloadAnn: "Pod/shop/db", surgeFromAnn: "3", surgeToAnn: "4"},
 		{surgeWorkloadAnn: "Deployment/shop", surgeFromAnn: "3", surgeToAnn: "4"},

@@ -5,6 +5,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -38,6 +39,11 @@ type API interface {
 	StatefulSets(namespace string) Resource[*appsv1.StatefulSet, *appsv1.StatefulSetList]
 	HorizontalPodAutoscalers(namespace string) Resource[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList]
 	Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList]
+	// ResourceOf, GetScale and PatchScale reach any other workload through
+	// its scale subresource (scale.go).
+	ResourceOf(ctx context.Context, apiVersion, kind string) (resource string, scalable bool, err error)
+	GetScale(ctx context.Context, t ScaleTarget) (*autoscalingv1.Scale, error)
+	PatchScale(ctx context.Context, t ScaleTarget, patch []byte, fieldManager string) error
 	// Evict posts a policy/v1 Eviction to its pod's eviction subresource,
 	// once: a refusal (429 from a PodDisruptionBudget) is returned at once
 	// for the caller to retry where it shows, not retried out of sight.

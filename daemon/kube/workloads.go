@@ -1,7 +1,10 @@
 package kube
 
 import (
+	"context"
+
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -30,4 +33,16 @@ func (a *restAPI) HorizontalPodAutoscalers(namespace string) Resource[*autoscali
 func (a *restAPI) Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList] {
 	return newClient(a, a.core, "namespaces", "", func() *corev1.Namespace { return &corev1.Namespace{} },
 		func() *corev1.NamespaceList { return &corev1.NamespaceList{} })
+}
+
+func (a *restAPI) ResourceOf(ctx context.Context, apiVersion, kind string) (string, bool, error) {
+	return scales{a.core}.ResourceOf(ctx, apiVersion, kind)
+}
+
+func (a *restAPI) GetScale(ctx context.Context, t ScaleTarget) (*autoscalingv1.Scale, error) {
+	return scales{a.core}.GetScale(ctx, t)
+}
+
+func (a *restAPI) PatchScale(ctx context.Context, t ScaleTarget, patch []byte, fieldManager string) error {
+	return scales{a.core}.PatchScale(ctx, t, patch, fieldManager)
 }

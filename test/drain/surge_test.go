@@ -242,3 +242,53 @@ func createPodOn(t *testing.T, node, ns, name string, o owner) {
 		t.Error(err)
 	}
 }
+
+// A bare ReplicaSet (no Deployment) in a namespace that opted in is surged through its scale
+// subresource, found by discovery, and put back the same way.
+func TestSurgeThroughScale(t *testing.T) {
+	const name = "surge-rs"
+	d := node(t, name)
+	node(t, name+"-elsewhere")
+	watchSurges(d, name)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if _, err := client.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType,
+		[]byte(`{"metadata":{"annotations":{"`+drain.SurgeAnnotation+`":"true"}}}`), metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	labels := map[string]string{"app": "bare"}
+	one := int32(1)
+	rs, err := client.AppsV1().ReplicaSets(name).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "bare"},
+		Spec: appsv1.ReplicaSetSpec{Replicas: &one, Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: template(labels)}},
+		metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := owner{"apps/v1", "ReplicaSet", rs.Name, rs.UID, "bare"}
+	createPod(t, name, "bare-a", o)
+	waitRunning(t, name, 1)
+	minBudget(t, name, "bare", 1, 0)
+	go func() {
+		err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 30*time.Second, true, func(ctx context.Context) (bool, error) {
+			rs, err := client.AppsV1().ReplicaSets(name).Get(ctx, "bare", metav1.GetOptions{})
+			return err == nil && *rs.Spec.Replicas == 2, nil
+		})
+		if err == nil {
+			createPodOn(t, name+"-elsewhere", name, "bare-b", o)
+		}
+	}()
+	if _, err := d.Cordon(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := d.Drain(ctx, newProgressLog())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "ReplicaSet surge-rs/bare (1 → 2 → 1 replicas)"; len(res.Surged) != 1 || res.Surged[0] != want {
+		t.Errorf("surged %q, want [%q]", res.Surged, want)
+	}
+	if rs, err := client.AppsV1().ReplicaSets(name).Get(ctx, "bare", metav1.GetOptions{}); err != nil || *rs.Spec.Replicas != 1 {
+		t.Errorf("ReplicaSet bare ends with %v replicas (%v), want 1", rs.Spec.Replicas, err)
+	}
+	wantNoSlots(ctx, t, name)
+}

@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // surgeWrites: the daemon of node A may raise or lower an opted-in workload's replicas by one
@@ -38,7 +39,7 @@ func surgeWrites(ctx context.Context, t *testing.T, b *bed, k kubernetes.Interfa
 	// (An Event is the probe: a write the policy would refuse that changes nothing that matters
 	// while it is not in force yet.)
 	eventually(ctx, t, "surge policy in force", func() error {
-		return wantSurgeDenied(workloadEvent(ctx, k, "Test", nodeA), "may only write the surge's Events")
+		return wantSurgeDenied(workloadEvent(ctx, k, "DrainSurge", nodeB), "may only write the surge's Events")
 	})
 
 	leases := k.CoordinationV1().Leases(namespace)
@@ -59,6 +60,25 @@ func surgeWrites(ctx context.Context, t *testing.T, b *bed, k kubernetes.Interfa
 	}
 	if err := leases.Delete(ctx, "nodeconfd-surge-0", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("freeing its surge slot: %v", err)
+	}
+	// Another kind (a bare ReplicaSet) through its scale subresource, in a namespace that opted in.
+	if _, err := b.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "surge-ns",
+		Annotations: map[string]string{drain.SurgeAnnotation: "true"}}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range []string{"surge-ns", "default"} {
+		labels := map[string]string{"app": "x"}
+		if _, err := b.admin.AppsV1().ReplicaSets(ns).Create(ctx, &appsv1.ReplicaSet{ObjectMeta: metav1.ObjectMeta{Name: "bare"},
+			Spec: appsv1.ReplicaSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, Template: deployment("x").Spec.Template}},
+			metav1.CreateOptions{}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := scaleBare(ctx, k, "surge-ns", 1, 2); err != nil {
+		t.Errorf("raising a bare ReplicaSet's scale by one in an opted-in namespace: %v", err)
+	}
+	if err := scaleBare(ctx, k, "surge-ns", 2, 1); err != nil {
+		t.Errorf("putting it back: %v", err)
 	}
 
 	const onlyReplicas = "a surge changes spec.replicas by one and nothing else"
@@ -84,8 +104,9 @@ func surgeWrites(ctx context.Context, t *testing.T, b *bed, k kubernetes.Interfa
 			return err
 		}, ownSlots},
 		{"FreeSlotOfNodeB", func() error { return leases.Delete(ctx, held.Name, metav1.DeleteOptions{}) }, ownSlots},
-		{"EventOtherReason", func() error { return workloadEvent(ctx, k, "Test", nodeA) }, "may only write the surge's Events"},
 		{"EventFromNodeB", func() error { return workloadEvent(ctx, k, "DrainSurge", nodeB) }, "may only write the surge's Events"},
+		{"ScaleByTwo", func() error { return scaleBare(ctx, k, "surge-ns", 1, 3) }, "a surge through a scale subresource"},
+		{"ScaleNotOptedIn", func() error { return scaleBare(ctx, k, "default", 1, 2) }, "a surge through a scale subresource"},
 	} {
 		t.Run("Denied/"+c.name, func(t *testing.T) {
 			if err := wantSurgeDenied(c.do(), c.want); err != nil {
@@ -106,6 +127,15 @@ func surgeWrites(ctx context.Context, t *testing.T, b *bed, k kubernetes.Interfa
 	if _, err := leases.Get(ctx, held.Name, metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 		t.Errorf("reading a Lease by name: %v, want Forbidden (only create, list, delete)", err)
 	}
+}
+
+// scaleBare patches the scale of ReplicaSet bare in ns as the surge does, through the daemon's
+// own adapter.
+func scaleBare(ctx context.Context, k kubernetes.Interface, ns string, from, to int) error {
+	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/replicas","value":%d},{"op":"replace","path":"/spec/replicas","value":%d}]`,
+		from, to)
+	return kube.Scales(k.CoreV1().RESTClient()).PatchScale(ctx, kube.ScaleTarget{APIVersion: "apps/v1", Resource: "replicasets",
+		Namespace: ns, Name: "bare"}, []byte(patch), drain.SurgeFieldManager)
 }
 
 func deployment(name string) *appsv1.Deployment {

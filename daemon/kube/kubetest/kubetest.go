@@ -9,6 +9,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv1 "k8s.io/api/autoscaling/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -88,4 +89,16 @@ func (c clientsets) HorizontalPodAutoscalers(namespace string) kube.Resource[*au
 
 func (c clientsets) Namespaces() kube.Resource[*corev1.Namespace, *corev1.NamespaceList] {
 	return c.k.CoreV1().Namespaces()
+}
+
+func (c clientsets) ResourceOf(ctx context.Context, apiVersion, kind string) (string, bool, error) {
+	return kube.Scales(c.k.CoreV1().RESTClient()).ResourceOf(ctx, apiVersion, kind)
+}
+
+func (c clientsets) GetScale(ctx context.Context, t kube.ScaleTarget) (*autoscalingv1.Scale, error) {
+	return kube.Scales(c.k.CoreV1().RESTClient()).GetScale(ctx, t)
+}
+
+func (c clientsets) PatchScale(ctx context.Context, t kube.ScaleTarget, patch []byte, fieldManager string) error {
+	return kube.Scales(c.k.CoreV1().RESTClient()).PatchScale(ctx, t, patch, fieldManager)
 }
