@@ -17,11 +17,13 @@ import (
 type forecastOptions struct {
 	evictUnowned bool
 	last         labels.Selector
+	surgeMax     int
 }
 
 func (f *forecastOptions) flags(fs *flag.FlagSet) {
 	fs.BoolVar(&f.evictUnowned, "evict-unowned-pods", false, "with --node: forecast the drain as a daemon with this flag runs it")
 	selectorFlag(fs, "drain-last-selector", "with --node: forecast the drain as a daemon with this flag runs it", &f.last)
+	fs.IntVar(&f.surgeMax, "drain-surge-max", 1, "with --node: forecast the drain as a daemon with this flag runs it")
 }
 
 // selectorFlag defines a label selector flag; an empty one leaves dst nil
@@ -41,9 +43,13 @@ func selectorFlag(fs *flag.FlagSet, name, usage string, dst *labels.Selector) {
 
 // forecast is what node's drain would do now (drain.Drainer.Forecast).
 func (f forecastOptions) forecast(ctx context.Context, api kube.API, node string) (*preview.DrainForecast, error) {
-	d := &drain.Drainer{Client: api, NodeName: node, EvictUnowned: f.evictUnowned, Last: f.last}
+	d := &drain.Drainer{Client: api, NodeName: node, EvictUnowned: f.evictUnowned, Last: f.last,
+		Surge: drain.SurgeOptions{Max: f.surgeMax}}
 	fc, err := d.Forecast(ctx)
-	if err != nil {
+	if err != nil || fc.Refused != "" {
+		return &fc, err
+	}
+	if fc.WaitsBeforeCordon, err = d.WouldBlock(ctx); err != nil {
 		return nil, err
 	}
 	return &fc, nil

@@ -60,6 +60,10 @@ type DrainForecast struct {
 	// Skipped counts the DaemonSet and static pods left in place.
 	Skipped int    `json:"skipped"`
 	Refused string `json:"refused,omitempty"`
+	// WaitsBeforeCordon is set when the update would wait uncordoned for
+	// the budgets at zero that no surge could lift (the daemon's
+	// --drain-forecast-wait), with the status message it would show.
+	WaitsBeforeCordon string `json:"waitsBeforeCordon,omitempty"`
 }
 
 // ForecastPod is one pod the drain would evict.

@@ -201,4 +201,7 @@ func (f *DrainForecast) write(b *strings.Builder) {
 		}
 		fmt.Fprintf(b, "  %s  %s\n", p.Pod, orDash(note))
 	}
+	if f.WaitsBeforeCordon != "" {
+		fmt.Fprintf(b, "The update would wait before its cordon: %s\n", f.WaitsBeforeCordon)
+	}
 }

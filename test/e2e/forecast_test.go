@@ -2,10 +2,13 @@ package e2e
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
 // A reboot update of a node whose pod a PodDisruptionBudget at zero protects (and that did not
@@ -23,10 +26,16 @@ func TestDrainForecastWaits(t *testing.T) {
 	n, log := node(t, name, "rendered-fw-a")
 	podsOn(t, name, 1)
 	budgetOn(t, "web-"+name)
+	const want = "The drain could not finish now: pod default/web-fw-a: PodDisruptionBudget web-fw allows 0 disruptions"
+	// The plan says so first.
+	r := runPlanCmd(ctx, t, []string{"-o", "json", "--allowed-config-pattern", testbed.TestConfigPattern, "--node", name,
+		"--desired", "rendered-fw-b", "--kubeconfig", bed.CP.Kubeconfig()})
+	if r.Drain == nil || !strings.Contains(r.Drain.WaitsBeforeCordon, want) {
+		t.Errorf("plan's drain forecast %+v, want it to wait before the cordon: %q", r.Drain, want)
+	}
 	if err := n.SetDesired(ctx, "rendered-fw-b"); err != nil {
 		t.Fatal(err)
 	}
-	const want = "The drain could not finish now: pod default/web-fw-a: PodDisruptionBudget web-fw allows 0 disruptions"
 	if err := waitMessage(ctx, log, "Cordoned", "Waiting", want); err != nil {
 		t.Fatal(err)
 	}
