@@ -65,6 +65,8 @@ func TestKubectlApply(t *testing.T) {
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-own-node-evictions",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node-evictions",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-surge",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-surge",
 		"serviceaccount/nodeconfd-controller",
 		"clusterrole.rbac.authorization.k8s.io/nodeconfd-controller",
 		"clusterrolebinding.rbac.authorization.k8s.io/nodeconfd-controller",

@@ -45,6 +45,14 @@ func TestDaemonRBAC(t *testing.T) {
 		{"patch", "", "events", "", "default", true},
 		{"get", "", "events", "", "default", true},
 		{"list", "", "configmaps", "", "nodeconfd", false}, // only the windows' ConfigMaps, by name
+		// The drain's surge: owners, opt-in, autoscalers; replicas through a patch or a scale.
+		{"get", "apps", "replicasets", "", "apps", true},
+		{"get", "apps", "deployments", "", "apps", true},
+		{"patch", "apps", "deployments", "", "apps", true},
+		{"patch", "apps", "statefulsets", "", "apps", true},
+		{"patch", "apps.kruise.io", "clonesets", "scale", "apps", true},
+		{"list", "autoscaling", "horizontalpodautoscalers", "", "apps", true},
+		{"get", "", "namespaces", "", "", true},
 
 		// Not called by the daemon: trimmed.
 		{"update", mcfg, "machineconfignodes", "", "", false},
@@ -58,12 +66,18 @@ func TestDaemonRBAC(t *testing.T) {
 		{"delete", "", "nodes", "", "", false},
 		{"update", "", "nodes", "status", "", false},
 		{"get", "", "secrets", "", "nodeconfd", false},
-		// No Lease anywhere: the disruption budget of Leases is gone (issue 26).
+		{"update", "apps", "deployments", "", "apps", false},
+		{"delete", "apps", "deployments", "", "apps", false},
+		{"update", "apps", "replicasets", "", "apps", false},
+		{"patch", "apps", "daemonsets", "", "apps", false},
+		{"get", "example.com", "widgets", "", "apps", false}, // no other kind is read
+		// Leases: only the surge slots in its own namespace (create, list, delete; the policy
+		// nodeconfd-surge narrows them to its own node's). The disruption budget of Leases is gone.
 		{"get", "coordination.k8s.io", "leases", "", "nodeconfd", false},
-		{"list", "coordination.k8s.io", "leases", "", "nodeconfd", false},
-		{"create", "coordination.k8s.io", "leases", "", "nodeconfd", false},
+		{"list", "coordination.k8s.io", "leases", "", "nodeconfd", true},
+		{"create", "coordination.k8s.io", "leases", "", "nodeconfd", true},
 		{"update", "coordination.k8s.io", "leases", "", "nodeconfd", false},
-		{"delete", "coordination.k8s.io", "leases", "", "nodeconfd", false},
+		{"delete", "coordination.k8s.io", "leases", "", "nodeconfd", true},
 		{"update", "coordination.k8s.io", "leases", "", "kube-system", false},
 		{"list", "coordination.k8s.io", "leases", "", "default", false},
 	}
