@@ -83,6 +83,14 @@ test:
 	$(GO) test -count=1 -timeout 45m -p 2 -parallel $(E2E_PARALLEL) ./test/e2e/ ./...
 	$(FUZZ) -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME) ./test/fuzz/
 	$(FUZZ) -fuzz '^FuzzApplyFields$$' -fuzztime $(FUZZTIME) ./test/fuzz/
+	$(BENCH_SMOKE) ./phases/plan/ ./daemon/hostfs/ ./test/bench/
+	$(BENCH_SMOKE) ./test/fleet/ -args -fleet.nodes=4 -fleet.max-unavailable=2 -fleet.idle=3s -fleet.restart-settle=3s \
+		-fleet.start-jitter=1s -fleet.update-spread=0s
+
+# Every benchmark once, small (NODECONFD_BENCH_SMOKE: short idles, no
+# kubectl drain beside ours, small namespaces and fleet), so that none rots
+# between two `make bench` runs; its figures are not measurements.
+BENCH_SMOKE = NODECONFD_BENCH_SMOKE=1 $(GO) test -run '^$$' -bench . -benchtime 1x -timeout 15m
 
 # Fuzz targets (test/fuzz): `make test` runs each for FUZZTIME; `make fuzz`
 # for FUZZTIME_LONG. A failing input is saved under test/fuzz/testdata/fuzz/.

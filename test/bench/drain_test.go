@@ -75,6 +75,11 @@ func BenchmarkDrain100(b *testing.B) {
 			b.Fatal(err)
 		}
 
+		if smoke() { // ours only: kubectl's takes 20 s
+			b.Logf("round %d: nodeconfd %s", round, ours[round-1].Round(time.Millisecond))
+			b.StartTimer()
+			continue
+		}
 		createDrainPods(ctx, b, node, rs, fmt.Sprintf("k%d", round))
 		start = time.Now()
 		if out, err := bed.Kubectl(ctx, "drain", node, "--ignore-daemonsets", "--delete-emptydir-data"); err != nil {
@@ -87,6 +92,10 @@ func BenchmarkDrain100(b *testing.B) {
 		b.Logf("round %d: nodeconfd %s, kubectl drain %s", round, ours[round-1].Round(time.Millisecond),
 			kubectl[round-1].Round(time.Millisecond))
 		b.StartTimer()
+	}
+	if smoke() {
+		b.ReportMetric(median(ours).Seconds(), "s/drain-nodeconfd")
+		return
 	}
 	mo, mk := median(ours), median(kubectl)
 	b.ReportMetric(mo.Seconds(), "s/drain-nodeconfd")

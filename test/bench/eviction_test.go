@@ -14,8 +14,14 @@ import (
 	"k8s.io/client-go/kubernetes"
 )
 
-// evictionNamespaces are the namespace sizes the eviction policy is measured at.
-var evictionNamespaces = []int{100, 3000}
+// evictionSizes are the namespace sizes the eviction policy is measured at
+// (smaller in a smoke run).
+func evictionSizes() []int {
+	if smoke() {
+		return []int{10, 100}
+	}
+	return []int{100, 3000}
+}
 
 // BenchmarkEvictionPolicy measures what the eviction policy
 // (nodeconfd-own-node-evictions) costs the API server: the time of an
@@ -28,6 +34,7 @@ var evictionNamespaces = []int{100, 3000}
 func BenchmarkEvictionPolicy(b *testing.B) {
 	ctx := context.Background()
 	const node = "bench-evict"
+	evictionNamespaces := evictionSizes()
 	cfg := daemonConfig(ctx, b, node)
 	cfg.QPS, cfg.Burst = 1000, 1000
 	daemon := kubernetes.NewForConfigOrDie(cfg)
@@ -49,8 +56,8 @@ func BenchmarkEvictionPolicy(b *testing.B) {
 		}
 	}
 	small, large := median(took[evictionNamespaces[0]]), median(took[evictionNamespaces[1]])
-	b.ReportMetric(float64(small.Microseconds())/1000, "ms/eviction-100-pods")
-	b.ReportMetric(float64(large.Microseconds())/1000, "ms/eviction-3000-pods")
+	b.ReportMetric(float64(small.Microseconds())/1000, fmt.Sprintf("ms/eviction-%d-pods", evictionNamespaces[0]))
+	b.ReportMetric(float64(large.Microseconds())/1000, fmt.Sprintf("ms/eviction-%d-pods", evictionNamespaces[1]))
 	per := float64((large - small).Nanoseconds()) / float64(evictionNamespaces[1]-evictionNamespaces[0]) / 1000
 	b.ReportMetric(per, "µs/pod")
 }

@@ -6,6 +6,11 @@
 //
 //	go test -run '^$' -bench . -benchtime 5x ./test/bench/
 //
+// NODECONFD_BENCH_SMOKE=1 runs the slow ones small (short idles, no
+// kubectl drain beside ours, smaller namespaces): `make test` runs every
+// benchmark once so, to keep them from rotting; the figures are `make
+// bench`'s.
+//
 // NODECONFD_BENCH_TRACE=1 routes each daemon's API requests through a
 // logging proxy and prints them, to see which requests a figure counts;
 // NODECONFD_BENCH_TRACE=body adds the start of each request's body.
@@ -13,6 +18,7 @@ package bench
 
 import (
 	"flag"
+	"os"
 	"testing"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
@@ -29,3 +35,6 @@ func TestMain(m *testing.M) {
 		return f != nil && f.Value.String() != "" // no benchmark selected: no bed needed
 	}, func(b *testbed.Bed) { bed = b })
 }
+
+// smoke says whether the benchmarks run small (NODECONFD_BENCH_SMOKE).
+func smoke() bool { return os.Getenv("NODECONFD_BENCH_SMOKE") != "" }

@@ -83,8 +83,12 @@ func idleWorkingSet(b *testing.B, release bool) {
 		b.Fatal(err)
 	}
 	ctx := context.Background()
+	gap, long := idleGap, longIdle
+	if smoke() {
+		gap, long = time.Second, 3*time.Second
+	}
 	readings := []memReading{settleAndRead(ctx, b, n, cg, pid, release, 1, 0, "start +0s"),
-		settleAndRead(ctx, b, n, cg, pid, release, 1, idleGap, "start")}
+		settleAndRead(ctx, b, n, cg, pid, release, 1, gap, "start")}
 	iters := 0
 	for b.Loop() {
 		iters++
@@ -101,12 +105,12 @@ func idleWorkingSet(b *testing.B, release bool) {
 			b.Fatal(err)
 		}
 		cancel()
-		readings = append(readings, settleAndRead(ctx, b, n, cg, pid, release, 1+iters, idleGap,
+		readings = append(readings, settleAndRead(ctx, b, n, cg, pid, release, 1+iters, gap,
 			fmt.Sprintf("update %d", iters)))
 	}
 	updated := readings[len(readings)-1]
-	readings = append(readings, settleAndRead(ctx, b, n, cg, pid, release, 1+iters, longIdle,
-		fmt.Sprintf("idle %v", longIdle)))
+	readings = append(readings, settleAndRead(ctx, b, n, cg, pid, release, 1+iters, long,
+		fmt.Sprintf("idle %v", long)))
 	last := readings[len(readings)-1]
 	// What one Prometheus scrape adds, for a cluster that scrapes it.
 	requests(b, n)
