@@ -177,17 +177,23 @@ func podNames(pods []corev1.Pod) string {
 	return strings.Join(names, ",")
 }
 
-// budget creates a PodDisruptionBudget over app=<app> and waits until the
-// control plane's disruption loop has computed its status.
+// budget creates a PodDisruptionBudget of maxUnavailable over app=<app>
+// and waits until the control plane's disruption loop allows wantAllowed
+// disruptions.
 func budget(t *testing.T, ns, app string, maxUnavailable int32, wantAllowed int32) {
 	t.Helper()
 	mu := intstr.FromInt32(maxUnavailable)
+	budgetOf(t, ns, app, policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &mu}, wantAllowed)
+}
+
+// budgetOf creates a PodDisruptionBudget of spec over app=<app> and waits
+// until the control plane's disruption loop allows wantAllowed disruptions.
+func budgetOf(t *testing.T, ns, app string, spec policyv1.PodDisruptionBudgetSpec, wantAllowed int32) {
+	t.Helper()
 	ctx := context.Background()
+	spec.Selector = &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}
 	if _, err := client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: app},
-		Spec: policyv1.PodDisruptionBudgetSpec{MaxUnavailable: &mu,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
-	}, metav1.CreateOptions{}); err != nil {
+		ObjectMeta: metav1.ObjectMeta{Name: app}, Spec: spec}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {

@@ -197,22 +197,7 @@ func setReplicas(t *testing.T, ns, name string, n int32) *appsv1.Deployment {
 func minBudget(t *testing.T, ns, app string, minAvailable, wantAllowed int32) {
 	t.Helper()
 	ma := intstr.FromInt32(minAvailable)
-	ctx := context.Background()
-	if _, err := client.PolicyV1().PodDisruptionBudgets(ns).Create(ctx, &policyv1.PodDisruptionBudget{
-		ObjectMeta: metav1.ObjectMeta{Name: app},
-		Spec: policyv1.PodDisruptionBudgetSpec{MinAvailable: &ma,
-			Selector: &metav1.LabelSelector{MatchLabels: map[string]string{"app": app}}},
-	}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	err := wait.PollUntilContextTimeout(ctx, 20*time.Millisecond, 10*time.Second, true, func(ctx context.Context) (bool, error) {
-		pdb, err := client.PolicyV1().PodDisruptionBudgets(ns).Get(ctx, app, metav1.GetOptions{})
-		return err == nil && pdb.Status.ObservedGeneration == pdb.Generation && pdb.Status.DisruptionsAllowed == wantAllowed &&
-			pdb.Status.ExpectedPods > 0, err
-	})
-	if err != nil {
-		t.Fatalf("waiting for budget %s/%s to allow %d disruptions: %v", ns, app, wantAllowed, err)
-	}
+	budgetOf(t, ns, app, policyv1.PodDisruptionBudgetSpec{MinAvailable: &ma}, wantAllowed)
 }
 
 func waitReplicas(ctx context.Context, ns, name string, want int32) error {

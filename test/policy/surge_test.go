@@ -3,7 +3,6 @@ package policy
 import (
 	"context"
 	"fmt"
-	"strings"
 	"testing"
 
 	appsv1 "k8s.io/api/apps/v1"
@@ -176,12 +175,4 @@ func workloadEvent(ctx context.Context, k kubernetes.Interface, reason, host str
 }
 
 // wantSurgeDenied checks err is a Forbidden refusal by nodeconfd-surge whose message has want.
-func wantSurgeDenied(err error, want string) error {
-	if err == nil {
-		return fmt.Errorf("allowed, want refused with %q", want)
-	}
-	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "nodeconfd-surge") || !strings.Contains(err.Error(), want) {
-		return fmt.Errorf("%v, want Forbidden by nodeconfd-surge with %q", err, want)
-	}
-	return nil
-}
+func wantSurgeDenied(err error, want string) error { return wantDeniedBy(err, "nodeconfd-surge", want) }
