@@ -281,7 +281,27 @@ func (d *Drainer) takeSlot(ctx context.Context, rec *surgeRecord) (string, error
 		}
 		return lease.Name, nil
 	}
-	return "", fmt.Errorf("%w (--drain-surge-max=%d)", errSurgeCap, d.Surge.Max)
+	return "", fmt.Errorf("%w (--drain-surge-max=%d%s)", errSurgeCap, d.Surge.Max, d.slotHolders(ctx))
+}
+
+// slotHolders names who holds the surge slots, for the message of a surge
+// that found none free: a node down for good keeps its slot until an
+// administrator deletes the Lease, and this is how they find it.
+func (d *Drainer) slotHolders(ctx context.Context) string {
+	list, err := d.Client.Leases(d.Surge.Namespace).List(ctx, metav1.ListOptions{LabelSelector: surgeNodeLabel})
+	if err != nil || len(list.Items) == 0 {
+		return ""
+	}
+	var held []string
+	for i, l := range list.Items {
+		if i == 3 {
+			held = append(held, fmt.Sprintf("and %d more", len(list.Items)-3))
+			break
+		}
+		kind, what, _ := strings.Cut(l.Annotations[surgeWorkloadAnn], "/") // Kind/namespace/name
+		held = append(held, fmt.Sprintf("Lease %s held by node %s for %s %s", l.Name, l.Labels[surgeNodeLabel], kind, what))
+	}
+	return ": " + strings.Join(held, ", ")
 }
 
 func (d *Drainer) freeSlot(ctx context.Context, name string) error {

@@ -277,3 +277,40 @@ func TestSurgeThroughScale(t *testing.T) {
 	}
 	wantNoSlots(ctx, t, name)
 }
+
+// With every surge slot taken (here by a node that is gone), the drain does not surge and its
+// progress names the slot, its node and its workload, so an administrator can free it.
+func TestSurgeSlotsTaken(t *testing.T) {
+	const name = "surge-full"
+	d := node(t, name)
+	watchSurges(d, name)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	gone := "worker-gone"
+	if _, err := client.CoordinationV1().Leases(name).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
+		Name: "nodeconfd-surge-0", Labels: map[string]string{"nodeconfd.io/surge-node": gone},
+		Annotations: map[string]string{"nodeconfd.io/surge-workload": "Deployment/shop/db", "nodeconfd.io/surge-from": "1",
+			"nodeconfd.io/surge-to": "2"}}, Spec: coordinationv1.LeaseSpec{HolderIdentity: &gone}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	rs := replicaSet(t, name, "solo")
+	optIn(t, name, "solo")
+	createPod(t, name, "solo-a", rs)
+	waitRunning(t, name, 1)
+	minBudget(t, name, "solo", 1, 0)
+	progress := newProgressLog()
+	dctx, stop := context.WithCancel(ctx)
+	done := make(chan error, 1)
+	go func() { _, err := d.Drain(dctx, progress); done <- err }()
+	msg, err := progress.waitFor(ctx, "cannot surge: every surge slot is taken (--drain-surge-max=1: "+
+		"Lease nodeconfd-surge-0 held by node worker-gone for Deployment shop/db)")
+	stop()
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("progress: %s", msg)
+	if err := waitReplicas(ctx, name, "solo", 1); err != nil {
+		t.Error(err)
+	}
+}
