@@ -153,8 +153,8 @@ func (d *Daemon) Run(ctx context.Context) error {
 			return nil
 		case ctx.Err() != nil:
 			return nil
-		case errors.Is(err, phases.ErrSuperseded):
-			continue // the new desired config, at once
+		case errors.Is(err, phases.ErrSuperseded), errors.Is(err, phases.ErrPaused):
+			continue // the new desired config, or the pause's wait, at once
 		case err != nil:
 			d.Log.Error("Update failed; will retry", zap.Error(err), zap.Duration("retryIn", delay))
 		}
@@ -236,8 +236,8 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 
 func (d *Daemon) delayFor(err error) time.Duration {
 	switch {
-	case errors.Is(err, phases.ErrSuperseded):
-		d.failures = 0 // not a failure: the new config goes on at once, with its own backoff
+	case errors.Is(err, phases.ErrSuperseded), errors.Is(err, phases.ErrPaused):
+		d.failures = 0 // not a failure: the new config (or the wait) goes on at once, with its own backoff
 		return 0
 	case err == nil || errors.Is(err, phases.ErrRebooting):
 		d.failures = 0

@@ -52,16 +52,14 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 	if grace <= 0 {
 		grace = DefaultShutdownGrace
 	}
-	stop, release := phases.NewStop(ctx, grace, func() bool {
+	r.Stop = phases.Signals{Shutdown: ctx, Grace: grace, Superseded: func() bool {
 		n, ok := d.Watcher.Node()
 		now := ""
 		if ok {
 			now = n.Annotations[kube.DesiredConfig]
 		}
 		return now != "" && now != desired
-	})
-	defer release()
-	r.Stop = stop
+	}}
 	stepCtx := context.WithoutCancel(ctx)
 	defer d.keepCordon(ctx, desired)() // keepcordon.go
 	err := r.Run(stepCtx)
@@ -70,6 +68,10 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 		return err
 	case errors.Is(err, phases.ErrSuperseded):
 		d.Log.Info("Update stopped: the node's desired config changed; taking up the new one",
+			zap.String("node", d.node.Name), zap.String("config", desired))
+		return err
+	case errors.Is(err, phases.ErrPaused): // its cordon given back; it waits at the cordon
+		d.Log.Info("Update stopped: the node was paused; it waits uncordoned until the pause ends",
 			zap.String("node", d.node.Name), zap.String("config", desired))
 		return err
 	case errors.Is(err, phases.ErrHeld): // the status says so; wait for a new desired config or a retry

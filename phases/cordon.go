@@ -2,6 +2,7 @@ package phases
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,7 +44,7 @@ func Cordon() Phase {
 			}
 			return needsDrain(d)
 		},
-		OnSuperseded: supersededCordon,
+		Undo: undoCordonFor,
 		Wait: func(ctx context.Context, d Data) error {
 			if d.Progress().CordonedByUs {
 				return nil
@@ -88,12 +89,20 @@ func Cordon() Phase {
 	}
 }
 
-// supersededCordon is the cordon and drain phases' OnSuperseded: the new
-// desired config's update starts from an uncordoned node, so that whatever
-// it does (even fail) leaves no cordon behind unreported.
-// If it needs a drain, it cordons again.
-func supersededCordon(ctx context.Context, d Data) error {
-	if _, err := giveBack(ctx, d, "Uncordoned: the node's desired config changed before anything was written"); err != nil {
+// undoCordonFor is the Undo of the cordon, drain and gate steps: the
+// update cut short by cause (a new desired config, a pause) goes on from an
+// uncordoned node, so that whatever comes next (even a failure) leaves no
+// cordon behind unreported. If it needs a drain, it cordons again.
+func undoCordonFor(ctx context.Context, d Data, cause error) error {
+	why := "the node's desired config changed"
+	if pe := (*PausedError)(nil); errors.As(cause, &pe) {
+		why = "the node was paused"
+		if _, err := giveBack(ctx, d, "Uncordoned: "+why+" before anything was written ("+pe.Hold.Message+")"); err != nil {
+			return fmt.Errorf("giving back the cordon of node %s for its pause: %w", d.Update().Node, err)
+		}
+		return nil
+	}
+	if _, err := giveBack(ctx, d, "Uncordoned: "+why+" before anything was written"); err != nil {
 		return fmt.Errorf("stopping the update of node %s for its new desired config: %w", d.Update().Node, err)
 	}
 	return nil

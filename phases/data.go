@@ -249,7 +249,8 @@ type Data interface {
 	Warn(reason, message string)
 	// Interrupt is done when a step that can wait without end (a blocked
 	// drain) should give up: context.Cause says why, ErrSuperseded (the
-	// node's desired config changed: the step undoes what it holds) or
+	// node's desired config changed) or ErrPaused (a pause, for a Pausable
+	// step): the step returns that cause and the runner calls its Undo; or
 	// ErrStopped (the daemon shuts down: the step runs again at the next
 	// start). See Stop.
 	Interrupt() context.Context
@@ -338,12 +339,17 @@ type Phase struct {
 	// phase's condition (reason Waiting). Nil means no wait.
 	Wait func(ctx context.Context, d Data) error
 	Run  func(ctx context.Context, d Data) (Outcome, error)
-	// OnSuperseded, set on the phases before anything of the update is
-	// written (cordon, drain), makes a new desired config end the phase's
-	// Wait: OnSuperseded then undoes what the update holds (its cordon) and
-	// the run stops with ErrSuperseded. A long Run (the drain)
-	// watches Data.Superseded and does the same itself.
-	OnSuperseded func(ctx context.Context, d Data) error
+	// Undo, set on the steps that hold the node before anything is
+	// written (the cordon, the drain, the gate), makes them stoppable: a
+	// new desired config ends their Wait or Run (a long Run watches
+	// Data.Interrupt and returns its cause), and so does a pause for a
+	// Pausable step. The runner then calls Undo with the cause, to give
+	// back what the update holds (its cordon), and the run stops with that
+	// cause (ErrSuperseded, ErrPaused).
+	Undo func(ctx context.Context, d Data, cause error) error
+	// Pausable marks a step that a pause cuts while it runs (the drain:
+	// its cordon is given back, and the update waits uncordoned).
+	Pausable bool
 	// Quick marks a phase whose start is not worth a write of its own: its
 	// start is written together with its end.
 	Quick bool

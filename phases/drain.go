@@ -17,14 +17,14 @@ import (
 // after the cordon's check) undoes the cordon, so the node is not left
 // cordoned by an update that cannot go on, and the retry starts again from
 // the cordon. A drain interrupted for shutdown stops with ErrStopped and
-// runs again at the next start. A new desired config (a rollback) stops a
-// drain: the cordon is undone (supersededCordon),
-// and the daemon takes up the new config.
+// runs again at the next start. A new desired config (a rollback) or a
+// pause stops a drain: the runner undoes the cordon (undoCordonFor), and
+// the daemon takes up the new config, or waits for the pause to end.
 func Drain() Phase {
 	return Phase{
 		Name: progress.StepDrain, Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
 		Starting: "Draining node", EventOnNode: true,
-		OnSuperseded: supersededCordon,
+		Undo: undoCordonFor, Pausable: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			interrupt := d.Interrupt()
 			dctx, cancel := context.WithCancel(ctx)
@@ -32,13 +32,7 @@ func Drain() Phase {
 			defer context.AfterFunc(interrupt, cancel)()
 			res, err := d.Cluster().Drain(dctx, drainProgress{ctx: ctx, d: d})
 			if err != nil && dctx.Err() != nil && ctx.Err() == nil {
-				if context.Cause(interrupt) == ErrSuperseded {
-					if err := supersededCordon(ctx, d); err != nil {
-						return Outcome{}, err
-					}
-					return Outcome{}, ErrSuperseded
-				}
-				return Outcome{}, ErrStopped
+				return Outcome{}, context.Cause(interrupt) // cut: the runner undoes the cordon (Undo)
 			}
 			if errors.Is(err, ErrDrainTimedOut) || errors.Is(err, ErrCannotDrain) {
 				return Outcome{}, undoCordon(ctx, d, err)

@@ -22,7 +22,7 @@ const ReasonRolledBack = "RolledBack"
 // still holds (the record's Replaced): what it wrote is rolled back from
 // its journal, then its cordon lifted, so that this update starts from the
 // node as it was, uncordoned, whatever it needs. A running update replaced before it wrote
-// does this itself (OnSuperseded); this step is for one that did not get to
+// does this itself (its steps' Undo); this step is for one that did not get to
 // (a restart, a SIGTERM or a failure came between, or it was writing).
 func GiveBack() Phase {
 	return Phase{

@@ -24,8 +24,8 @@ func HealthWait() Phase {
 			}
 			return true, ""
 		},
-		Wait:         waitNotFailedElsewhere,
-		OnSuperseded: func(context.Context, Data) error { return nil },
+		Wait: waitNotFailedElsewhere,
+		Undo: func(context.Context, Data, error) error { return nil },
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			// The group's message as when this phase is skipped.
 			return Outcome{Reason: status.UpdatePrepared, Message: groupOf(status.UpdatePrepared).done(d.Update().DesiredName)}, nil

@@ -19,7 +19,8 @@ import (
 //     closes it. Skipped phases get neither.
 //   - UpdateFinished(result) once per update pass that ends the update: one
 //     of the Result* values. A pass that stops for a reboot or a shutdown
-//     does not finish the update (it resumes in the next process).
+//     does not finish the update (it resumes in the next process), nor
+//     does one a pause stopped (it waits at its cordon).
 //   - Waiting(reason) when the update starts waiting for something outside
 //     it, and Waiting("") when that wait ends; reason is one of the Wait*
 //     values or Hold kinds (a new reason is a CamelCase constant, added to

@@ -18,15 +18,6 @@ import (
 // update goes on after the boot, in a new daemon process.
 var ErrRebooting = errors.New("node is rebooting")
 
-// ErrStopped is returned when the runner stopped between two steps because
-// the daemon is shutting down; the update resumes at the next start.
-var ErrStopped = errors.New("stopped between steps for shutdown")
-
-// ErrSuperseded is returned when a step that can wait without end (a
-// hold, a blocked drain) gave up because the node's desired config
-// changed: the daemon goes on with the new config at once.
-var ErrSuperseded = errors.New("stopped: the node's desired config changed")
-
 // Env is what the phases act on; the daemon builds it from real adapters.
 type Env struct {
 	Configs Configs
@@ -77,12 +68,15 @@ type Runner struct {
 	Node, NodeCurrent string
 	// SingleNode says the cluster has this node only (Update.SingleNode).
 	SingleNode bool
-	// Stop is the update's one stop signal (see stop.go); nil never stops.
-	Stop *Stop
+	// Stop is where the update's stop comes from (a shutdown, a new
+	// desired config; a pause comes from Env.Waits). The runner watches
+	// them in one Stop (stop.go); the zero value never stops.
+	Stop Signals
 	// Fault, when set, is the test-only fault-point hook (package
 	// daemon/faultpoint), told of each phase's start, end and record.
 	Fault func(point string)
 
+	stop    *Stop
 	update  *Update
 	current *Phase
 	// startPending is set while a phase start (a condition going Unknown)
@@ -120,6 +114,13 @@ func (r *Runner) Update() *Update {
 // ErrStopped or ErrSuperseded (see Stop), or a *StepError.
 func (r *Runner) Run(ctx context.Context) error {
 	r.Update()
+	var paused func() (Hold, bool)
+	if r.Env.Waits != nil {
+		paused = r.Env.Waits.Paused
+	}
+	stop, release := newStop(r.Stop, paused)
+	defer release()
+	r.stop = stop
 	if len(r.Record.Steps) > 0 {
 		r.log().Info("Resuming update", zap.Strings("done", doneSteps(r.Record)))
 		r.replay()
@@ -131,11 +132,11 @@ func (r *Runner) Run(ctx context.Context) error {
 		p := &r.Phases[i]
 		if r.Record.Done(p.Name) {
 			if p.Commits { // a resumed update past its write runs to its end
-				r.Stop.Commit()
+				r.stop.Commit()
 			}
 			continue
 		}
-		if r.Stop.Cause() == ErrStopped {
+		if r.stop.Cause() == ErrStopped {
 			if err := r.Flush(ctx); err != nil {
 				return err
 			}
@@ -202,12 +203,19 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		needed, why = p.Needed(r)
 	}
 	if p.Commits {
-		r.Stop.Commit()
+		r.stop.Commit()
 	}
 	if needed && p.Wait != nil {
 		if err := r.wait(ctx, p, log); err != nil {
 			return err
 		}
+	}
+	if needed && p.Pausable {
+		r.stop.Pausable(true)
+		defer r.stop.Pausable(false)
+	}
+	if c := r.stop.Cause(); needed && p.Undo != nil && isCut(c) {
+		return r.cut(ctx, p, c, log) // cut between its wait and its start
 	}
 	started := r.stageGroupStart(p)
 	if !needed {
@@ -243,10 +251,8 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	case errors.Is(err, ErrHeld):
 		log.Info("Update rolled back by the health gate; the node holds its previous config")
 		return r.flushHeld(ctx, err)
-	case errors.Is(err, ErrSuperseded):
-		log.Info("Phase stopped: the node's desired config changed; the new config takes over")
-		r.flushSuperseded(ctx, log)
-		return err
+	case isCut(err):
+		return r.cut(ctx, p, err, log)
 	case err != nil:
 		return r.stepError(p, err)
 	}
@@ -295,14 +301,13 @@ var ErrComplete = errors.New("update complete")
 
 // wait runs the phase's Wait before the phase starts. A shutdown ends the
 // wait, and the run stops with ErrStopped. A new desired config ends the
-// wait of a phase with OnSuperseded (even one that just ended well):
-// OnSuperseded undoes what the update holds (its cordon), and the
-// run stops with ErrSuperseded. Nothing of the phase is done.
+// wait of a phase with an Undo (even one that just ended well): the phase
+// is cut (see cut). Nothing of the phase is done.
 func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 	wctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	defer context.AfterFunc(r.Stop.Context(), func() {
-		if c := r.Stop.Cause(); c == ErrStopped || (c == ErrSuperseded && p.OnSuperseded != nil) {
+	defer context.AfterFunc(r.stop.Context(), func() {
+		if c := r.stop.Cause(); c == ErrStopped || (isCut(c) && p.Undo != nil) {
 			cancel()
 		}
 	})()
@@ -310,27 +315,40 @@ func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
 	err := p.Wait(wctx, r)
 	r.current, r.waiting = nil, false
 	r.Observer().Waiting("")
-	switch c := r.Stop.Cause(); {
+	switch c := r.stop.Cause(); {
 	case c == ErrStopped:
 		log.Info("Stopped while waiting to start the phase")
 		if err := r.Flush(ctx); err != nil {
 			return err
 		}
 		return ErrStopped
-	case c == ErrSuperseded && p.OnSuperseded != nil: // also after a wait that ended well: the phase is not for the new config
-		log.Info("Stopped waiting to start the phase: the node's desired config changed")
-		r.current = p
-		err := p.OnSuperseded(ctx, r)
-		r.current = nil
-		if err != nil {
-			return r.stepError(p, err)
-		}
-		r.flushSuperseded(ctx, log)
-		return ErrSuperseded
+	case isCut(c) && p.Undo != nil: // also after a wait that ended well: the phase is not for the new config
+		return r.cut(ctx, p, c, log)
 	case err == nil:
 		return nil
 	}
 	return r.stepError(p, err)
+}
+
+// cut stops the update at a step, for cause (a new desired config, a
+// pause): its Undo gives back what the update holds (its cordon), the
+// status is written, and the run stops with cause.
+func (r *Runner) cut(ctx context.Context, p *Phase, cause error, log *zap.Logger) error {
+	if errors.Is(cause, ErrPaused) {
+		log.Info("Phase stopped: the node was paused; the update waits at its cordon until the pause ends")
+	} else {
+		log.Info("Phase stopped: the node's desired config changed; the new config takes over")
+	}
+	if p.Undo != nil {
+		r.current = p
+		err := p.Undo(ctx, r, cause)
+		r.current = nil
+		if err != nil {
+			return r.stepError(p, err)
+		}
+	}
+	r.flushSuperseded(ctx, log)
+	return cause
 }
 
 // done records a finished (or skipped) step on disk, then stages its status.

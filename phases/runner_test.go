@@ -229,7 +229,8 @@ func stager(w *writes, conds []metav1.Condition) *status.Stager {
 
 // stopOn is a stop signal that stops with ErrStopped once shutdown is done
 // and with ErrSuperseded once changed is closed (nil: never).
-func stopOn(t *testing.T, shutdown context.Context, changed <-chan struct{}) *phases.Stop {
+func stopOn(t *testing.T, shutdown context.Context, changed <-chan struct{}) phases.Signals {
+	t.Helper()
 	superseded := func() bool {
 		select {
 		case <-changed:
@@ -238,9 +239,7 @@ func stopOn(t *testing.T, shutdown context.Context, changed <-chan struct{}) *ph
 			return false
 		}
 	}
-	stop, release := phases.NewStop(shutdown, 0, superseded)
-	t.Cleanup(release)
-	return stop
+	return phases.Signals{Shutdown: shutdown, Superseded: superseded}
 }
 
 const empty = `{"ignition":{"version":"3.4.0"}}`

@@ -45,7 +45,7 @@ func (r *Runner) Event(onNode, warning bool, reason, message string) {
 func (r *Runner) Warn(reason, message string) { r.Event(true, true, reason, message) }
 
 // Interrupt is done when a step that may wait without end should give up.
-func (r *Runner) Interrupt() context.Context { return r.Stop.Interrupt() }
+func (r *Runner) Interrupt() context.Context { return r.stop.Interrupt() }
 
 func (r *Runner) Configs() Configs { return r.Env.Configs }
 func (r *Runner) Cluster() Cluster { return r.Env.Cluster }

@@ -2,44 +2,88 @@ package phases
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
 )
 
-// Stop is an update's one stop signal: it says why the update stops, as
-// ErrStopped (the daemon shuts down) or ErrSuperseded (the node's desired
-// config changed), and its Context is done once it does. What each cause
-// stops:
-//   - ErrStopped: the run, between two steps; a phase's Wait, at once; a
-//     step that may wait without end (a blocked drain), a grace period
-//     later, so that a drain close to its end may finish.
-//   - ErrSuperseded: only what holds the node before anything is written:
-//     the Wait and Run of the phases with OnSuperseded (the cordon and the
-//     drain), at once. From the phase that Commits (the write) on, the
-//     update runs to its end, and the new config's update starts from
-//     what it wrote.
+// ErrStopped is the cause of a stop for the daemon's shutdown: the runner
+// stops between two steps, and the update resumes at the next start.
+var ErrStopped = errors.New("stopped between steps for shutdown")
+
+// ErrSuperseded is the cause of a stop for a new desired config: the steps
+// that hold the node before anything is written (a wait, a blocked drain)
+// give up and undo what they hold; the daemon goes on with the new config
+// at once.
+var ErrSuperseded = errors.New("stopped: the node's desired config changed")
+
+// ErrPaused is the cause of a stop for the node's pause annotation, which
+// cuts only the steps marked Pausable (the drain): their Undo gives the
+// cordon back, and the update waits at its cordon until the pause ends.
+// Errors for a pause are *PausedError, which errors.Is matches to it.
+var ErrPaused = errors.New("stopped: the node was paused")
+
+// PausedError is the cause of a stop for a pause, with what the pause
+// says (the Hold's message names who paused the node and why).
+type PausedError struct{ Hold Hold }
+
+func (e *PausedError) Error() string        { return ErrPaused.Error() + " (" + e.Hold.Message + ")" }
+func (e *PausedError) Is(target error) bool { return target == ErrPaused }
+
+// isCut reports whether cause cuts a step with an Undo short: a new
+// desired config or a pause, not a shutdown (a step cut by a shutdown runs
+// again at the next start, holding what it held).
+func isCut(cause error) bool {
+	return errors.Is(cause, ErrSuperseded) || errors.Is(cause, ErrPaused)
+}
+
+// Signals are where an update's stop comes from; the daemon gives them to
+// its Runner, which watches them (Stop). The zero value never stops.
+type Signals struct {
+	// Shutdown is done when the daemon shuts down; nil for never.
+	Shutdown context.Context
+	// Superseded reports whether the node's desired config is no longer the
+	// update's (from the watch cache: no request); nil for never.
+	Superseded func() bool
+	// Grace is how long a step that may wait without end (a drain) may go
+	// on after a shutdown, to finish if it is close to its end.
+	Grace time.Duration
+}
+
+// Stop is an update's one stop signal, watched by one goroutine: its
+// Context is done once the update stops, with one of three causes.
+//   - ErrStopped (the daemon shuts down): the run, between two steps; a
+//     step's Wait, at once; a step that may wait without end (a blocked
+//     drain), a grace period later.
+//   - ErrSuperseded (a new desired config): only the steps with an Undo,
+//     before anything is written (the cordon's wait, the drain, the gate).
+//     From the step that Commits (the write) on, the update runs to its
+//     end, and the new config's update starts from what it wrote.
+//   - ErrPaused (the node's pause annotation): only a step marked Pausable
+//     (the drain), while it runs; everywhere else a pause is a hold that
+//     the waits report.
 //
 // A nil *Stop never stops.
 type Stop struct {
-	shutdown   context.Context
-	superseded func() bool
-	grace      time.Duration
+	sig    Signals
+	paused func() (Hold, bool)
 
 	mu        sync.Mutex
 	ctx       context.Context
 	cancel    context.CancelCauseFunc
 	committed bool
+	pausable  bool
 }
 
-// NewStop returns the stop signal of one update: shutdown is done when the
-// daemon shuts down; superseded reports whether the node's desired config
-// is no longer the update's (read from the watch cache: no request), and
-// is looked at every second until the update commits. release ends it.
-func NewStop(shutdown context.Context, grace time.Duration, superseded func() bool) (stop *Stop, release func()) {
-	s := &Stop{shutdown: shutdown, superseded: superseded, grace: grace}
+// newStop starts watching sig and paused (nil: no pause); release ends it.
+func newStop(sig Signals, paused func() (Hold, bool)) (stop *Stop, release func()) {
+	if sig.Shutdown == nil {
+		sig.Shutdown = context.Background()
+	}
+	s := &Stop{sig: sig, paused: paused}
 	s.arm()
 	done := make(chan struct{})
-	if superseded != nil {
+	if sig.Superseded != nil || paused != nil {
 		go s.watch(done)
 	}
 	return s, func() {
@@ -53,16 +97,16 @@ func NewStop(shutdown context.Context, grace time.Duration, superseded func() bo
 // arm starts a context that a shutdown cancels; s.mu held or not shared.
 func (s *Stop) arm() {
 	ctx, cancel := context.WithCancelCause(context.Background())
-	context.AfterFunc(s.shutdown, func() { cancel(ErrStopped) })
+	context.AfterFunc(s.sig.Shutdown, func() { cancel(ErrStopped) })
 	s.ctx, s.cancel = ctx, cancel
 }
 
-// supersededEvery is how often a running update looks at the node's
-// desired config.
-const supersededEvery = time.Second
+// stopEvery is how often a running update looks at the node's desired
+// config and pause annotation (both from the watch cache: no request).
+const stopEvery = time.Second
 
 func (s *Stop) watch(done <-chan struct{}) {
-	t := time.NewTicker(supersededEvery)
+	t := time.NewTicker(stopEvery)
 	defer t.Stop()
 	for {
 		select {
@@ -70,21 +114,32 @@ func (s *Stop) watch(done <-chan struct{}) {
 			return
 		case <-t.C:
 		}
-		s.mu.Lock()
-		if s.committed || s.ctx.Err() != nil {
-			s.mu.Unlock()
-			return
-		}
-		if s.superseded() {
-			s.cancel(ErrSuperseded)
-		}
-		s.mu.Unlock()
+		s.check()
 	}
 }
 
-// Commit is called as the update reaches the phase that Commits: from
-// then on a new desired config no longer stops it (a superseded signal
-// already given is taken back), only a shutdown does.
+// check looks at the signals once, and stops the update for the first
+// that applies now.
+func (s *Stop) check() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return
+	}
+	if !s.committed && s.sig.Superseded != nil && s.sig.Superseded() {
+		s.cancel(ErrSuperseded)
+		return
+	}
+	if s.pausable && s.paused != nil {
+		if h, ok := s.paused(); ok {
+			s.cancel(&PausedError{Hold: h})
+		}
+	}
+}
+
+// Commit is called as the update reaches the step that Commits: from then
+// on a new desired config no longer stops it (a superseded signal already
+// given is taken back), only a shutdown does.
 func (s *Stop) Commit() {
 	if s == nil {
 		return
@@ -97,8 +152,26 @@ func (s *Stop) Commit() {
 	}
 }
 
-// Cause is why the update stops (ErrStopped, ErrSuperseded), nil while it
-// goes on.
+// Pausable says whether a pause cuts the step that runs now. Entering such
+// a step looks at the pause at once; leaving it takes back a pause signal
+// the step did not act on (it had ended well).
+func (s *Stop) Pausable(on bool) {
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	s.pausable = on
+	if !on && s.ctx.Err() != nil && errors.Is(context.Cause(s.ctx), ErrPaused) {
+		s.arm()
+	}
+	s.mu.Unlock()
+	if on {
+		s.check()
+	}
+}
+
+// Cause is why the update stops (ErrStopped, ErrSuperseded, a
+// *PausedError), nil while it goes on.
 func (s *Stop) Cause() error {
 	if s == nil {
 		return nil
@@ -122,19 +195,19 @@ func (s *Stop) Context() context.Context {
 }
 
 // Interrupt returns a context that is done when a step that may wait
-// without end must give up: at once when superseded, a grace period after
-// a shutdown. Its cause is the Stop's.
+// without end must give up: at once when cut (superseded, paused), a grace
+// period after a shutdown. Its cause is the Stop's.
 func (s *Stop) Interrupt() context.Context {
 	if s == nil {
 		return context.Background()
 	}
 	ctx, cancel := context.WithCancelCause(context.Background())
 	context.AfterFunc(s.Context(), func() {
-		switch c := s.Cause(); c {
-		case ErrSuperseded:
+		switch c := s.Cause(); {
+		case isCut(c):
 			cancel(c)
-		case ErrStopped:
-			time.AfterFunc(s.grace, func() { cancel(c) })
+		case c == ErrStopped:
+			time.AfterFunc(s.sig.Grace, func() { cancel(c) })
 		default:
 			cancel(nil) // the update ended
 		}

@@ -2,6 +2,7 @@ package phases_test
 
 import (
 	"context"
+	"errors"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -17,7 +18,7 @@ func TestStopCauses(t *testing.T) {
 	var changed atomic.Bool
 	shutdown, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stop, release := phases.NewStop(shutdown, 300*time.Millisecond, changed.Load)
+	stop, release := phases.NewStop(phases.Signals{Shutdown: shutdown, Grace: 300 * time.Millisecond, Superseded: changed.Load}, nil)
 	defer release()
 	if stop.Cause() != nil {
 		t.Fatalf("cause %v before anything happened", stop.Cause())
@@ -51,5 +52,38 @@ func TestStopCauses(t *testing.T) {
 	<-interrupt.Done()
 	if context.Cause(interrupt) != phases.ErrStopped || time.Since(start) < 300*time.Millisecond {
 		t.Errorf("interrupt %v after %v, want ErrStopped after the grace", context.Cause(interrupt), time.Since(start))
+	}
+}
+
+// A pause cuts only a Pausable step, while it runs: it is looked at as the
+// step starts, its cause carries the pause's message, and leaving the step
+// takes back a pause signal the step did not act on.
+func TestStopPause(t *testing.T) {
+	var paused atomic.Bool
+	hold := func() (phases.Hold, bool) {
+		return phases.Hold{Kind: phases.HoldPaused, Message: "Paused by ops"}, paused.Load()
+	}
+	stop, release := phases.NewStop(phases.Signals{}, hold)
+	defer release()
+	paused.Store(true)
+	time.Sleep(1500 * time.Millisecond) // a watch round: no step is Pausable yet
+	if c := stop.Cause(); c != nil {
+		t.Fatalf("cause %v outside a Pausable step, want none", c)
+	}
+	interrupt := stop.Interrupt()
+	stop.Pausable(true)
+	c := stop.Cause()
+	var pe *phases.PausedError
+	if !errors.Is(c, phases.ErrPaused) || errors.Is(c, phases.ErrSuperseded) || !errors.As(c, &pe) ||
+		pe.Hold.Message != "Paused by ops" {
+		t.Fatalf("cause %v as a Pausable step starts, want ErrPaused with the hold", c)
+	}
+	<-interrupt.Done()
+	if !errors.Is(context.Cause(interrupt), phases.ErrPaused) {
+		t.Errorf("interrupt cause %v, want ErrPaused at once", context.Cause(interrupt))
+	}
+	stop.Pausable(false)
+	if c := stop.Cause(); c != nil {
+		t.Errorf("cause %v after the Pausable step, want none", c)
 	}
 }

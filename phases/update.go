@@ -63,7 +63,7 @@ func List(o ListOptions) []Phase {
 		// hold the cordon and the drain, or, for an update that drains
 		// nothing, the gate before its first write.
 		cluster(WaitFirst(Cordon())), // cordon.go: the waits, the pod check, then the cordon
-		cluster(Pausable(Drain())),   // drain.go: a pause stops it
+		cluster(Drain()),             // drain.go: a pause stops it
 		cluster(Gate()),              // waits.go
 		[]Phase{
 			write,        // write.go: files, units, SSH keys, OS; journaled

@@ -2,12 +2,10 @@ package phases
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -50,12 +48,6 @@ type Hold struct {
 	// the gate looks again then at the latest.
 	Until time.Time
 }
-
-// ErrPaused is returned by a drain stopped for the node's pause annotation:
-// its cordon was given back. It wraps ErrSuperseded, so that the
-// daemon runs the update again at once and its gate waits for the pause to
-// end.
-var ErrPaused = fmt.Errorf("stopped: the node was paused: %w", ErrSuperseded)
 
 // gateEvery is how often a held update looks again at what holds it (the
 // pause annotation and a ConfigMap come from watch caches; the pods are one
@@ -175,15 +167,6 @@ func WaitFirst(p Phase) Phase {
 	return p
 }
 
-// Pausable makes a pause stop p's run as a new desired config does (the
-// drain: it then gives back the cordon, and the update waits in the
-// cordon's gate); a window that closes does not cut a started update off.
-func Pausable(p Phase) Phase {
-	run := p.Run
-	p.Run = func(ctx context.Context, d Data) (Outcome, error) { return pausableDrain(ctx, d, run) }
-	return p
-}
-
 // Gate is the wait of an update that is not cordoned (a rebootless one)
 // before its first write: the pause, and the windows when they hold every
 // update. A new desired config during the wait replaces the update
@@ -202,8 +185,8 @@ func Gate() Phase {
 			}
 			return true, ""
 		},
-		Wait:         func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d)) },
-		OnSuperseded: supersededCordon,
+		Wait: func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d)) },
+		Undo: undoCordonFor,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			return Outcome{Message: "Nothing holds the update"}, nil
 		},
@@ -215,67 +198,3 @@ func ran(rec *progress.Record, name string) bool {
 	st := rec.Step(name)
 	return st != nil && !st.Skipped
 }
-
-// pausableDrain runs the drain so that a pause stops it as a new desired
-// config does: supersededCordon gives back the cordon, and
-// the Cordoned condition says it was the pause.
-func pausableDrain(ctx context.Context, d Data, run func(context.Context, Data) (Outcome, error)) (Outcome, error) {
-	w := d.Waits()
-	if w == nil {
-		return run(ctx, d)
-	}
-	if h, paused := w.Paused(); paused {
-		return Outcome{}, givenBackForPause(ctx, d, h)
-	}
-	// The drain's interrupt, with a pause as one more cause: a pause
-	// stops it as a new desired config does.
-	stop, stopNow := context.WithCancelCause(context.Background())
-	defer stopNow(nil)
-	inner := d.Interrupt()
-	defer context.AfterFunc(inner, func() { stopNow(context.Cause(inner)) })()
-	paused := make(chan Hold, 1)
-	go func() {
-		for {
-			select {
-			case <-stop.Done():
-				return
-			case <-time.After(time.Second):
-			}
-			if h, ok := w.Paused(); ok {
-				paused <- h
-				stopNow(ErrSuperseded)
-				return
-			}
-		}
-	}()
-	out, err := run(ctx, pausedData{Data: d, stop: stop})
-	if !errors.Is(err, ErrSuperseded) {
-		return out, err
-	}
-	select {
-	case h := <-paused:
-		LogFrom(ctx, zap.NewNop()).Info("Drain stopped: the node was paused; cordon given back")
-		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned),
-			"Uncordoned: the node was paused before anything was written ("+h.Message+")")
-		return Outcome{}, ErrPaused
-	default:
-		return out, err
-	}
-}
-
-// givenBackForPause gives back the cordon of a drain that has not
-// started, for a pause.
-func givenBackForPause(ctx context.Context, d Data, h Hold) error {
-	if _, err := giveBack(ctx, d, "Uncordoned: the node was paused before anything was written ("+h.Message+")"); err != nil {
-		return fmt.Errorf("giving back the cordon of node %s for its pause: %w", d.Update().Node, err)
-	}
-	return ErrPaused
-}
-
-// pausedData is the drain's view: its Superseded fires on a pause too.
-type pausedData struct {
-	Data
-	stop context.Context
-}
-
-func (p pausedData) Interrupt() context.Context { return p.stop }

@@ -149,7 +149,7 @@ func TestGateHoldsCordon(t *testing.T) {
 }
 
 // A pause during a drain stops it: the cordon is lifted, Cordoned says it was the pause, and the run stops with ErrPaused
-// (an ErrSuperseded, so the daemon runs it again at once, into the gate).
+// (its own cause, not a new desired config's: the daemon runs it again at once, into the gate).
 func TestPauseStopsDrain(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{drainBlocks: true}, &systemdtest.Fake{}, &writes{}
@@ -157,9 +157,16 @@ func TestPauseStopsDrain(t *testing.T) {
 	fw := &fakeWaits{}
 	cl.onDrain = func() { fw.mu.Lock(); fw.paused = true; fw.mu.Unlock() }
 	r.Env.Waits = fw
+	o := &observer{}
+	r.Env.Observer = o
 	err := r.Run(context.Background())
-	if !errors.Is(err, phases.ErrPaused) || !errors.Is(err, phases.ErrSuperseded) {
+	if !errors.Is(err, phases.ErrPaused) || errors.Is(err, phases.ErrSuperseded) {
 		t.Fatalf("Run: %v, want ErrPaused", err)
+	}
+	for _, c := range o.calls {
+		if strings.HasPrefix(c, "finished") {
+			t.Errorf("observer told %q: a paused update has not finished", c)
+		}
 	}
 	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
 		t.Errorf("cluster calls %s", got)
