@@ -52,7 +52,19 @@ func writeUsage(w io.Writer) {
 	for _, c := range commands() {
 		fmt.Fprintf(w, "  %s\n      %s\n", strings.TrimSpace("nodeconfd "+c.name+" "+c.args), c.summary)
 	}
-	fmt.Fprint(w, "\nRun \"nodeconfd <command> --help\" for a command's flags.\n")
+	fmt.Fprint(w, "\nRun \"nodeconfd <command> --help\" for a command's flags.\n\nReference (in the source tree):\n")
+	for _, d := range referencePages {
+		fmt.Fprintf(w, "  %-24s %s\n", d.path, d.what)
+	}
+}
+
+// referencePages are the docs/ pages the usage points to; the README links
+// the same ones.
+var referencePages = []struct{ path, what string }{
+	{"docs/operations.md", "flags, refusals, pause, windows, blocking pods, alerts, reboots, surge, plan, once-from"},
+	{"docs/status.md", "the MachineConfigNode status: conditions, reasons, Events, annotations"},
+	{"docs/controller.md", "pools, rendering, rollout order and budget"},
+	{"docs/metrics.md", "metrics and alerting rules"},
 }
 
 func isHelp(arg string) bool {

@@ -6,6 +6,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -73,6 +74,14 @@ func TestUsageListsEveryCommand(t *testing.T) {
 	for _, c := range commands() {
 		if !strings.Contains(b.String(), "\n  nodeconfd "+c.name) {
 			t.Errorf("usage does not list %s:\n%s", c.name, b.String())
+		}
+	}
+	for _, d := range referencePages { // the pages exist, and the README links them too
+		if _, err := os.Stat(filepath.Join("..", "..", d.path)); err != nil || !strings.Contains(b.String(), d.path) {
+			t.Errorf("usage points to %s: %v", d.path, err)
+		}
+		if readme, err := os.ReadFile("../../README.md"); err != nil || !strings.Contains(string(readme), "("+d.path+")") {
+			t.Errorf("README does not link %s (%v)", d.path, err)
 		}
 	}
 	for _, arg := range []string{"-h", "--help", "help"} {
