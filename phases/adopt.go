@@ -77,10 +77,7 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 	if c := st.Find(status.NodeDegraded); c != nil && c.Status != metav1.ConditionFalse {
 		st.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage)
 	}
-	st.SetVersions(u.DesiredName, u.DesiredName)
-	if err := st.Flush(ctx); err != nil {
-		return Outcome{}, fmt.Errorf("writing MachineConfigNode status: %w", err)
-	}
+	st.SetVersions(u.DesiredName, u.DesiredName) // written by the runner as the update ends here (Complete)
 	log.Info("Adopted the desired config: the node already matches it")
 	if d.Drift() != nil {
 		if err := d.Drift().Watch(ctx, cfg); err != nil {

@@ -230,7 +230,8 @@ type Data interface {
 	// SaveProgress writes the progress record to the node now.
 	SaveProgress() error
 	// Report sets the running phase's condition message (live progress)
-	// and writes the status at once.
+	// and writes the status at once. The runner logs a failed write; a
+	// step may go on without it (best effort) or fail on it.
 	Report(ctx context.Context, message string) error
 	// Clock is the time now, from the runner's clock.
 	Clock() time.Time
@@ -315,6 +316,10 @@ type Outcome struct {
 	// Complete ends the update after this phase: the rest is not needed
 	// (an adoption).
 	Complete bool
+	// WriteNow writes the status as the phase ends, before the next phase
+	// changes it (give-back's Cordoned, before detect resets the
+	// conditions); a failed write is logged, not the update's failure.
+	WriteNow bool
 }
 
 // Phase is one step of the update.

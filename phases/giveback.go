@@ -50,11 +50,8 @@ func GiveBack() Phase {
 			log := LogFrom(ctx, zap.NewNop())
 			log.Info("Replaced update gave back its cordon", zap.String("replaced", rp.Desired),
 				zap.String("result", outcome))
-			// Cordoned says so before the new update's status starts.
-			if err := d.Stager().Flush(ctx); err != nil {
-				log.Warn("Cannot write the status of the replaced update", zap.Error(err))
-			}
-			return Outcome{Message: "The replaced update to " + rp.Desired + " gave back: " + outcome}, nil
+			// Cordoned says so before the new update's status starts (WriteNow).
+			return Outcome{Message: "The replaced update to " + rp.Desired + " gave back: " + outcome, WriteNow: true}, nil
 		},
 	}
 }

@@ -243,13 +243,9 @@ func watchHealth(ctx context.Context, d Data, c gateCheck) (gateResult, error) {
 		case <-ctx.Done():
 			return gateResult{}, ctx.Err()
 		case <-interrupt.Done():
-			// The update committed at its write: only a shutdown stops
-			// it (the check runs again at the next start), not a new
-			// desired config, which a resumed update may still be told of.
-			if context.Cause(interrupt) != ErrSuperseded {
-				return gateResult{}, ErrStopped
-			}
-			interrupt = context.Background()
+			// The update committed at its write, so only a shutdown
+			// interrupts it (Stop): the check runs again at the next start.
+			return gateResult{}, ErrStopped
 		case <-time.After(g.interval()):
 		}
 	}

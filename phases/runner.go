@@ -269,6 +269,11 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		return err
 	}
 	r.event(p, out.Message, took)
+	if out.WriteNow {
+		if err := r.Flush(ctx); err != nil {
+			log.Warn("Cannot write the status at the end of the phase", zap.Error(err))
+		}
+	}
 	if out.Complete {
 		return r.complete(ctx, p, out)
 	}

@@ -107,7 +107,10 @@ func (r *Runner) event(p *Phase, msg string, took time.Duration) {
 	r.Events.Event(p.EventOnNode, false, r.cond(p), fmt.Sprintf("%s (%s)", msg, took))
 }
 
-// Report sets the running phase's condition message and writes it.
+// Report sets the running phase's condition message and writes it. A
+// failed write is logged here, once: live progress is best effort, so most
+// steps go on without it (the next write brings the status up to date);
+// the reboot fails on it, not to go down unannounced.
 func (r *Runner) Report(ctx context.Context, message string) error {
 	if r.current == nil {
 		return nil
@@ -118,7 +121,11 @@ func (r *Runner) Report(ctx context.Context, message string) error {
 	} else {
 		r.set(c, metav1.ConditionUnknown, status.Reason(c), message)
 	}
-	return r.Flush(ctx)
+	err := r.Flush(ctx)
+	if err != nil {
+		r.log().Warn("Cannot write the step's progress", zap.String("phase", r.current.Name), zap.Error(err))
+	}
+	return err
 }
 
 // flushSuperseded writes what a superseded phase staged (the uncordon). A
