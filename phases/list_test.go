@@ -2,7 +2,9 @@ package phases_test
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"sync/atomic"
 	"testing"
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
@@ -66,5 +68,51 @@ func TestAddedStepRuns(t *testing.T) {
 	}
 	if st := r.Record.Step("audit"); st == nil || st.Message != "Audited" {
 		t.Errorf("the record has %+v for the added step", st)
+	}
+}
+
+// A made-up gate is one more value in the list too: a step that holds
+// something (here a lease) before anything is written, waits on it, and
+// gives it back in its Undo. A new desired config during its wait cuts it:
+// the runner calls the Undo with the cause and stops the run, with nothing
+// written.
+func TestAddedGateIsUndone(t *testing.T) {
+	var held, undone atomic.Bool
+	var cause error
+	changed := make(chan struct{})
+	lease := phases.Phase{
+		Name: "lease", Group: status.UpdateExecuted, Starting: "Holding the lease",
+		Wait: func(ctx context.Context, _ phases.Data) error {
+			held.Store(true)
+			close(changed) // the desired config changes while the gate waits
+			<-ctx.Done()   // the runner ends the wait for the cut
+			return ctx.Err()
+		},
+		Undo: func(_ context.Context, _ phases.Data, c error) error {
+			undone.Store(held.Load())
+			cause = c
+			return nil
+		},
+		Run: func(context.Context, phases.Data) (phases.Outcome, error) {
+			return phases.Outcome{}, errors.New("the gate ran after it was cut")
+		},
+	}
+	list := phases.All()
+	i := slices.IndexFunc(list, func(p phases.Phase) bool { return p.Name == "prepare" })
+	list = slices.Insert(list, i+1, lease) // the one line
+
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/var/lib/kubelet/config.json", "x")}, h, cl, units, w)
+	r.Phases = list
+	r.Stop = stopOn(t, context.Background(), changed)
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrSuperseded) {
+		t.Fatalf("Run: %v, want ErrSuperseded", err)
+	}
+	if !undone.Load() || !errors.Is(cause, phases.ErrSuperseded) {
+		t.Errorf("Undo called: %v, with cause %v; want it called with ErrSuperseded", undone.Load(), cause)
+	}
+	if r.Record.Done("lease") || len(h.written) != 0 {
+		t.Errorf("after the cut: steps %+v, written %v", r.Record.Steps, h.written)
 	}
 }
