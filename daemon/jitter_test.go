@@ -96,7 +96,7 @@ func TestStartCounts(t *testing.T) {
 		if ctx == nil {
 			ctx = context.Background()
 		}
-		d := &Daemon{StartJitter: tt.jitter, UpdateSpread: time.Microsecond, Env: phases.Env{Host: host},
+		d := &Daemon{StartJitter: tt.jitter, UpdateSpread: time.Microsecond, Env: phases.Env{Ports: phases.Ports{Host: host}},
 			Log: zaptest.NewLogger(t), API: &kube.Client{API: nodesAPI{nodes: tt.nodes}, NodeName: "worker-1"}}
 		for i := 0; i < 5; i++ {
 			err := d.waitStartDelay(ctx)
@@ -121,7 +121,7 @@ func TestStartCounts(t *testing.T) {
 // not overflow, is not kept on the node, and gives the widest window.
 func TestCountNodesMadeUp(t *testing.T) {
 	host := &stateHost{files: map[string]string{}}
-	d := &Daemon{Env: phases.Env{Host: host}, Log: zaptest.NewLogger(t),
+	d := &Daemon{Env: phases.Env{Ports: phases.Ports{Host: host}}, Log: zaptest.NewLogger(t),
 		API: &kube.Client{API: nodesAPI{nodes: &countingNodes{nodes: 1 << 62}}, NodeName: "worker-1"}}
 	n, err := d.countNodes(context.Background())
 	if err != nil || n != kube.MaxNodes+1 {

@@ -123,7 +123,7 @@ func TestSpreadWait(t *testing.T) {
 	newDaemon := func(count *countingNodes) *Daemon {
 		return &Daemon{API: &kube.Client{API: nodesAPI{nodes: count}, NodeName: "worker-7"},
 			Log: zaptest.NewLogger(t), Now: func() time.Time { return now },
-			Env:          phases.Env{Observer: obs, Host: &stateHost{files: map[string]string{}}},
+			Env:          phases.Env{Observer: obs, Ports: phases.Ports{Host: &stateHost{files: map[string]string{}}}},
 			UpdateSpread: SuggestedUpdateSpread, mcn: &mcfgv1.MachineConfigNode{}}
 	}
 	want := spreadDelay("worker-7", "rendered-b", 1000, SuggestedUpdateSpread)

@@ -49,11 +49,11 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 	if !lost {
 		updating.Message += updateFromApplied(ctx, d) // appliedname.go
 	}
-	if err := CheckOnDisk(ctx, d.Host(), d.Units(), cfg); err != nil {
+	if err := CheckOnDisk(ctx, d.Ports().Host, d.Ports().Units, cfg); err != nil {
 		log.Info("Node is not known to run a config and differs from the desired config; updating it", zap.Error(err))
 		return updating, nil
 	}
-	if err := CheckOS(ctx, d.OS(), cfg); err != nil {
+	if err := CheckOS(ctx, d.Ports().OS, cfg); err != nil {
 		log.Info("Node is not known to run a config and its booted OS differs from the desired config; updating it",
 			zap.Error(err))
 		return updating, nil
@@ -61,14 +61,14 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 	if lost {
 		// The record that said whether the lost update held a cordon is
 		// gone: lift the daemon's cordon.
-		if err := d.Cluster().Uncordon(ctx); err != nil {
+		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 			return Outcome{}, err
 		}
 	}
-	if err := d.Cluster().SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
+	if err := d.Ports().Cluster.SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
 		return Outcome{}, err
 	}
-	if err := SaveApplied(d.Host(), mc); err != nil {
+	if err := SaveApplied(d.Ports().Host, mc); err != nil {
 		return Outcome{}, err
 	}
 	st := d.Stager()
@@ -79,8 +79,8 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 	}
 	st.SetVersions(u.DesiredName, u.DesiredName) // written by the runner as the update ends here (Complete)
 	log.Info("Adopted the desired config: the node already matches it")
-	if d.Drift() != nil {
-		if err := d.Drift().Watch(ctx, cfg); err != nil {
+	if d.Ports().Drift != nil {
+		if err := d.Ports().Drift.Watch(ctx, cfg); err != nil {
 			return Outcome{}, fmt.Errorf("starting the config drift monitor: %w", err)
 		}
 	}
@@ -102,13 +102,13 @@ func adoptConfig(ctx context.Context, d Data, lost bool) (*mcfgv1.MachineConfig,
 	var mc *mcfgv1.MachineConfig
 	var err error
 	if lost && u.NodeCurrent == u.DesiredName {
-		mc, _, err = CurrentConfig(ctx, d.Host(), d.Configs(), u.DesiredName)
-	} else if mc, err = d.Configs().MachineConfig(ctx, u.DesiredName); err != nil {
+		mc, _, err = CurrentConfig(ctx, d.Ports().Host, d.Ports().Configs, u.DesiredName)
+	} else if mc, err = d.Ports().Configs.MachineConfig(ctx, u.DesiredName); err != nil {
 		err = fmt.Errorf("fetching MachineConfig %q: %w", u.DesiredName, err)
 	}
 	if err != nil {
 		return nil, plan.Config{}, err
 	}
-	cfg, err := plan.ParseWithLimits(mc, d.Limits())
+	cfg, err := plan.ParseWithLimits(mc, d.Ports().Limits)
 	return mc, cfg, err
 }

@@ -78,21 +78,21 @@ func CurrentConfig(ctx context.Context, host Host, configs Configs, name string)
 
 // fetchCurrent parses the config the update starts from.
 func fetchCurrent(ctx context.Context, d Data, name string) (plan.Config, error) {
-	mc, _, err := CurrentConfig(ctx, d.Host(), d.Configs(), name)
+	mc, _, err := CurrentConfig(ctx, d.Ports().Host, d.Ports().Configs, name)
 	if err != nil {
 		return plan.Config{}, err
 	}
-	return plan.ParseWithLimits(mc, d.Limits())
+	return plan.ParseWithLimits(mc, d.Ports().Limits)
 }
 
 // fetchDesired fetches and parses the update's desired config from the API
 // server and keeps the object, which Finish saves on the node.
 func fetchDesired(ctx context.Context, d Data) (plan.Config, error) {
 	u := d.Update()
-	mc, err := d.Configs().MachineConfig(ctx, u.DesiredName)
+	mc, err := d.Ports().Configs.MachineConfig(ctx, u.DesiredName)
 	if err != nil {
 		return plan.Config{}, fmt.Errorf("fetching MachineConfig %q: %w", u.DesiredName, err)
 	}
 	u.DesiredObject = mc
-	return plan.ParseWithLimits(mc, d.Limits())
+	return plan.ParseWithLimits(mc, d.Ports().Limits)
 }

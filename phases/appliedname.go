@@ -40,7 +40,7 @@ func AppliedName(host Host) (string, error) {
 // instead of leaving it behind. It says so for the adoption's message.
 func updateFromApplied(ctx context.Context, d Data) string {
 	u := d.Update()
-	from, err := AppliedName(d.Host())
+	from, err := AppliedName(d.Ports().Host)
 	if err != nil {
 		LogFrom(ctx, zap.NewNop()).Warn("Cannot read the config kept on the node", zap.Error(err))
 		return ""

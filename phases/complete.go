@@ -26,7 +26,7 @@ func Validate() Phase {
 		Name: progress.StepValidate, Group: status.UpdateComplete,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			cfg := d.Update().Desired
-			if err := CheckOnDisk(ctx, d.Host(), d.Units(), cfg); err != nil {
+			if err := CheckOnDisk(ctx, d.Ports().Host, d.Ports().Units, cfg); err != nil {
 				return Outcome{}, fmt.Errorf("validating the node against %s: %w", d.Update().DesiredName, err)
 			}
 			return Outcome{Message: fmt.Sprintf("Validated %s and %s", plan.Plural(len(cfg.Files), "file"), plan.Plural(len(cfg.Units), "unit"))}, nil
@@ -76,7 +76,7 @@ func Uncordon() Phase {
 			return false, "Node was not cordoned for this update"
 		},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
-			if err := d.Cluster().Uncordon(ctx); err != nil {
+			if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 				return Outcome{}, err
 			}
 			d.Progress().CordonedByUs = false
@@ -92,16 +92,16 @@ func SetCurrent() Phase {
 		Name: progress.StepSetCurrent, Group: status.UpdateComplete,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
-			if err := d.Cluster().SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
+			if err := d.Ports().Cluster.SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
 				return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
 			}
 			// After the annotation: until then the update diffs against
 			// the copy of the config it started from (a restart here runs
 			// this step again).
-			if err := SaveApplied(d.Host(), u.DesiredObject); err != nil {
+			if err := SaveApplied(d.Ports().Host, u.DesiredObject); err != nil {
 				return Outcome{}, err
 			}
-			d.SetCurrentVersion(u.DesiredName)
+			d.Stager().SetCurrentVersion(u.DesiredName)
 			msg := "Node is running config " + u.DesiredName
 			if v := d.Progress().Step(progress.StepValidate); v != nil {
 				msg += " (" + v.Message + ")"
@@ -117,8 +117,8 @@ func Resume() Phase {
 		Name: progress.StepResume, Group: status.Resumed, Quick: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
-			if d.Drift() != nil {
-				if err := d.Drift().Watch(ctx, u.Desired); err != nil {
+			if d.Ports().Drift != nil {
+				if err := d.Ports().Drift.Watch(ctx, u.Desired); err != nil {
 					return Outcome{}, fmt.Errorf("starting the config drift monitor: %w", err)
 				}
 			}

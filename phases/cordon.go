@@ -49,7 +49,7 @@ func Cordon() Phase {
 			if d.Progress().CordonedByUs {
 				return nil
 			}
-			if err := d.Cluster().CheckDrain(ctx); err != nil {
+			if err := d.Ports().Cluster.CheckDrain(ctx); err != nil {
 				return fmt.Errorf("checking the pods of node %s before the cordon: %w", d.Update().Node, err)
 			}
 			return nil
@@ -71,7 +71,7 @@ func Cordon() Phase {
 					return Outcome{}, err
 				}
 			}
-			cordoned, err := d.Cluster().Cordon(ctx)
+			cordoned, err := d.Ports().Cluster.Cordon(ctx)
 			if err != nil {
 				return Outcome{}, err
 			}
@@ -135,7 +135,7 @@ func release(ctx context.Context, d Data, cordonDone, writeStarted bool, uncordo
 		outcome = "the node stays cordoned (it was cordoned before the update)"
 	}
 	if rec.CordonedByUs {
-		if err := d.Cluster().Uncordon(ctx); err != nil {
+		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 			return "", err
 		}
 		rec.CordonedByUs = false

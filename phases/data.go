@@ -222,32 +222,20 @@ type Drift interface {
 	Watch(ctx context.Context, cfg plan.Config) error
 }
 
-// Data is what a phase sees of the update and of the node.
+// Data is what a step sees: the update and its record, the ports it acts
+// on, and the runner's reporter (the status, Events and metrics, which only
+// the runner writes).
 type Data interface {
 	// Update is the update in progress: names, parsed configs, plan.
 	Update() *Update
 	Progress() *progress.Record
 	// SaveProgress writes the progress record to the node now.
 	SaveProgress() error
-	// Report sets the running phase's condition message (live progress)
-	// and writes the status at once. The runner logs a failed write; a
-	// step may go on without it (best effort) or fail on it.
-	Report(ctx context.Context, message string) error
+	// Ports are what the step acts on: the API objects, the node's files,
+	// systemd, the OS updater, the policies and gates in force.
+	Ports() *Ports
 	// Clock is the time now, from the runner's clock.
 	Clock() time.Time
-	// SetDesiredVersion and SetCurrentVersion stage status.configVersion.
-	SetDesiredVersion(name string)
-	SetCurrentVersion(name string)
-	// SetCondition stages a condition other than the running phase's own.
-	SetCondition(t string, s metav1.ConditionStatus, reason, msg string)
-	// Stager is the node's MachineConfigNode status, for the phases that
-	// stage more than conditions (detect's reset, an adoption).
-	Stager() *status.Stager
-	// Event records an Event on the MachineConfigNode, and on the Node too
-	// when onNode is set; warning marks failures.
-	Event(onNode, warning bool, reason, message string)
-	// Warn records a Warning Event on the node and its MachineConfigNode.
-	Warn(reason, message string)
 	// Interrupt is done when a step that can wait without end (a blocked
 	// drain) should give up: context.Cause says why, ErrSuperseded (the
 	// node's desired config changed) or ErrPaused (a pause, for a Pausable
@@ -255,32 +243,31 @@ type Data interface {
 	// ErrStopped (the daemon shuts down: the step runs again at the next
 	// start). See Stop.
 	Interrupt() context.Context
+	Reporter
+}
 
-	Configs() Configs
-	Cluster() Cluster
-	Host() Host
-	Units() Units
-	// OS is nil when the node has no OS updater.
-	OS() OSUpdater
-	// Policy is the node disruption policy in force, or why there is none
-	// (prepare then refuses the update, naming the policy's field).
-	Policy() (plan.Policy, error)
-	Drift() Drift
-	// Limits caps the decoded size of the configs parsed.
-	Limits() plan.Limits
-	// ConfigRule is the desired config names the node accepts.
-	ConfigRule() plan.ConfigRule
-	// Waits is what may hold the update (pause, windows, blocking pods);
-	// nil for none. Waiting tells the metrics which wait holds the update
-	// ("" once none does, see Observer); Note records a Normal Event (see
-	// waits.go).
-	Waits() Waits
-	Waiting(reason string)
+// Reporter is how a step shows itself; the runner writes what it stages.
+type Reporter interface {
+	// Report sets the running phase's condition message (live progress)
+	// and writes the status at once. The runner logs a failed write; a
+	// step may go on without it (best effort) or fail on it.
+	Report(ctx context.Context, message string) error
+	// SetCondition stages a condition other than the running phase's own.
+	SetCondition(t string, s metav1.ConditionStatus, reason, msg string)
+	// Stager is the node's MachineConfigNode status, for the phases that
+	// stage more than conditions (detect's reset, the config versions, an
+	// adoption); the runner writes it.
+	Stager() *status.Stager
+	// Event records an Event on the MachineConfigNode, and on the Node too
+	// when onNode is set; warning marks failures. Warn records a Warning
+	// Event and Note a Normal one, both on the Node and its
+	// MachineConfigNode.
+	Event(onNode, warning bool, reason, message string)
+	Warn(reason, message string)
 	Note(reason, message string)
-	// Health is the post-update health gate; nil when there is none.
-	Health() *HealthGate
-	// RebootRequests clears answered reboot requests; nil for none.
-	RebootRequests() RebootRequests
+	// Waiting tells the metrics which wait holds the update ("" once none
+	// does, see Observer).
+	Waiting(reason string)
 }
 
 // Update is one update of the node, filled in as the phases run.

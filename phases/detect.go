@@ -29,7 +29,7 @@ func Detect() Phase {
 			d.Stager().ResetForUpdate()
 			d.Stager().SetIrreconcilableChanges(nil) // they described the config refused before
 			d.SetCondition(status.Updated, metav1.ConditionFalse, status.Updated, msg)
-			if err := d.Cluster().SetNodeState(ctx, "", StateWorking, ""); err != nil {
+			if err := d.Ports().Cluster.SetNodeState(ctx, "", StateWorking, ""); err != nil {
 				return Outcome{}, err
 			}
 			return Outcome{Message: msg}, nil

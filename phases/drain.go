@@ -30,7 +30,7 @@ func Drain() Phase {
 			dctx, cancel := context.WithCancel(ctx)
 			defer cancel()
 			defer context.AfterFunc(interrupt, cancel)()
-			res, err := d.Cluster().Drain(dctx, drainProgress{ctx: ctx, d: d})
+			res, err := d.Ports().Cluster.Drain(dctx, drainProgress{ctx: ctx, d: d})
 			if err != nil && dctx.Err() != nil && ctx.Err() == nil {
 				return Outcome{}, context.Cause(interrupt) // cut: the runner undoes the cordon (Undo)
 			}

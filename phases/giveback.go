@@ -66,14 +66,14 @@ func rollBackReplaced(ctx context.Context, d Data, rp *progress.Replaced) error 
 		return &StepError{Phase: progress.StepWrite, Condition: status.AppliedFilesAndOS,
 			Err: fmt.Errorf("rolling back the write of %s, which a new desired config replaced: %w", rp.Desired, err)}
 	}
-	pending, err := d.Host().PendingTxns()
+	pending, err := d.Ports().Host.PendingTxns()
 	if err != nil {
 		return fail(err)
 	}
 	if !slices.Contains(pending, rp.Desired) {
 		return nil // never begun, or already rolled back
 	}
-	txn, err := d.Host().BeginTxn(rp.Desired)
+	txn, err := d.Ports().Host.BeginTxn(rp.Desired)
 	if err != nil {
 		return fail(err)
 	}

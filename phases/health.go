@@ -96,7 +96,7 @@ func (g *HealthGate) observe(result string) {
 // gateNeeded is the gate's Needed: a reboot update checks at least that the
 // Node is Ready again; a rebootless one only what the flags list.
 func gateNeeded(d Data) (bool, string) {
-	g := d.Health()
+	g := d.Ports().Health
 	switch {
 	case g == nil || g.Probe == nil:
 		return false, "No health gate is configured"
@@ -153,22 +153,22 @@ func checkDesired(ctx context.Context, d Data) (Outcome, bool, error) {
 		}
 	}
 	res, err := watchHealth(ctx, d, gateCheck{config: u.DesiredName, ready: u.Action.Kind == plan.ActionReboot,
-		since: d.Progress().RebootRequestedAt, deadline: h.StartedAt.Add(d.Health().Timeout)})
+		since: d.Progress().RebootRequestedAt, deadline: h.StartedAt.Add(d.Ports().Health.Timeout)})
 	if err != nil {
 		return Outcome{}, false, err
 	}
 	if res.healthy {
-		if err := d.Health().Probe.ClearFailedConfig(ctx, u.DesiredName); err != nil {
+		if err := d.Ports().Health.Probe.ClearFailedConfig(ctx, u.DesiredName); err != nil {
 			return Outcome{}, false, fmt.Errorf("removing the failedConfig annotation: %w", err)
 		}
-		d.Health().observe("passed")
+		d.Ports().Health.observe("passed")
 		return Outcome{Message: healthyMessage(ctx, d, res.message)}, true, nil
 	}
 	h.Failed = res.message
 	if err := d.SaveProgress(); err != nil {
 		return Outcome{}, false, err
 	}
-	d.Health().observe("failed")
+	d.Ports().Health.observe("failed")
 	d.Warn("HealthCheckFailed", fmt.Sprintf("Config %s failed the health gate on node %s: %s; rolling back to %s",
 		u.DesiredName, u.Node, h.Failed, previousName(u)))
 	return Outcome{}, false, nil
@@ -178,10 +178,10 @@ func checkDesired(ctx context.Context, d Data) (Outcome, bool, error) {
 // a new OS deployment, the rollback deployment the reboot's check kept for
 // the gate is cleaned up now (a failed cleanup is reported, not fatal).
 func healthyMessage(ctx context.Context, d Data, msg string) string {
-	if d.OS() == nil || !d.Update().Diff.OSChanged() || d.Update().Action.Kind != plan.ActionReboot {
+	if d.Ports().OS == nil || !d.Update().Diff.OSChanged() || d.Update().Action.Kind != plan.ActionReboot {
 		return msg
 	}
-	done, err := d.OS().Cleanup(ctx)
+	done, err := d.Ports().OS.Cleanup(ctx)
 	if err != nil {
 		return msg + "; OS cleanup failed: " + err.Error()
 	}
@@ -210,7 +210,7 @@ type gateResult struct {
 // deadline passed. A shutdown ends it with ErrStopped (a new desired config
 // does not: the update committed at its write and runs to its end).
 func watchHealth(ctx context.Context, d Data, c gateCheck) (gateResult, error) {
-	g := d.Health()
+	g := d.Ports().Health
 	var prev map[string]UnitHealth
 	lastReport := ""
 	interrupt := d.Interrupt()
@@ -262,7 +262,7 @@ type verdict struct {
 
 // healthRound runs every check once and returns the units' states.
 func healthRound(ctx context.Context, d Data, c gateCheck) (map[string]UnitHealth, verdict) {
-	g := d.Health()
+	g := d.Ports().Health
 	var passed []string
 	if c.ready {
 		ok, why, err := g.Probe.NodeReady(ctx, c.since)
@@ -354,16 +354,16 @@ func (r *Runner) flushHeld(ctx context.Context, err error) error {
 func gateWithoutRollback(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
 	res, err := watchHealth(ctx, d, gateCheck{config: u.DesiredName, ready: u.Action.Kind == plan.ActionReboot,
-		since: d.Progress().RebootRequestedAt, deadline: d.Clock().Add(d.Health().Timeout)})
+		since: d.Progress().RebootRequestedAt, deadline: d.Clock().Add(d.Ports().Health.Timeout)})
 	if err != nil {
 		return Outcome{}, err
 	}
 	if !res.healthy {
-		d.Health().observe("failed")
+		d.Ports().Health.observe("failed")
 		return Outcome{}, fmt.Errorf("config %s failed the health gate on node %s: %s; the node has no previous config "+
 			"to roll back to", u.DesiredName, u.Node, res.message)
 	}
-	d.Health().observe("passed")
+	d.Ports().Health.observe("passed")
 	return Outcome{Message: healthyMessage(ctx, d, res.message)}, nil
 }
 

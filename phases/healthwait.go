@@ -19,7 +19,7 @@ func HealthWait() Phase {
 	return Phase{
 		Name: progress.StepFailedElsewhere, Group: status.UpdatePrepared, Quick: true,
 		Needed: func(d Data) (bool, string) {
-			if g := d.Health(); g == nil || g.Probe == nil {
+			if g := d.Ports().Health; g == nil || g.Probe == nil {
 				return false, "No health gate is configured"
 			}
 			return true, ""
@@ -34,7 +34,7 @@ func HealthWait() Phase {
 }
 
 func waitNotFailedElsewhere(ctx context.Context, d Data) error {
-	g := d.Health()
+	g := d.Ports().Health
 	name := d.Update().DesiredName
 	err := g.Probe.WaitNotFailedOn(ctx, name, func(node string) {
 		_ = d.Report(ctx, fmt.Sprintf("Config %s failed the health gate on node %s; not applying it here until it "+

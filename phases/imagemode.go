@@ -59,18 +59,18 @@ func splitWrite(p Phase) Phase {
 func splitDone(d Data) {
 	u := d.Update()
 	d.SetCondition(status.AppliedFiles, metav1.ConditionTrue, status.Reason(status.AppliedFiles), filesMessage(u.Diff))
-	if d.OS() != nil && u.Diff.OSImageChanged {
+	if d.Ports().OS != nil && u.Diff.OSImageChanged {
 		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionTrue, status.Reason(status.ImagePulledFromRegistry),
-			"Pulled OS image "+u.Desired.OSImageURL+" with "+d.OS().Name())
+			"Pulled OS image "+u.Desired.OSImageURL+" with "+d.Ports().OS.Name())
 	} else if u.Diff.OSNotManaged {
 		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionFalse, status.ReasonNotRequired, NotManagedMessage)
 	} else {
 		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionFalse, status.ReasonNotRequired,
 			"The update changes no OS image")
 	}
-	if d.OS() != nil && u.Diff.OSChanged() {
+	if d.Ports().OS != nil && u.Diff.OSChanged() {
 		d.SetCondition(status.AppliedOSImage, metav1.ConditionTrue, status.Reason(status.AppliedOSImage),
-			osMessage(u)+" staged with "+d.OS().Name()+" for the next boot")
+			osMessage(u)+" staged with "+d.Ports().OS.Name()+" for the next boot")
 	} else if u.Diff.OSNotManaged {
 		d.SetCondition(status.AppliedOSImage, metav1.ConditionFalse, status.ReasonNotRequired, NotManagedMessage)
 	} else {
@@ -128,12 +128,13 @@ func (s splitData) start(t, msg string) {
 	s.started[t] = true
 }
 
-func (s splitData) OS() OSUpdater {
-	osu := s.Data.OS()
-	if osu == nil {
-		return nil
+// Ports are the write's, with its OS updater reporting the split.
+func (s splitData) Ports() *Ports {
+	p := *s.Data.Ports()
+	if p.OS != nil {
+		p.OS = splitOS{OSUpdater: p.OS, d: s}
 	}
-	return splitOS{OSUpdater: osu, d: s}
+	return &p
 }
 
 type splitOS struct {

@@ -90,7 +90,7 @@ func (f *fakeOS) Cleanup(context.Context) (string, error) {
 }
 
 func osRunner(cfgs osConfigs, h *host, units *systemdtest.Fake, w *writes, osu phases.OSUpdater, rec *progress.Record, conds []metav1.Condition) *phases.Runner {
-	env := phases.Env{Configs: cfgs, Cluster: &cluster{}, Host: h, Units: units, Policy: plan.DefaultPolicy()}
+	env := phases.Env{Ports: phases.Ports{Configs: cfgs, Cluster: &cluster{}, Host: h, Units: units, Policy: plan.DefaultPolicy()}}
 	if osu != nil {
 		env.OS = osu
 	}

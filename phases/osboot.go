@@ -19,7 +19,7 @@ import (
 // unnoticed).
 func checkBootedOS(ctx context.Context, d Data) (string, error) {
 	u := d.Update()
-	osu := d.OS()
+	osu := d.Ports().OS
 	staged := u.Diff.OSChanged()
 	if osu == nil || (!staged && u.Desired.OSImageURL == "") {
 		return "", nil

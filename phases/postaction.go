@@ -34,7 +34,7 @@ func Reboot() Phase {
 		Quick: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rec := d.Progress()
-			boot, err := d.Units().BootID(ctx)
+			boot, err := d.Ports().Units.BootID(ctx)
 			if err != nil {
 				return Outcome{}, fmt.Errorf("reading the boot ID: %w", err)
 			}
@@ -62,7 +62,7 @@ func Reboot() Phase {
 			if err := d.Report(ctx, "Rebooting into "+d.Update().DesiredName); err != nil {
 				return Outcome{}, err
 			}
-			if err := d.Units().Reboot(ctx); err != nil {
+			if err := d.Ports().Units.Reboot(ctx); err != nil {
 				return Outcome{}, fmt.Errorf("asking logind to reboot: %w", err)
 			}
 			return Outcome{}, ErrRebooting
@@ -146,7 +146,7 @@ func runActions(ctx context.Context, d Data) ([]string, error) {
 	var done []string
 	actions := d.Update().Action.Actions
 	for i, x := range actions {
-		msg, reason, event, err := runAction(ctx, d.Units(), x)
+		msg, reason, event, err := runAction(ctx, d.Ports().Units, x)
 		if err != nil {
 			d.Event(false, true, "Failed"+reason, fmt.Sprintf("%s failed: %v", x, err))
 			return done, fmt.Errorf("running the post action %s: %w", x, err)

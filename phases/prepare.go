@@ -35,7 +35,7 @@ func Prepare() Phase {
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			// A name the node does not accept (a fragment, another pool's
 			// config) is refused before it is even fetched.
-			if err := d.ConfigRule().Check(d.Update().DesiredName); err != nil {
+			if err := d.Ports().ConfigRule.Check(d.Update().DesiredName); err != nil {
 				return Outcome{}, err
 			}
 			if err := Plan(ctx, d, nil); err != nil {
@@ -46,7 +46,7 @@ func Prepare() Phase {
 				KernelArgsRemoved: u.Diff.KernelArgsRemoved, KernelArgsAdded: u.Diff.KernelArgsAdded,
 				ExtensionsChanged: u.Diff.ExtensionsChanged, KernelTypeChanged: u.Diff.KernelTypeChanged}
 			d.Progress().Action = saveAction(u.Action)
-			d.SetDesiredVersion(u.DesiredName)
+			d.Stager().SetDesiredVersion(u.DesiredName)
 			return Outcome{Message: plan.Summary(u.Diff, u.Action)}, nil
 		},
 		Reload: func(ctx context.Context, d Data) error { return Plan(ctx, d, d.Progress().OS) },
@@ -75,12 +75,12 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 		diff.OSImageChanged = saved.ImageChanged
 		diff.KernelArgsRemoved, diff.KernelArgsAdded = saved.KernelArgsRemoved, saved.KernelArgsAdded
 		diff.ExtensionsChanged, diff.KernelTypeChanged = saved.ExtensionsChanged, saved.KernelTypeChanged
-		if d.OS() == nil {
+		if d.Ports().OS == nil {
 			NotManaged(&diff)
 		}
-	} else if err := checkOS(ctx, d.OS(), u.CurrentName == "", current, desired, d.Progress().EarlierKernelArgs, &diff); err != nil {
+	} else if err := checkOS(ctx, d.Ports().OS, u.CurrentName == "", current, desired, d.Progress().EarlierKernelArgs, &diff); err != nil {
 		return err
-	} else if err := d.Host().Preflight(current, desired, diff); err != nil {
+	} else if err := d.Ports().Host.Preflight(current, desired, diff); err != nil {
 		return err // the node's side, before the cordon, a write
 	}
 	u.Current, u.Desired, u.Diff = current, desired, diff
@@ -88,7 +88,7 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 		u.Action = restoreAction(d.Progress().Action)
 		return nil
 	}
-	policy, err := d.Policy()
+	policy, err := d.Ports().PolicyInForce()
 	if err != nil {
 		return err
 	}
@@ -99,7 +99,7 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	if u.SingleNode {
 		u.Action = u.Action.OnSingleNode()
 	}
-	return checkActionUnits(ctx, d.Units(), desired, u.Action)
+	return checkActionUnits(ctx, d.Ports().Units, desired, u.Action)
 }
 
 // saveAction is the record's copy of the chosen post action.

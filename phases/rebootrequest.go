@@ -57,7 +57,7 @@ func ClearRebootRequest() Phase {
 		},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rec := d.Progress()
-			if r := d.RebootRequests(); r != nil {
+			if r := d.Ports().RebootRequests; r != nil {
 				if err := r.Clear(ctx, rec.RebootRequest, rec.RebootRequestedAt); err != nil {
 					return Outcome{}, fmt.Errorf("clearing the node's reboot request: %w", err)
 				}

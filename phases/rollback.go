@@ -58,7 +58,14 @@ type reversed struct {
 }
 
 func (r reversed) Update() *Update { return r.u }
-func (r reversed) OS() OSUpdater   { return nil }
+
+// Ports are the update's without an OS updater: the rollback's OS goes
+// back through the updater's own rollback, not through the write.
+func (r reversed) Ports() *Ports {
+	p := *r.Data.Ports()
+	p.OS = nil
+	return &p
+}
 
 // reverse builds the reversed update of d's.
 func reverse(d Data) reversed {
@@ -72,7 +79,7 @@ func reverse(d Data) reversed {
 		Current: u.Desired, Desired: u.Current, Diff: diff}
 	// The rollback must run whatever the policy's state: without one in
 	// force (refused, none good before), the defaults decide.
-	policy, err := d.Policy()
+	policy, err := d.Ports().PolicyInForce()
 	if err != nil {
 		policy = plan.DefaultPolicy()
 	}
@@ -104,7 +111,7 @@ func rollBack(ctx context.Context, d Data) (Outcome, error) {
 			return Outcome{}, err
 		}
 		if err != nil {
-			d.Health().observe("rollback-failed")
+			d.Ports().Health.observe("rollback-failed")
 			return Outcome{}, fmt.Errorf("rolling back node %s from %s to %s after the health gate failed (%s): %w",
 				u.Node, u.DesiredName, previousName(u), h.Failed, err)
 		}
@@ -123,7 +130,7 @@ func rollBack(ctx context.Context, d Data) (Outcome, error) {
 // repeated here.
 func rollBackWrite(ctx context.Context, d Data, rev reversed) (string, error) {
 	id := RollbackTxnID(d.Update().DesiredName)
-	txn, err := d.Host().BeginTxn(id)
+	txn, err := d.Ports().Host.BeginTxn(id)
 	if err != nil {
 		return "", fmt.Errorf("starting the rollback's write: %w", err)
 	}
@@ -138,7 +145,7 @@ func rollBackWrite(ctx context.Context, d Data, rev reversed) (string, error) {
 		if rbErr := txn.Rollback(); rbErr != nil {
 			return "", fmt.Errorf("%w; undoing the rollback's partial write also failed: %v", err, rbErr)
 		}
-		_ = d.Units().DaemonReload(ctx)
+		_ = d.Ports().Units.DaemonReload(ctx)
 		return "", err
 	}
 	// The OS goes back through the updater's rollback (its own step).
@@ -161,12 +168,12 @@ func rollBackWrite(ctx context.Context, d Data, rev reversed) (string, error) {
 // updater's own rollback, when the update changed them.
 func rollBackOS(ctx context.Context, d Data, _ reversed) (string, error) {
 	u := d.Update()
-	if d.OS() == nil || !u.Diff.OSChanged() {
+	if d.Ports().OS == nil || !u.Diff.OSChanged() {
 		return "OS unchanged", nil
 	}
-	msg, err := d.OS().Rollback(ctx, OSTarget{Image: u.Current.OSImageURL, KernelArgs: u.Current.KernelArguments})
+	msg, err := d.Ports().OS.Rollback(ctx, OSTarget{Image: u.Current.OSImageURL, KernelArgs: u.Current.KernelArguments})
 	if err != nil {
-		return "", fmt.Errorf("rolling back the OS with %s: %w", d.OS().Name(), err)
+		return "", fmt.Errorf("rolling back the OS with %s: %w", d.Ports().OS.Name(), err)
 	}
 	return msg, nil
 }
@@ -176,7 +183,7 @@ func rollBackOS(ctx context.Context, d Data, _ reversed) (string, error) {
 func rollbackReboots(d Data, rev reversed) bool {
 	u := d.Update()
 	return u.Action.Kind == plan.ActionReboot || rev.u.Action.Kind == plan.ActionReboot ||
-		(d.OS() != nil && u.Diff.OSChanged())
+		(d.Ports().OS != nil && u.Diff.OSChanged())
 }
 
 // rollBackPost runs the post action the rollback needs. The reboot is asked
@@ -191,7 +198,7 @@ func rollBackPost(ctx context.Context, d Data, rev reversed) (string, error) {
 		return actionsMessage(rev.u.Action, done), nil
 	}
 	h := d.Progress().Health
-	boot, err := d.Units().BootID(ctx)
+	boot, err := d.Ports().Units.BootID(ctx)
 	if err != nil {
 		return "", fmt.Errorf("reading the boot ID: %w", err)
 	}
@@ -203,7 +210,7 @@ func rollBackPost(ctx context.Context, d Data, rev reversed) (string, error) {
 		return "", err
 	}
 	_ = d.Report(ctx, "Rebooting to roll back to "+previousName(d.Update()))
-	if err := d.Units().Reboot(ctx); err != nil {
+	if err := d.Ports().Units.Reboot(ctx); err != nil {
 		return "", fmt.Errorf("asking logind to reboot: %w", err)
 	}
 	return "", ErrRebooting
@@ -217,14 +224,14 @@ func rollBackPost(ctx context.Context, d Data, rev reversed) (string, error) {
 func rollBackCheck(ctx context.Context, d Data, rev reversed) (string, error) {
 	u := d.Update()
 	rebooted := rollbackReboots(d, rev)
-	if rebooted && d.OS() != nil && u.Diff.OSChanged() {
-		if err := CheckOS(ctx, d.OS(), u.Current); err != nil {
+	if rebooted && d.Ports().OS != nil && u.Diff.OSChanged() {
+		if err := CheckOS(ctx, d.Ports().OS, u.Current); err != nil {
 			return "", fmt.Errorf("the node did not boot the previous OS deployment after the rollback: %w; "+
 				"not rebooting again: waiting for an administrator or a new desired config", err)
 		}
 	}
 	res, err := watchHealth(ctx, d, gateCheck{config: previousName(u), ready: rebooted, since: d.Progress().Health.RebootRequestedAt,
-		optional: true, deadline: d.Clock().Add(d.Health().Timeout)})
+		optional: true, deadline: d.Clock().Add(d.Ports().Health.Timeout)})
 	if err != nil {
 		return "", err
 	}
@@ -243,7 +250,7 @@ func hold(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
 	rec := d.Progress()
 	h := rec.Health
-	g := d.Health()
+	g := d.Ports().Health
 	what := make([]string, 0, len(h.Steps))
 	for _, s := range h.Steps {
 		if s.Message != "" {
@@ -256,11 +263,11 @@ func hold(ctx context.Context, d Data) (Outcome, error) {
 	if err := g.Probe.SetFailedConfig(ctx, u.DesiredName); err != nil {
 		return Outcome{}, fmt.Errorf("recording the failed config on node %s: %w", u.Node, err)
 	}
-	if err := d.Cluster().SetNodeState(ctx, "", StateDegraded, truncateReason("Error: "+msg)); err != nil {
+	if err := d.Ports().Cluster.SetNodeState(ctx, "", StateDegraded, truncateReason("Error: "+msg)); err != nil {
 		return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
 	}
 	if rec.CordonedByUs {
-		if err := d.Cluster().Uncordon(ctx); err != nil {
+		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 			return Outcome{}, err
 		}
 		rec.CordonedByUs = false
@@ -279,7 +286,7 @@ func hold(ctx context.Context, d Data) (Outcome, error) {
 	d.SetCondition(status.NodeDegraded, metav1.ConditionTrue, status.ReasonHealthCheckFailed, "Error: "+msg)
 	d.SetCondition(status.Updated, metav1.ConditionFalse, status.ReasonRolledBack,
 		fmt.Sprintf("Node runs %s: %s failed the health gate and was rolled back", previousName(u), u.DesiredName))
-	d.SetCurrentVersion(u.CurrentName)
+	d.Stager().SetCurrentVersion(u.CurrentName)
 	d.Warn(status.ReasonRolledBack, msg)
 	g.observe("rolled-back")
 	return Outcome{}, ErrHeld

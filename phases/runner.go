@@ -18,8 +18,9 @@ import (
 // update goes on after the boot, in a new daemon process.
 var ErrRebooting = errors.New("node is rebooting")
 
-// Env is what the phases act on; the daemon builds it from real adapters.
-type Env struct {
+// Ports are what the steps act on (Data.Ports); the daemon builds them
+// from real adapters.
+type Ports struct {
 	Configs Configs
 	Cluster Cluster
 	Host    Host
@@ -45,7 +46,23 @@ type Env struct {
 	// RebootRequests clears the reboot requests a reboot answered
 	// (rebootrequest.go); nil for none.
 	RebootRequests RebootRequests
+}
+
+// PolicyInForce is the node disruption policy in force (PolicySource's
+// when set, else Policy), or why there is none: prepare then refuses the
+// update, naming the policy's field.
+func (p *Ports) PolicyInForce() (plan.Policy, error) {
+	if p.PolicySource != nil {
+		return p.PolicySource()
+	}
+	return p.Policy, nil
+}
+
+// Env is what the runner is given: the steps' ports and its own Observer.
+type Env struct {
+	Ports
 	// Observer is told what the metrics count (see Observer); nil for none.
+	// The steps tell it through Data.Waiting, never directly.
 	Observer Observer
 }
 

@@ -250,7 +250,7 @@ func file(path, contents string) string {
 
 func newRunner(cfgs configs, h *host, cl *cluster, units *systemdtest.Fake, w *writes) *phases.Runner {
 	r := &phases.Runner{
-		Env:    phases.Env{Configs: cfgs, Cluster: cl, Host: h, Units: units, Policy: plan.DefaultPolicy()},
+		Env:    phases.Env{Ports: phases.Ports{Configs: cfgs, Cluster: cl, Host: h, Units: units, Policy: plan.DefaultPolicy()}},
 		Status: stager(w, status.Initial(metav1.Now())), Node: "n1", Log: zap.NewNop(), Now: time.Now, Phases: phases.All(),
 		Record: progress.New("a", "b"),
 	}

@@ -2,12 +2,6 @@ package phases
 
 // The runner's side of the waits (waits.go): what phases see through Data.
 
-// RebootRequests returns where reboot requests are cleared, nil for none.
-func (r *Runner) RebootRequests() RebootRequests { return r.Env.RebootRequests }
-
-// Waits returns what may hold the update, nil for none.
-func (r *Runner) Waits() Waits { return r.Env.Waits }
-
 // Waiting tells the Observer which wait (a Hold kind: HoldPaused,
 // HoldWindow, HoldBlockingPods, or a Wait* reason) holds the update, ""
 // once none does (see Observer).

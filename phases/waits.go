@@ -62,7 +62,7 @@ func disruptive(d Data) bool { return d.Update().Action.NeedsDrain() }
 // an Event marks the start and the end of each hold, and d.Waiting tells
 // the metrics which wait holds the update.
 func gate(ctx context.Context, d Data, disrupts bool) error {
-	w := d.Waits()
+	w := d.Ports().Waits
 	if w == nil {
 		return nil
 	}
@@ -141,7 +141,7 @@ func (s *steering) set(ctx context.Context, on bool) {
 	if on == s.on {
 		return
 	}
-	if err := s.d.Cluster().Steer(ctx, on); err != nil {
+	if err := s.d.Ports().Cluster.Steer(ctx, on); err != nil {
 		// Only a preference of the scheduler: the update goes on without it.
 		s.log.Warn("Cannot change the node's steering taint", zap.Bool("on", on), zap.Error(err))
 		return
@@ -178,7 +178,7 @@ func Gate() Phase {
 		Needed: func(d Data) (bool, string) {
 			rec := d.Progress()
 			switch {
-			case d.Waits() == nil:
+			case d.Ports().Waits == nil:
 				return false, "Nothing may hold the update"
 			case ran(rec, progress.StepCordon) || ran(rec, progress.StepDrain) || rec.WriteStarted:
 				return false, "The update's waits came before its cordon"

@@ -22,7 +22,7 @@ func Write() Phase {
 			if err := markWriteStarted(d); err != nil {
 				return Outcome{}, err
 			}
-			txn, err := d.Host().BeginTxn(u.DesiredName)
+			txn, err := d.Ports().Host.BeginTxn(u.DesiredName)
 			if err != nil {
 				return Outcome{}, fmt.Errorf("starting the write of %s: %w", u.DesiredName, err)
 			}
@@ -32,12 +32,12 @@ func Write() Phase {
 					return Outcome{}, fmt.Errorf("%w; rolling back also failed: %v", err, rbErr)
 				}
 				if len(u.Diff.ChangedUnits)+len(u.Diff.RemovedUnits) > 0 {
-					_ = d.Units().DaemonReload(ctx)
+					_ = d.Ports().Units.DaemonReload(ctx)
 				}
 				// A deployment staged before the failure (an image before
 				// its kernel arguments) would come up at the next reboot.
 				if u.Diff.OSChanged() {
-					removed, usErr := d.OS().Unstage(ctx)
+					removed, usErr := d.Ports().OS.Unstage(ctx)
 					if usErr != nil {
 						return Outcome{}, fmt.Errorf("%w (rolled back this update's writes; removing the staged OS deployment failed: %v)", err, usErr)
 					}
@@ -71,7 +71,7 @@ const NotManagedMessage = "OS not managed on this node (no rpm-ostree or bootc):
 
 func write(ctx context.Context, d Data, txn Txn) (string, error) {
 	diff := d.Update().Diff
-	if err := recordUnitStates(ctx, d.Units(), txn, diff); err != nil {
+	if err := recordUnitStates(ctx, d.Ports().Units, txn, diff); err != nil {
 		return "", err
 	}
 	if err := txn.WriteFiles(diff.ChangedFiles); err != nil {
@@ -87,11 +87,11 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 		for _, u := range diff.RemovedUnits {
 			names = append(names, u.Name)
 		}
-		names, err := found(ctx, d.Units(), names)
+		names, err := found(ctx, d.Ports().Units, names)
 		if err != nil {
 			return "", err
 		}
-		if err := d.Units().Disable(ctx, names...); err != nil {
+		if err := d.Ports().Units.Disable(ctx, names...); err != nil {
 			return "", fmt.Errorf("disabling removed units: %w", err)
 		}
 	}
@@ -116,10 +116,10 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 		}
 	}
 	if len(diff.ChangedUnits)+len(diff.RemovedUnits) > 0 {
-		if err := d.Units().DaemonReload(ctx); err != nil {
+		if err := d.Ports().Units.DaemonReload(ctx); err != nil {
 			return "", fmt.Errorf("reloading systemd: %w", err)
 		}
-		if err := applyEnablement(ctx, d.Units(), diff.ChangedUnits); err != nil {
+		if err := applyEnablement(ctx, d.Ports().Units, diff.ChangedUnits); err != nil {
 			return "", err
 		}
 	}
@@ -155,7 +155,7 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 // remove is reported in a Warning Event, and the update goes on.
 func writeOS(ctx context.Context, d Data) (string, error) {
 	u := d.Update()
-	osu := d.OS()
+	osu := d.Ports().OS
 	if osu == nil {
 		return "", nil
 	}

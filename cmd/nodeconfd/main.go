@@ -268,7 +268,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	}
 	restoreSurges(ctx, drainr, log)
 	notifier := o.notify.notifier(ctx, o.nodeName, objects, m, log)
-	env := phases.Env{
+	env := phases.Env{Observer: notify.Observe(m, notifier), Ports: phases.Ports{
 		Configs:      &daemon.ConfigCache{Source: api, Size: 2},
 		Cluster:      m.Cluster(cluster{Client: api, Drainer: drainr}),
 		Host:         daemon.Host{FS: host, Units: units},
@@ -280,9 +280,8 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		Waits:        holds,
 		Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
 			CommandTimeout: o.health.commandTimeout}, notify.HealthResult(m.HealthGateResult, notifier)),
-		Observer:       notify.Observe(m, notifier),
 		RebootRequests: daemon.RebootRequests{API: api, Sentinels: host, Path: o.reboot.sentinel},
-	}
+	}}
 	d := &daemon.Daemon{
 		API:           api,
 		Watcher:       objects,

@@ -88,8 +88,8 @@ func Run(ctx context.Context, o Options) error {
 		"status and Events are logged only", zap.String("config", o.Config.Name), zap.String("from", rec.Current),
 		zap.Bool("resuming", resuming), zap.Bool("skipReboot", o.SkipReboot))
 	r := &phases.Runner{
-		Env: phases.Env{Configs: configs{o.Config}, Cluster: noCluster{log}, Host: o.Host, Units: o.Units, OS: o.OS,
-			Policy: o.Policy, Limits: o.Limits, ConfigRule: o.Rule},
+		Env: phases.Env{Ports: phases.Ports{Configs: configs{o.Config}, Cluster: noCluster{log}, Host: o.Host, Units: o.Units,
+			OS: o.OS, Policy: o.Policy, Limits: o.Limits, ConfigRule: o.Rule}},
 		Status: status.NewStager(statusLog{log}, o.Now, status.Snapshot{}), Events: eventLog{log}, Log: log, Now: o.Now,
 		Phases: Phases(o.SkipReboot), Record: rec, Node: o.Node,
 	}

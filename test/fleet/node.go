@@ -154,14 +154,14 @@ func (n *node) daemon(ctx context.Context) {
 	d := &daemon.Daemon{
 		API:     api,
 		Watcher: kube.NewWatch(api),
-		Env: phases.Env{
+		Env: phases.Env{Ports: phases.Ports{
 			Configs: &daemon.ConfigCache{Source: api, Size: 2},
 			Cluster: cluster{Client: api, Drainer: drainer},
 			Host:    n.host,
 			Units:   units{Fake: n.sd, rebooted: n.rebooted},
 			Policy:  plan.DefaultPolicy(),
 			Limits:  plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize},
-		},
+		}},
 		Events: func(uid string) phases.Recorder {
 			events = kube.NewEvents(kapi, log.Named("events"), n.name, k8stypes.UID(uid))
 			return events

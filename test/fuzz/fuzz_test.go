@@ -136,8 +136,8 @@ func runUpdate(host *hostfs.FS, units *systemdtest.Fake, current, desired string
 		configs[current] = mc(current, []byte(baseIgnition), "", "")
 	}
 	r := &phases.Runner{
-		Env: phases.Env{Configs: configs, Host: daemon.Host{FS: host, Units: units}, Units: units,
-			Policy: plan.DefaultPolicy()},
+		Env: phases.Env{Ports: phases.Ports{Configs: configs, Host: daemon.Host{FS: host, Units: units}, Units: units,
+			Policy: plan.DefaultPolicy()}},
 		Status: status.NewStager(nopStatus{}, time.Now, status.Snapshot{}), Log: zap.NewNop(), Now: time.Now, Node: "fuzz",
 		Phases: []phases.Phase{phases.Prepare(), phases.Write(), phases.Validate()},
 		Record: progress.New(current, desired),
