@@ -87,38 +87,31 @@ func reverse(d Data) reversed {
 	return reversed{Data: d, u: r}
 }
 
+// rollbackSteps is the health gate's rollback, a sub-list of the health
+// step (runSubList), each step saved in progress.Health once done; hold
+// ends it.
+func rollbackSteps() []SubStep {
+	return []SubStep{
+		{Name: rollbackWrite, Run: rollBackWrite}, // the previous config's files, units, SSH keys: a new journal
+		{Name: rollbackOS, Run: rollBackOS},       // the OS, through the updater's own rollback
+		{Name: rollbackPost, Run: rollBackPost},   // a reboot, or the reverse diff's reloads and restarts
+		{Name: rollbackCheck, Run: rollBackCheck}, // healthy on the previous config
+	}
+}
+
 // rollBack runs the rollback's steps not yet done, then holds the node.
 func rollBack(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
 	h := d.Progress().Health
 	_ = d.Report(ctx, fmt.Sprintf("Rolling back to %s: %s failed the health gate: %s", previousName(u), u.DesiredName, h.Failed))
-	rev := reverse(d)
-	steps := []struct {
-		name string
-		do   func(context.Context, Data, reversed) (string, error)
-	}{
-		{rollbackWrite, rollBackWrite},
-		{rollbackOS, rollBackOS},
-		{rollbackPost, rollBackPost},
-		{rollbackCheck, rollBackCheck},
-	}
-	for _, s := range steps {
-		if h.Done(s.name) {
-			continue
-		}
-		msg, err := s.do(ctx, d, rev)
-		if errors.Is(err, ErrRebooting) {
-			return Outcome{}, err
-		}
-		if err != nil {
-			d.Ports().Health.observe("rollback-failed")
-			return Outcome{}, fmt.Errorf("rolling back node %s from %s to %s after the health gate failed (%s): %w",
-				u.Node, u.DesiredName, previousName(u), h.Failed, err)
-		}
-		h.Finish(progress.Step{Name: s.name, Message: msg})
-		if err := d.SaveProgress(); err != nil {
-			return Outcome{}, err
-		}
+	err := runSubList(ctx, d, h, rollbackSteps())
+	switch {
+	case errors.Is(err, ErrRebooting):
+		return Outcome{}, err
+	case err != nil:
+		d.Ports().Health.observe("rollback-failed")
+		return Outcome{}, fmt.Errorf("rolling back node %s from %s to %s after the health gate failed (%s): %w",
+			u.Node, u.DesiredName, previousName(u), h.Failed, err)
 	}
 	return hold(ctx, d)
 }
@@ -128,7 +121,8 @@ func rollBack(ctx context.Context, d Data) (Outcome, error) {
 // rollBack) before the journal is dropped; a journal left by a crash
 // before that is kept for the rollback (CleanLeftovers), and its commit is
 // repeated here.
-func rollBackWrite(ctx context.Context, d Data, rev reversed) (string, error) {
+func rollBackWrite(ctx context.Context, d Data) (string, error) {
+	rev := reverse(d)
 	id := RollbackTxnID(d.Update().DesiredName)
 	txn, err := d.Ports().Host.BeginTxn(id)
 	if err != nil {
@@ -166,7 +160,7 @@ func rollBackWrite(ctx context.Context, d Data, rev reversed) (string, error) {
 
 // rollBackOS rolls the OS image and kernel arguments back through the
 // updater's own rollback, when the update changed them.
-func rollBackOS(ctx context.Context, d Data, _ reversed) (string, error) {
+func rollBackOS(ctx context.Context, d Data) (string, error) {
 	u := d.Update()
 	if d.Ports().OS == nil || !u.Diff.OSChanged() {
 		return "OS unchanged", nil
@@ -189,7 +183,8 @@ func rollbackReboots(d Data, rev reversed) bool {
 // rollBackPost runs the post action the rollback needs. The reboot is asked
 // for once: its boot ID is saved first, and once the boot ID changed the
 // step is done whatever the node then looks like.
-func rollBackPost(ctx context.Context, d Data, rev reversed) (string, error) {
+func rollBackPost(ctx context.Context, d Data) (string, error) {
+	rev := reverse(d)
 	if !rollbackReboots(d, rev) {
 		done, err := runActions(ctx, rev)
 		if err != nil {
@@ -221,7 +216,8 @@ func rollBackPost(ctx context.Context, d Data, rev reversed) (string, error) {
 // units (those the previous config has) and the check command as the gate
 // does. A node unhealthy here keeps its cordon and is reported;
 // it is not rebooted again.
-func rollBackCheck(ctx context.Context, d Data, rev reversed) (string, error) {
+func rollBackCheck(ctx context.Context, d Data) (string, error) {
+	rev := reverse(d)
 	u := d.Update()
 	rebooted := rollbackReboots(d, rev)
 	if rebooted && d.Ports().OS != nil && u.Diff.OSChanged() {
