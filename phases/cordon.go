@@ -44,7 +44,7 @@ func Cordon() Phase {
 			}
 			return needsDrain(d)
 		},
-		Undo: undoCordonFor,
+		Undo: giveBackForCut,
 		Wait: func(ctx context.Context, d Data) error {
 			if d.Progress().CordonedByUs {
 				return nil
@@ -89,11 +89,11 @@ func Cordon() Phase {
 	}
 }
 
-// undoCordonFor is the Undo of the cordon, drain and gate steps: the
+// giveBackForCut is the Undo of the cordon, drain and gate steps: the
 // update cut short by cause (a new desired config, a pause) goes on from an
 // uncordoned node, so that whatever comes next (even a failure) leaves no
 // cordon behind unreported. If it needs a drain, it cordons again.
-func undoCordonFor(ctx context.Context, d Data, cause error) error {
+func giveBackForCut(ctx context.Context, d Data, cause error) error {
 	why := "the node's desired config changed"
 	if pe := (*PausedError)(nil); errors.As(cause, &pe) {
 		why = "the node was paused"
@@ -120,12 +120,12 @@ func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 	if err := d.SaveProgress(); err != nil {
 		return "", err
 	}
-	return release(ctx, d, wasCordoned, rec.WriteStarted, uncordoned)
+	return liftCordon(ctx, d, wasCordoned, rec.WriteStarted, uncordoned)
 }
 
-// release lifts this daemon's cordon (see giveBack); cordonDone says the
+// liftCordon lifts this daemon's cordon (see giveBack); cordonDone says the
 // cordon step was done, writeStarted that what was written was rolled back.
-func release(ctx context.Context, d Data, cordonDone, writeStarted bool, uncordoned string) (string, error) {
+func liftCordon(ctx context.Context, d Data, cordonDone, writeStarted bool, uncordoned string) (string, error) {
 	rec := d.Progress()
 	outcome := "the node was not cordoned"
 	if writeStarted {

@@ -18,13 +18,13 @@ import (
 // cordoned by an update that cannot go on, and the retry starts again from
 // the cordon. A drain interrupted for shutdown stops with ErrStopped and
 // runs again at the next start. A new desired config (a rollback) or a
-// pause stops a drain: the runner undoes the cordon (undoCordonFor), and
+// pause stops a drain: the runner undoes the cordon (giveBackForCut), and
 // the daemon takes up the new config, or waits for the pause to end.
 func Drain() Phase {
 	return Phase{
 		Name: progress.StepDrain, Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
 		Starting: "Draining node", EventOnNode: true,
-		Undo: undoCordonFor, Pausable: true,
+		Undo: giveBackForCut, Pausable: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			interrupt := d.Interrupt()
 			dctx, cancel := context.WithCancel(ctx)
@@ -35,7 +35,7 @@ func Drain() Phase {
 				return Outcome{}, context.Cause(interrupt) // cut: the runner undoes the cordon (Undo)
 			}
 			if errors.Is(err, ErrDrainTimedOut) || errors.Is(err, ErrCannotDrain) {
-				return Outcome{}, undoCordon(ctx, d, err)
+				return Outcome{}, giveBackForFailure(ctx, d, err)
 			}
 			if err != nil {
 				return Outcome{}, fmt.Errorf("draining node %s: %w", d.Update().Node, err)
@@ -73,10 +73,10 @@ func drainedMessage(res DrainResult) string {
 	return msg
 }
 
-// undoCordon is the end of a drain that gave up: giveBack undoes the
+// giveBackForFailure is the end of a drain that gave up: giveBack undoes the
 // cordon, and the drain's error is reported with what
 // was done.
-func undoCordon(ctx context.Context, d Data, drainErr error) error {
+func giveBackForFailure(ctx context.Context, d Data, drainErr error) error {
 	why := "the drain timed out"
 	if !errors.Is(drainErr, ErrDrainTimedOut) {
 		why = "the drain could not go on"

@@ -186,7 +186,7 @@ func Gate() Phase {
 			return true, ""
 		},
 		Wait: func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d)) },
-		Undo: undoCordonFor,
+		Undo: giveBackForCut,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			return Outcome{Message: "Nothing holds the update"}, nil
 		},
