@@ -338,16 +338,6 @@ func previousName(u *Update) string {
 	return u.CurrentName
 }
 
-// flushHeld writes the status a rollback staged; the run ends with err
-// (ErrHeld) when it is written, with a *StepError when it is not (the
-// daemon retries, and the hold's steps are idempotent).
-func (r *Runner) flushHeld(ctx context.Context, err error) error {
-	if ferr := r.Flush(ctx); ferr != nil {
-		return &StepError{Phase: progress.StepHealth, Condition: status.HealthChecked, Err: ferr}
-	}
-	return err
-}
-
 // gateWithoutRollback is the gate of an update with no previous config: a
 // failure is reported as the update's failure (the daemon retries it with
 // backoff), with nothing rolled back.

@@ -128,7 +128,10 @@ func (r *Runner) Update() *Update {
 // done steps) first re-stages the status of those steps and reloads what
 // they had produced. It returns nil once the update is complete,
 // ErrRebooting when the node is going down for the post-action reboot,
-// ErrStopped or ErrSuperseded (see Stop), or a *StepError.
+// ErrStopped, ErrSuperseded or ErrPaused (see Stop), ErrHeld after the
+// health gate's rollback, or a *StepError. It writes the status as each
+// step starts (when that shows something new) and once as the run ends
+// (end).
 func (r *Runner) Run(ctx context.Context) error {
 	r.Update()
 	var paused func() (Hold, bool)
@@ -138,6 +141,12 @@ func (r *Runner) Run(ctx context.Context) error {
 	stop, release := newStop(r.Stop, paused)
 	defer release()
 	r.stop = stop
+	return r.end(ctx, r.runList(ctx))
+}
+
+// runList runs the steps not done, after re-staging and reloading the
+// done ones of a resumed update.
+func (r *Runner) runList(ctx context.Context) error {
 	if len(r.Record.Steps) > 0 {
 		r.log().Info("Resuming update", zap.Strings("done", doneSteps(r.Record)))
 		r.replay()
@@ -154,24 +163,12 @@ func (r *Runner) Run(ctx context.Context) error {
 			continue
 		}
 		if r.stop.Cause() == ErrStopped {
-			if err := r.Flush(ctx); err != nil {
-				return err
-			}
 			return ErrStopped
 		}
-		err := r.runPhase(ctx, p)
-		if errors.Is(err, ErrComplete) {
-			return r.Flush(ctx) // an adoption: no update ran
-		}
-		if err != nil {
-			r.observeEnd(err)
+		if err := r.runPhase(ctx, p); err != nil {
 			return err
 		}
 	}
-	if err := r.Flush(ctx); err != nil {
-		return err
-	}
-	r.observeEnd(nil)
 	return nil
 }
 
@@ -267,7 +264,7 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		return err
 	case errors.Is(err, ErrHeld):
 		log.Info("Update rolled back by the health gate; the node holds its previous config")
-		return r.flushHeld(ctx, err)
+		return err
 	case isCut(err):
 		return r.cut(ctx, p, err, log)
 	case err != nil:
@@ -320,58 +317,6 @@ func (r *Runner) complete(ctx context.Context, after *Phase, out Outcome) error 
 
 // ErrComplete ends the run early: a phase found the update complete.
 var ErrComplete = errors.New("update complete")
-
-// wait runs the phase's Wait before the phase starts. A shutdown ends the
-// wait, and the run stops with ErrStopped. A new desired config ends the
-// wait of a phase with an Undo (even one that just ended well): the phase
-// is cut (see cut). Nothing of the phase is done.
-func (r *Runner) wait(ctx context.Context, p *Phase, log *zap.Logger) error {
-	wctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(r.stop.Context(), func() {
-		if c := r.stop.Cause(); c == ErrStopped || (isCut(c) && p.Undo != nil) {
-			cancel()
-		}
-	})()
-	r.current, r.waiting = p, true
-	err := p.Wait(wctx, r)
-	r.current, r.waiting = nil, false
-	r.Observer().Waiting("")
-	switch c := r.stop.Cause(); {
-	case c == ErrStopped:
-		log.Info("Stopped while waiting to start the phase")
-		if err := r.Flush(ctx); err != nil {
-			return err
-		}
-		return ErrStopped
-	case isCut(c) && p.Undo != nil: // also after a wait that ended well: the phase is not for the new config
-		return r.cut(ctx, p, c, log)
-	case err == nil:
-		return nil
-	}
-	return r.stepError(p, err)
-}
-
-// cut stops the update at a step, for cause (a new desired config, a
-// pause): its Undo gives back what the update holds (its cordon), the
-// status is written, and the run stops with cause.
-func (r *Runner) cut(ctx context.Context, p *Phase, cause error, log *zap.Logger) error {
-	if errors.Is(cause, ErrPaused) {
-		log.Info("Phase stopped: the node was paused; the update waits at its cordon until the pause ends")
-	} else {
-		log.Info("Phase stopped: the node's desired config changed; the new config takes over")
-	}
-	if p.Undo != nil {
-		r.current = p
-		err := p.Undo(ctx, r, cause)
-		r.current = nil
-		if err != nil {
-			return r.stepError(p, err)
-		}
-	}
-	r.flushSuperseded(ctx, log)
-	return cause
-}
 
 // done records a finished (or skipped) step on disk, then stages its status.
 // The record is saved first: a crash between the two replays the status.

@@ -128,13 +128,37 @@ func (r *Runner) Report(ctx context.Context, message string) error {
 	return err
 }
 
-// flushSuperseded writes what a superseded phase staged (the uncordon). A
-// failure is only logged: the new config's update writes the status at
-// once anyway, and must not be held up by it.
-func (r *Runner) flushSuperseded(ctx context.Context, log *zap.Logger) {
-	if err := r.Flush(ctx); err != nil {
-		log.Warn("Cannot write the status of the superseded update", zap.Error(err))
+// end ends a run: it writes what the run staged, once, unless the run
+// failed (Fail writes that) or the node is going down (the reboot wrote
+// its status), and tells the Observer of an update that finished. A
+// stopped or cut update's write may fail without holding up what comes
+// next (the next run writes the status at once); a held one's is retried
+// (the hold's steps are idempotent).
+func (r *Runner) end(ctx context.Context, err error) error {
+	switch {
+	case errors.Is(err, ErrRebooting):
+		return err
+	case err != nil && !errors.Is(err, ErrComplete) && !errors.Is(err, ErrStopped) && !errors.Is(err, ErrHeld) && !isCut(err):
+		return err
 	}
+	ferr := r.Flush(ctx)
+	switch {
+	case isCut(err) || errors.Is(err, ErrStopped):
+		if ferr != nil {
+			r.log().Warn("Cannot write the status of the stopped update", zap.Error(ferr))
+		}
+		r.observeEnd(err)
+		return err
+	case errors.Is(err, ErrHeld) && ferr != nil:
+		return &StepError{Phase: progress.StepHealth, Condition: status.HealthChecked, Err: ferr}
+	case ferr != nil:
+		return ferr
+	case err == nil:
+		r.observeEnd(nil)
+	case errors.Is(err, ErrComplete): // an adoption: no update ran
+		return nil
+	}
+	return err
 }
 
 // Fail reports a failed update, the last entry of the list: the node's
