@@ -100,9 +100,9 @@ type Daemon struct {
 	spread spread
 	// keptNodes is the node count kept on the node (nodecount.go).
 	keptNodes int
-	// heldOn is the failed config the node holds its previous one against
-	// (health.go), so that the hold is logged once.
-	heldOn string
+	// keptOn is the failed config the node keeps its previous one against
+	// (health.go), so that it is logged once.
+	keptOn string
 }
 
 // Watcher delivers the latest state of the daemon's Node and
@@ -203,8 +203,8 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if err := d.cleanLeftovers(ctx, rec, current, desired); err != nil {
 		return d.nextDelay(), err
 	}
-	var held bool
-	if rec, held, err = d.healthHold(ctx, rec, current, desired); held || err != nil {
+	var kept bool
+	if rec, kept, err = d.afterRollback(ctx, rec, current, desired); kept || err != nil {
 		return d.delayFor(err), err
 	}
 	if rec == nil && d.recordLost() {

@@ -10,8 +10,8 @@ import (
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 )
 
-// healthHold keeps a node whose update the health gate rolled back on its
-// previous config (phases.Health, phases.ErrHeld). It reports held when the
+// afterRollback keeps a node whose update the health gate rolled back on its
+// previous config (phases.Health, phases.ErrRolledBack). It reports kept when the
 // pass is over:
 //   - the record's update was rolled back and the desired config is still
 //     the failed one: nothing is done, unless the administrator's retry
@@ -22,30 +22,30 @@ import (
 //     previous config, on an uncordoned node).
 //
 // It returns the record the pass goes on with.
-func (d *Daemon) healthHold(ctx context.Context, rec *progress.Record, current, desired string) (*progress.Record, bool, error) {
+func (d *Daemon) afterRollback(ctx context.Context, rec *progress.Record, current, desired string) (*progress.Record, bool, error) {
 	if rec == nil || rec.Health == nil || rec.Done(progress.StepResume) {
 		return rec, false, nil
 	}
 	h := rec.Health
 	log := d.Log.With(zap.String("node", d.node.Name), zap.String("config", rec.Desired))
 	switch {
-	case !h.Held && h.Failed != "" && rec.Desired != desired:
+	case !h.Kept && h.Failed != "" && rec.Desired != desired:
 		log.Info("Desired config changed during the health gate's rollback; finishing the rollback first",
 			zap.String("desired", desired))
 		return rec, true, d.update(ctx, rec, current, rec.Desired)
-	case !h.Held || rec.Desired != desired:
+	case !h.Kept || rec.Desired != desired:
 		return rec, false, nil
 	}
 	retry := d.node.Annotations[kube.RetryFailedConfig]
 	if retry == "" || retry == h.Retry {
-		if d.heldOn != desired {
-			d.heldOn = desired
-			log.Info("Holding the previous config: the desired config failed the health gate", zap.String("running", rec.Current),
+		if d.keptOn != desired {
+			d.keptOn = desired
+			log.Info("Keeping the previous config: the desired config failed the health gate", zap.String("running", rec.Current),
 				zap.String("failed", h.Failed))
 		}
 		return rec, true, nil
 	}
-	d.heldOn = ""
+	d.keptOn = ""
 	n := progress.New(rec.Current, desired)
 	n.EarlierKernelArgs = rec.EarlierKernelArgs
 	n.Health = &progress.Health{Retry: retry}

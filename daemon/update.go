@@ -74,7 +74,7 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 		d.Log.Info("Update stopped: the node was paused; it waits uncordoned until the pause ends",
 			zap.String("node", d.node.Name), zap.String("config", desired))
 		return err
-	case errors.Is(err, phases.ErrHeld): // the status says so; wait for a new desired config or a retry
+	case errors.Is(err, phases.ErrRolledBack): // the status says so; wait for a new desired config or a retry
 		return nil
 	}
 	r.Fail(stepCtx, err)

@@ -17,13 +17,13 @@ import (
 // healthy on the desired config, within a timeout: the Node Ready again as
 // the kubelet reports it (after a reboot), the listed units active and not
 // restarting, the check command exiting 0. A node that is not is rolled back
-// to the config it came from (rollback.go) and held there.
+// to the config it came from (rollback.go) and kept there.
 
-// ErrHeld is returned once the health gate rolled a failed update back: the
-// node runs the config it came from and holds it until its desired config
+// ErrRolledBack is returned once the health gate rolled a failed update back: the
+// node runs the config it came from and keeps it until its desired config
 // changes or an administrator asks for a retry. It is not a failure of the
 // daemon; the status says what happened.
-var ErrHeld = errors.New("update rolled back by the health gate; holding the previous config")
+var ErrRolledBack = errors.New("update rolled back by the health gate; keeping the previous config")
 
 // HealthGate configures the gate (flags --health-units, --health-command,
 // --health-timeout).
@@ -110,7 +110,7 @@ func gateNeeded(d Data) (bool, string) {
 
 // Health is the health gate's phase: it checks the node after the post
 // action. When the check fails, the update is rolled back (the rest of the
-// phase) and the run ends with ErrHeld. A restart resumes where the record
+// phase) and the run ends with ErrRolledBack. A restart resumes where the record
 // says: the check (its timeout counted from its first start), or the
 // rollback's next step.
 func Health() Phase {

@@ -61,8 +61,8 @@ func TestHealthGateRollsBackRebootless(t *testing.T) {
 	p := &probe{}
 	r, h, cl, w := gateRunner(t, p)
 	p.bad = func() bool { return h.files["/var/lib/kubelet/config.json"] == "b" }
-	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrHeld) {
-		t.Fatalf("Run: %v, want ErrHeld", err)
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRolledBack) {
+		t.Fatalf("Run: %v, want ErrRolledBack", err)
 	}
 	if got := h.files["/var/lib/kubelet/config.json"]; got != "a" {
 		t.Errorf("after the rollback the file is %q, want a", got)

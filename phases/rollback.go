@@ -88,7 +88,7 @@ func reverse(d Data) reversed {
 }
 
 // rollbackSteps is the health gate's rollback, a sub-list of the health
-// step (runSubList), each step saved in progress.Health once done; hold
+// step (runSubList), each step saved in progress.Health once done;
 // ends it.
 func rollbackSteps() []SubStep {
 	return []SubStep{
@@ -99,7 +99,8 @@ func rollbackSteps() []SubStep {
 	}
 }
 
-// rollBack runs the rollback's steps not yet done, then holds the node.
+// rollBack runs the rollback's steps not yet done, then keeps the node on
+// its previous config.
 func rollBack(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
 	h := d.Progress().Health
@@ -113,7 +114,7 @@ func rollBack(ctx context.Context, d Data) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("rolling back node %s from %s to %s after the health gate failed (%s): %w",
 			u.Node, u.DesiredName, previousName(u), h.Failed, err)
 	}
-	return hold(ctx, d)
+	return keepPrevious(ctx, d)
 }
 
 // rollBackWrite writes the previous config's files, units, enablement and
@@ -238,11 +239,11 @@ func rollBackCheck(ctx context.Context, d Data) (string, error) {
 	return res.message, nil
 }
 
-// hold ends the rollback: the failed config recorded on the node, state
+// keepPrevious ends the rollback: the failed config recorded on the node, state
 // Degraded, the cordon lifted (the node is healthy
 // on its previous config), and the status saying what happened. Every
-// step is idempotent until Held is saved.
-func hold(ctx context.Context, d Data) (Outcome, error) {
+// step is idempotent until Kept is saved.
+func keepPrevious(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
 	rec := d.Progress()
 	h := rec.Health
@@ -273,7 +274,7 @@ func hold(ctx context.Context, d Data) (Outcome, error) {
 		d.SetCondition(status.Uncordoned, metav1.ConditionTrue, status.Reason(status.Uncordoned),
 			"Uncordoned node "+u.Node+" after the rollback to "+previousName(u))
 	}
-	h.Held = true
+	h.Kept = true
 	if err := d.SaveProgress(); err != nil {
 		return Outcome{}, err
 	}
@@ -285,7 +286,7 @@ func hold(ctx context.Context, d Data) (Outcome, error) {
 	d.Stager().SetCurrentVersion(u.CurrentName)
 	d.Warn(status.ReasonRolledBack, msg)
 	g.observe("rolled-back")
-	return Outcome{}, ErrHeld
+	return Outcome{}, ErrRolledBack
 }
 
 func truncateReason(s string) string {

@@ -128,7 +128,7 @@ func (r *Runner) Update() *Update {
 // done steps) first re-stages the status of those steps and reloads what
 // they had produced. It returns nil once the update is complete,
 // ErrRebooting when the node is going down for the post-action reboot,
-// ErrStopped, ErrSuperseded or ErrPaused (see Stop), ErrHeld after the
+// ErrStopped, ErrSuperseded or ErrPaused (see Stop), ErrRolledBack after the
 // health gate's rollback, or a *StepError. It writes the status as each
 // step starts (when that shows something new) and once as the run ends
 // (end).
@@ -262,8 +262,8 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 	case errors.Is(err, ErrStopped):
 		log.Info("Phase interrupted for shutdown; it runs again at the next start")
 		return err
-	case errors.Is(err, ErrHeld):
-		log.Info("Update rolled back by the health gate; the node holds its previous config")
+	case errors.Is(err, ErrRolledBack):
+		log.Info("Update rolled back by the health gate; the node keeps its previous config")
 		return err
 	case isCut(err):
 		return r.cut(ctx, p, err, log)

@@ -138,7 +138,7 @@ func (r *Runner) end(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, ErrRebooting):
 		return err
-	case err != nil && !errors.Is(err, ErrComplete) && !errors.Is(err, ErrStopped) && !errors.Is(err, ErrHeld) && !isCut(err):
+	case err != nil && !errors.Is(err, ErrComplete) && !errors.Is(err, ErrStopped) && !errors.Is(err, ErrRolledBack) && !isCut(err):
 		return err
 	}
 	ferr := r.Flush(ctx)
@@ -149,7 +149,7 @@ func (r *Runner) end(ctx context.Context, err error) error {
 		}
 		r.observeEnd(err)
 		return err
-	case errors.Is(err, ErrHeld) && ferr != nil:
+	case errors.Is(err, ErrRolledBack) && ferr != nil:
 		return &StepError{Phase: progress.StepHealth, Condition: status.HealthChecked, Err: ferr}
 	case ferr != nil:
 		return ferr

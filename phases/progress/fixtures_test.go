@@ -34,7 +34,7 @@ func TestRecordsOfVersion1Resume(t *testing.T) {
 	}
 	r = load("health-rollback.json")
 	h := r.Health
-	if h == nil || h.Failed == "" || h.Held || !h.Done(RollbackWrite) || h.Done(RollbackPost) || h.RebootFromBootID == "" {
+	if h == nil || h.Failed == "" || h.Kept || !h.Done(RollbackWrite) || h.Done(RollbackPost) || h.RebootFromBootID == "" {
 		t.Errorf("health-rollback.json read as %+v", h)
 	}
 	r = load("replacing.json")

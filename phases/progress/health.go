@@ -9,7 +9,7 @@ import "time"
 // never repeats a step that is done (a reboot above all).
 type Health struct {
 	// Retry is the value of the administrator's retry annotation this
-	// attempt started with ("" for the first attempt): a held node tries
+	// attempt started with ("" for the first attempt): a node kept on its previous config tries
 	// the failed config again once the annotation has another value.
 	Retry string `json:"retry,omitempty"`
 	// StartedAt is when the gate first started checking; its timeout runs
@@ -24,10 +24,10 @@ type Health struct {
 	// as the record's fields of the same names are the update's.
 	RebootFromBootID  string    `json:"rebootFromBootID,omitempty"`
 	RebootRequestedAt time.Time `json:"rebootRequestedAt,omitzero"`
-	// Held is set once the rollback is over: the node runs the config the
-	// update came from and holds it until its desired config changes or
+	// Kept is set once the rollback is over: the node runs the config the
+	// update came from and keeps it until its desired config changes or
 	// an administrator asks for a retry.
-	Held bool `json:"held,omitempty"`
+	Kept bool `json:"held,omitempty"`
 }
 
 // Done reports whether the rollback step name is done.
@@ -56,5 +56,5 @@ func (h *Health) Finish(s Step) {
 // rollback: the node then runs r.Current, not r.Desired, even though the
 // update's write is done.
 func (r *Record) RolledBack() bool {
-	return r.Health != nil && r.Health.Held
+	return r.Health != nil && r.Health.Kept
 }
