@@ -132,8 +132,8 @@ func (r *Runner) Report(ctx context.Context, message string) error {
 // failed (Fail writes that) or the node is going down (the reboot wrote
 // its status), and tells the Observer of an update that finished. A
 // stopped or cut update's write may fail without holding up what comes
-// next (the next run writes the status at once); a held one's is retried
-// (the hold's steps are idempotent).
+// next (the next run writes the status at once); a rolled-back one's is
+// retried (keepPrevious's steps are idempotent).
 func (r *Runner) end(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, ErrRebooting):
