@@ -15,7 +15,11 @@ import (
 func TestBadConfigs(t *testing.T) {
 	t.Parallel()
 	dir := "/etc/nodeconfd-bad"
-	n, log := nodeWithPolicy(t, "u5", "rendered-u5-base", "nodeDisruptionPolicy:\n  files:\n  - path: "+dir+"/\n    actions: [{type: None}]\n")
+	// The retry of a refused config waits 30 s (the bed's is 1 s), so that
+	// the checks below read the refusal's status, not the retry's start;
+	// setting the base config back wakes the daemon at once.
+	n, log := nodeWithPolicy(t, "u5", "rendered-u5-base", "nodeDisruptionPolicy:\n  files:\n  - path: "+dir+"/\n    actions: [{type: None}]\n",
+		"--retry-initial", "30s", "--retry-max", "1m")
 	config(t, "rendered-u5-base", ign(nil))
 	if err := os.MkdirAll(filepath.Join(n.Sys.Root, dir), 0o755); err != nil {
 		t.Fatal(err)

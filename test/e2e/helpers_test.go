@@ -93,14 +93,15 @@ func jsonString(s string) string {
 	return string(b)
 }
 
-// nodeWithPolicy is node() with an admin post-action policy file.
-func nodeWithPolicy(t *testing.T, name, base, policy string) (*testbed.Node, *testbed.StatusLog) {
+// nodeWithPolicy is node() with an admin post-action policy file and
+// args, more daemon flags.
+func nodeWithPolicy(t *testing.T, name, base, policy string, args ...string) (*testbed.Node, *testbed.StatusLog) {
 	t.Helper()
 	p := filepath.Join(t.TempDir(), "policy.yaml")
 	if err := os.WriteFile(p, []byte(policy), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	return nodeOpts(t, name, base, testbed.NodeOptions{ExtraArgs: []string{"--post-action-policy", p}})
+	return nodeOpts(t, name, base, testbed.NodeOptions{ExtraArgs: append([]string{"--post-action-policy", p}, args...)})
 }
 
 // killOnceWritten SIGKILLs n's daemon as soon as the node file path (the
