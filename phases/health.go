@@ -280,7 +280,7 @@ func healthRound(ctx context.Context, d Data, c gateCheck) (map[string]UnitHealt
 		if err != nil {
 			return nil, verdict{why: "unit " + name + ": " + err.Error()}
 		}
-		v := JudgeUnit(name, st, c.optional)
+		v := judgeUnit(name, st, c.optional)
 		if !v.healthy {
 			return nil, v
 		}
@@ -298,11 +298,11 @@ func healthRound(ctx context.Context, d Data, c gateCheck) (map[string]UnitHealt
 	return units, verdict{healthy: true, message: "Healthy on " + c.config + ": " + strings.Join(passed, "; ")}
 }
 
-// JudgeUnit decides on one unit's state: active is healthy; failed is a
+// judgeUnit decides on one unit's state: active is healthy; failed is a
 // failure that waiting does not mend; anything else (activating, an
 // automatic restart pending) is waited for. A unit systemd does not know is
 // a failure, or, when optional (after a rollback that removed it), fine.
-func JudgeUnit(name string, st UnitHealth, optional bool) verdict {
+func judgeUnit(name string, st UnitHealth, optional bool) verdict {
 	state := st.ActiveState
 	if st.SubState != "" {
 		state += " (" + st.SubState + ")"
@@ -356,6 +356,3 @@ func gateWithoutRollback(ctx context.Context, d Data) (Outcome, error) {
 	d.Ports().Health.observe("passed")
 	return Outcome{Message: healthyMessage(ctx, d, res.message)}, nil
 }
-
-// Healthy reports whether the verdict is healthy (for tests).
-func (v verdict) Healthy() bool { return v.healthy }

@@ -117,8 +117,8 @@ func TestJudgeUnit(t *testing.T) {
 		{"unknown", phases.UnitHealth{LoadState: "not-found", ActiveState: "inactive"}, false, false},
 		{"unknown after a rollback", phases.UnitHealth{LoadState: "not-found", ActiveState: "inactive"}, true, true},
 	} {
-		if got := phases.JudgeUnit("u.service", tc.st, tc.optional); got.Healthy() != tc.healthy {
-			t.Errorf("%s: healthy %v, want %v", tc.name, got.Healthy(), tc.healthy)
+		if got := phases.UnitHealthy("u.service", tc.st, tc.optional); got != tc.healthy {
+			t.Errorf("%s: healthy %v, want %v", tc.name, got, tc.healthy)
 		}
 	}
 }

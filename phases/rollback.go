@@ -260,7 +260,7 @@ func keepPrevious(ctx context.Context, d Data) (Outcome, error) {
 	if err := g.Probe.SetFailedConfig(ctx, u.DesiredName); err != nil {
 		return Outcome{}, fmt.Errorf("recording the failed config on node %s: %w", u.Node, err)
 	}
-	if err := d.Ports().Cluster.SetNodeState(ctx, "", StateDegraded, truncateReason("Error: "+msg)); err != nil {
+	if err := d.Ports().Cluster.SetNodeState(ctx, "", StateDegraded, Truncate("Error: "+msg, maxStateReason)); err != nil {
 		return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
 	}
 	if rec.CordonedByUs {
@@ -287,11 +287,4 @@ func keepPrevious(ctx context.Context, d Data) (Outcome, error) {
 	d.Warn(status.ReasonRolledBack, msg)
 	g.observe("rolled-back")
 	return Outcome{}, ErrRolledBack
-}
-
-func truncateReason(s string) string {
-	if len(s) <= 1024 {
-		return s
-	}
-	return s[:1021] + "..."
 }
