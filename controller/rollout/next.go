@@ -17,7 +17,7 @@ type Input struct {
 	Pool *mcfgv1.MachineConfigPool
 	// Target is the rendered config the pool rolls out.
 	Target string
-	// Nodes are the pool's nodes (PoolForNode already applied).
+	// Nodes are the pool's nodes (Membership.PoolFor already applied).
 	Nodes []*corev1.Node
 	// MCNs are the nodes' MachineConfigNodes by node name; some may lack.
 	MCNs map[string]*mcfgv1.MachineConfigNode

@@ -12,22 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
-// PoolForNode is the pool whose rendered config the node runs, decided as
-// upstream's getPrimaryPoolForNode: among the pools whose nodeSelector
-// matches the node, master wins over everything (a master labelled infra
-// stays a master, OCPBUGS-2177), then a single custom pool wins over
-// worker, then worker. A node in two custom pools is an error naming the
-// node and the pools, since no order between custom pools is defined; a
-// node in none (or a Windows node) has no pool (nil, nil). A pool with a
-// nil or empty nodeSelector selects no node: an empty selector would
-// otherwise select every node of the cluster.
-func PoolForNode(pools []*mcfgv1.MachineConfigPool, node *corev1.Node) (*mcfgv1.MachineConfigPool, error) {
-	return NewMembership(pools).PoolFor(node)
-}
-
-// Membership is PoolForNode for many nodes: the pools' nodeSelectors are
-// converted once, not once per node (a reconcile asks for every node of
-// the cluster).
+// Membership decides which pool each node is in (PoolFor); the pools'
+// nodeSelectors are converted once, not once per node (a reconcile asks
+// for every node of the cluster).
 type Membership struct {
 	pools []*mcfgv1.MachineConfigPool
 	sels  []labels.Selector
@@ -48,7 +35,15 @@ func NewMembership(pools []*mcfgv1.MachineConfigPool) Membership {
 	return m
 }
 
-// PoolFor is PoolForNode's decision for one node.
+// PoolFor is the pool whose rendered config the node runs, decided as
+// upstream's getPrimaryPoolForNode: among the pools whose nodeSelector
+// matches the node, master wins over everything (a master labelled infra
+// stays a master, OCPBUGS-2177), then a single custom pool wins over
+// worker, then worker. A node in two custom pools is an error naming the
+// node and the pools, since no order between custom pools is defined; a
+// node in none (or a Windows node) has no pool (nil, nil). A pool with a
+// nil or empty nodeSelector selects no node: an empty selector would
+// otherwise select every node of the cluster.
 func (m Membership) PoolFor(node *corev1.Node) (*mcfgv1.MachineConfigPool, error) {
 	if node.Labels[osLabel] == "windows" {
 		return nil, nil

@@ -47,7 +47,7 @@ func TestPoolForNode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			n := mkNode("node-0", v0, v0)
 			n.Labels = tt.labels
-			got, err := PoolForNode(tt.pools, n)
+			got, err := NewMembership(tt.pools).PoolFor(n)
 			if tt.wantErr != nil {
 				if err == nil || got != nil {
 					t.Fatalf("got %v, %v; want an error", got, err)
@@ -74,7 +74,7 @@ func TestPoolForNode(t *testing.T) {
 }
 
 // TestNodesForPool ports upstream's TestGetNodesForPool: a pool's nodes
-// are the nodes whose PoolForNode is that pool.
+// are the nodes whose PoolFor is that pool.
 func TestNodesForPool(t *testing.T) {
 	set := func(n int, prefix string, labels map[string]string) []*corev1.Node {
 		var out []*corev1.Node
@@ -106,7 +106,7 @@ func TestNodesForPool(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := 0
 			for _, n := range tt.nodes {
-				p, err := PoolForNode([]*mcfgv1.MachineConfigPool{tt.pool}, n)
+				p, err := NewMembership([]*mcfgv1.MachineConfigPool{tt.pool}).PoolFor(n)
 				if err != nil {
 					t.Fatal(err)
 				}

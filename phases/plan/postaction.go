@@ -167,7 +167,3 @@ func (a Action) kind() ActionKind {
 	}
 	return ActionNone
 }
-
-// RunsCRIO reports whether the actions reload or restart CRI-O (the
-// ReloadedCRIO condition's step runs the list then).
-func (a PostAction) RunsCRIO() bool { return a.Kind == ActionReloadCRIO }

@@ -116,9 +116,6 @@ func (s *Stager) Versions() (current, desired string) { return s.st.Current, s.s
 // Empty reports whether no condition is staged (a status never written).
 func (s *Stager) Empty() bool { return len(s.st.Conditions) == 0 }
 
-// Dirty reports whether changes wait for a flush.
-func (s *Stager) Dirty() bool { return s.dirty }
-
 // Flush writes the staged changes, if any, in one request.
 func (s *Stager) Flush(ctx context.Context) error {
 	if !s.dirty {
