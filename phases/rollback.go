@@ -260,8 +260,9 @@ func keepPrevious(ctx context.Context, d Data) (Outcome, error) {
 	if err := g.Probe.SetFailedConfig(ctx, u.DesiredName); err != nil {
 		return Outcome{}, fmt.Errorf("recording the failed config on node %s: %w", u.Node, err)
 	}
-	if err := d.Ports().Cluster.SetNodeState(ctx, "", StateDegraded, Truncate("Error: "+msg, maxStateReason)); err != nil {
-		return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
+	deg := Degraded{State: StateDegraded, Reason: status.ReasonHealthCheckFailed, Message: "Error: " + msg}
+	if err := markDegraded(ctx, d.Ports().Cluster, d.Stager(), deg); err != nil {
+		return Outcome{}, err
 	}
 	if rec.CordonedByUs {
 		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
@@ -280,7 +281,6 @@ func keepPrevious(ctx context.Context, d Data) (Outcome, error) {
 	}
 	d.SetCondition(status.HealthChecked, metav1.ConditionFalse, status.ReasonRolledBack, msg)
 	d.SetCondition(status.UpdateComplete, metav1.ConditionFalse, status.ReasonRolledBack, msg)
-	d.SetCondition(status.NodeDegraded, metav1.ConditionTrue, status.ReasonHealthCheckFailed, "Error: "+msg)
 	d.SetCondition(status.Updated, metav1.ConditionFalse, status.ReasonRolledBack,
 		fmt.Sprintf("Node runs %s: %s failed the health gate and was rolled back", previousName(u), u.DesiredName))
 	d.Stager().SetCurrentVersion(u.CurrentName)
