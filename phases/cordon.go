@@ -94,16 +94,12 @@ func Cordon() Phase {
 // uncordoned node, so that whatever comes next (even a failure) leaves no
 // cordon behind unreported. If it needs a drain, it cordons again.
 func giveBackForCut(ctx context.Context, d Data, cause error) error {
-	why := "the node's desired config changed"
+	why, uncordoned := "new desired config", "Uncordoned: the node's desired config changed before anything was written"
 	if pe := (*PausedError)(nil); errors.As(cause, &pe) {
-		why = "the node was paused"
-		if _, err := giveBack(ctx, d, "Uncordoned: "+why+" before anything was written ("+pe.Hold.Message+")"); err != nil {
-			return fmt.Errorf("giving back the cordon of node %s for its pause: %w", d.Update().Node, err)
-		}
-		return nil
+		why, uncordoned = "pause", "Uncordoned: the node was paused before anything was written ("+pe.Hold.Message+")"
 	}
-	if _, err := giveBack(ctx, d, "Uncordoned: "+why+" before anything was written"); err != nil {
-		return fmt.Errorf("stopping the update of node %s for its new desired config: %w", d.Update().Node, err)
+	if _, err := giveBack(ctx, d, uncordoned); err != nil {
+		return fmt.Errorf("giving back the cordon of node %s for its %s: %w", d.Update().Node, why, err)
 	}
 	return nil
 }
