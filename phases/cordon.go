@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -45,6 +46,12 @@ func Cordon() Phase {
 			return needsDrain(d)
 		},
 		Undo: giveBackForCut,
+		Holding: func(d Data) string {
+			if rec := d.Progress(); rec.CordonedByUs && rec.CordonInherited {
+				return "Node stays cordoned by the update this one replaced"
+			}
+			return ""
+		},
 		Wait: func(ctx context.Context, d Data) error {
 			if d.Progress().CordonedByUs {
 				return nil
@@ -102,6 +109,26 @@ func giveBackForCut(ctx context.Context, d Data, cause error) error {
 		return fmt.Errorf("giving back the cordon of node %s for its %s: %w", d.Update().Node, why, err)
 	}
 	return nil
+}
+
+// giveBackBeforeWait returns the cordon waits' onHold: an update about to
+// wait gives back a cordon of this daemon that its cordon step did not
+// record (a crash right after the request, an uncordon the API server
+// refused), so that it waits uncordoned as every update does. An inherited
+// cordon stays (progress.Record.CordonInherited; Holding reports it).
+func giveBackBeforeWait(d Data) func(context.Context, Hold) error {
+	return func(ctx context.Context, h Hold) error {
+		rec := d.Progress()
+		if !rec.CordonedByUs || rec.CordonInherited || rec.Done(progress.StepCordon) {
+			return nil
+		}
+		if _, err := giveBack(ctx, d, "Uncordoned: the update waits ("+h.Kind+")"); err != nil {
+			return fmt.Errorf("giving back the cordon of node %s before the update waits: %w", d.Update().Node, err)
+		}
+		LogFrom(ctx, zap.NewNop()).Info("Uncordoned the node: the update waits, and its cordon step had not "+
+			"recorded the cordon", zap.String("for", h.Kind))
+		return nil
+	}
 }
 
 // giveBack undoes an update's cordon before anything is written: the

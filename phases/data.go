@@ -339,6 +339,11 @@ type Phase struct {
 	// back what the update holds (its cordon), and the run stops with that
 	// cause (ErrSuperseded, ErrPaused).
 	Undo func(ctx context.Context, d Data, cause error) error
+	// Holding, when set, says what the step already holds on the node
+	// before it runs (a cordon the update inherited), "" for nothing:
+	// while the step waits, its condition then says True, reason Waiting,
+	// this text and then what the update waits for, never False.
+	Holding func(d Data) string
 	// Pausable marks a step that a pause cuts while it runs (the drain:
 	// its cordon is given back, and the update waits uncordoned).
 	Pausable bool

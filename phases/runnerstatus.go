@@ -116,9 +116,16 @@ func (r *Runner) Report(ctx context.Context, message string) error {
 		return nil
 	}
 	c := r.cond(r.current)
-	if r.waiting {
+	held := ""
+	if r.waiting && r.current.Holding != nil {
+		held = r.current.Holding(r)
+	}
+	switch {
+	case held != "": // the step's effect is on the node already: never False
+		r.set(c, metav1.ConditionTrue, status.ReasonWaiting, held+"; the update waits: "+message)
+	case r.waiting:
 		r.set(c, metav1.ConditionFalse, status.ReasonWaiting, message)
-	} else {
+	default:
 		r.set(c, metav1.ConditionUnknown, status.Reason(c), message)
 	}
 	err := r.Flush(ctx)

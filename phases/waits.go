@@ -60,8 +60,9 @@ func disruptive(d Data) bool { return d.Update().Action.NeedsDrain() }
 // gate returns once nothing holds the update: while something does, the
 // running phase's condition says what (reason Waiting, see Runner.Report),
 // an Event marks the start and the end of each hold, and d.Waiting tells
-// the metrics which wait holds the update.
-func gate(ctx context.Context, d Data, disrupts bool) error {
+// the metrics which wait holds the update. onHold, when set, runs as each
+// hold starts, before it is reported.
+func gate(ctx context.Context, d Data, disrupts bool, onHold func(context.Context, Hold) error) error {
 	w := d.Ports().Waits
 	if w == nil {
 		return nil
@@ -104,6 +105,11 @@ func gate(ctx context.Context, d Data, disrupts bool) error {
 		}
 		if h.Kind != cur.Kind {
 			end()
+			if onHold != nil {
+				if err := onHold(ctx, h); err != nil {
+					return err
+				}
+			}
 			steer.set(ctx, disrupts && h.Kind != HoldPaused)
 			since = d.Clock()
 			d.Waiting(h.Kind)
@@ -156,7 +162,7 @@ func (s *steering) set(ctx context.Context, on bool) {
 func WaitFirst(p Phase) Phase {
 	inner := p.Wait
 	p.Wait = func(ctx context.Context, d Data) error {
-		if err := gate(ctx, d, disruptive(d)); err != nil {
+		if err := gate(ctx, d, disruptive(d), giveBackBeforeWait(d)); err != nil {
 			return err
 		}
 		if inner == nil {
@@ -185,7 +191,7 @@ func Gate() Phase {
 			}
 			return true, ""
 		},
-		Wait: func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d)) },
+		Wait: func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d), nil) },
 		Undo: giveBackForCut,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			return Outcome{Message: "Nothing holds the update"}, nil

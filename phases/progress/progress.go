@@ -10,9 +10,10 @@ import (
 	"time"
 )
 
-// Version is the record's schema version; a record of another version is
-// refused rather than misread.
-const Version = 1
+// Version is the record's schema version. A record of version 1 is
+// migrated when read (migrate.go); one of another version is refused
+// rather than misread.
+const Version = 2
 
 // FileName is the record's name in the daemon's state directory.
 const FileName = "progress.json"
@@ -33,6 +34,13 @@ type Record struct {
 	Steps   []Step `json:"steps,omitempty"`
 	// CordonedByUs is true once this daemon cordoned the node for the update.
 	CordonedByUs bool `json:"cordonedByUs,omitempty"`
+	// CordonInherited says the cordon (CordonedByUs) is the one of the
+	// update this one replaced after its write: the node stays cordoned,
+	// also while this update waits, until its uncordon. Any other cordon
+	// of this daemon that the cordon step has not recorded (a crash right
+	// after the request, an uncordon the API server refused) is given back
+	// before the update waits.
+	CordonInherited bool `json:"cordonInherited,omitempty"`
 	// WriteStarted is set, and saved, before the write step changes
 	// anything: from then on the update may have written, and an update
 	// replacing it first rolls its journal back.
@@ -143,6 +151,8 @@ func Replacing(old *Record, from, desired string) *Record {
 			n.EarlierKernelArgs = append(n.EarlierKernelArgs, k)
 		}
 	}
+	// A cordon that no give-back lifts is old's after its write: kept.
+	n.CordonInherited = n.CordonedByUs && n.Replaced == nil
 	return n
 }
 
@@ -188,14 +198,21 @@ func (r *Record) Marshal() ([]byte, error) {
 	return json.MarshalIndent(r, "", "  ")
 }
 
-// Unmarshal decodes a record, refusing other schema versions.
+// Unmarshal decodes a record, migrating one of version 1 (migrate.go) and
+// refusing other schema versions.
 func Unmarshal(data []byte) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("decoding progress record: %w", err)
 	}
-	if r.Version != Version {
-		return nil, fmt.Errorf("progress record has version %d, this daemon reads version %d", r.Version, Version)
+	switch r.Version {
+	case Version:
+	case 1:
+		if err := migrateV1(&r, data); err != nil {
+			return nil, err
+		}
+	default:
+		return nil, fmt.Errorf("progress record has version %d, this daemon reads versions 1 and %d", r.Version, Version)
 	}
 	return &r, nil
 }

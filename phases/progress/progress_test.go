@@ -22,7 +22,7 @@ func TestRoundTripAndVersion(t *testing.T) {
 		got.RebootFromBootID != "x" {
 		t.Errorf("round trip: %+v", got)
 	}
-	if _, err := Unmarshal([]byte(`{"version":2}`)); err == nil || !strings.Contains(err.Error(), "version 2") {
+	if _, err := Unmarshal([]byte(`{"version":3}`)); err == nil || !strings.Contains(err.Error(), "version 3") {
 		t.Errorf("other version: %v", err)
 	}
 	if _, err := Unmarshal([]byte(`{`)); err == nil {
@@ -55,16 +55,22 @@ func TestReplacing(t *testing.T) {
 	notWritten.OS = &OSPlan{FromKernelArgs: []string{"x"}, KernelArgsAdded: []string{"v", "w"}}
 	notWritten.EarlierKernelArgs = []string{"w"}
 	unplanned := New("a", "b")
+	drained := New("a", "b")
+	drained.CordonedByUs = true
+	for _, s := range []string{"detect", "prepare", "cordon", "drain"} {
+		drained.MarkDone(Step{Name: s})
+	}
 
 	tests := []struct {
-		name     string
-		old      *Record
-		want     []string
-		cordoned bool
+		name                string
+		old                 *Record
+		want                []string
+		cordoned, inherited bool
 	}{
-		{"write done", written, []string{"w", "x", "y"}, true},
-		{"write not done: what it added may be staged", notWritten, []string{"w", "v"}, false},
-		{"not prepared", unplanned, nil, false},
+		{"write done: its cordon stays", written, []string{"w", "x", "y"}, true, true},
+		{"write not done: what it added may be staged", notWritten, []string{"w", "v"}, false, false},
+		{"not prepared", unplanned, nil, false, false},
+		{"cordoned, not written: its cordon is given back", drained, nil, true, false},
 	}
 	for _, tt := range tests {
 		n := Replacing(tt.old, "b", "c")
@@ -73,6 +79,9 @@ func TestReplacing(t *testing.T) {
 		}
 		if strings.Join(n.EarlierKernelArgs, " ") != strings.Join(tt.want, " ") || n.CordonedByUs != tt.cordoned {
 			t.Errorf("%s: earlier %q cordoned %v, want %q %v", tt.name, n.EarlierKernelArgs, n.CordonedByUs, tt.want, tt.cordoned)
+		}
+		if n.CordonInherited != tt.inherited {
+			t.Errorf("%s: cordon inherited %v, want %v", tt.name, n.CordonInherited, tt.inherited)
 		}
 	}
 }
