@@ -203,34 +203,51 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if err := d.cleanLeftovers(ctx, rec, current, desired); err != nil {
 		return d.nextDelay(), err
 	}
-	var kept bool
-	if rec, kept, err = d.afterRollback(ctx, rec, current, desired); kept || err != nil {
-		return d.delayFor(err), err
-	}
-	if rec == nil && d.recordLost() {
-		// The record that said whether the node is at its currentConfig is
-		// gone: adopted if it is at its desired config in full, else
-		// updated (see lostRecordPlan).
-		_, current = lostRecordPlan(current, desired)
-		d.Log.Info("Updating the node without its lost progress record", zap.String("node", node.Name),
-			zap.String("from", current), zap.String("config", desired))
-	} else if desired == current && (rec == nil || rec.Done(progress.StepResume)) {
+	_, paused := d.pause()
+	plan := decidePass(passFacts{current: current, desired: desired, rec: rec, recordLost: rec == nil && d.recordLost(),
+		retry: node.Annotations[kube.RetryFailedConfig], paused: paused})
+	return d.carryOut(ctx, plan, rec)
+}
+
+// carryOut does what the pass decided (pass.go).
+func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record) (time.Duration, error) {
+	log := d.Log.With(zap.String("node", d.node.Name), zap.String("config", p.to))
+	switch p.kind {
+	case passKept:
+		d.logKept(rec) // health.go
+		return 0, nil
+	case passRetry:
+		var err error
+		if rec, err = d.startRetry(rec, p.to); err != nil { // health.go
+			return d.nextDelay(), err
+		}
+	case passIdle:
 		// Idle: the node runs its desired config and no update is left
 		// half done (an abandoned update, e.g. one whose desired config
 		// was rolled back, still has to be undone and its cordon lifted),
 		// unless its reboot request was granted (reboot.go).
-		if rec = d.grantedReboot(ctx, current); rec == nil {
+		if rec = d.grantedReboot(ctx, p.from); rec == nil {
 			d.failures = 0
-			err := d.idle(ctx, current)
+			err := d.idle(ctx, p.from)
 			d.checkRebootNeeded(ctx)
 			return d.idleDelay(), err
 		}
-	}
-	if paused, err := d.pausedBefore(ctx, rec, current, desired); paused || err != nil { // pause.go
+	case passPaused:
+		err := d.waitPaused(ctx, p.from, p.to) // pause.go
 		return d.delayFor(err), err
 	}
+	switch p.why {
+	case "rollback first":
+		log.Info("Desired config changed during the health gate's rollback; finishing the rollback first",
+			zap.String("desired", d.node.Annotations[kube.DesiredConfig]))
+	case "record lost":
+		log.Info("Updating the node without its lost progress record", zap.String("from", p.from))
+	}
+	if rec == nil || rec.Done(progress.StepResume) {
+		d.pauseEnded(p.to) // pause.go
+	}
 	d.settledOn = "" // idling after any update settles again, even on the same config
-	err = d.update(ctx, rec, current, desired)
+	err := d.update(ctx, rec, p.from, p.to)
 	return d.delayFor(err), err
 }
 

@@ -9,39 +9,36 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases"
-	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
-// pausedBefore keeps a paused node whose next update has not started (no
-// update under way) idle on the config it runs: its drift monitor keeps
-// running and reporting, and the status says the update waits for the
-// pause (Updated=False, UpdateExecuted=False with reason Waiting and the
-// pause's message), with a Paused Event once and WaitEnded when the pause
-// goes. The Node's watch brings the loop back when the annotation changes.
-// An update already under way waits in its own gate instead (phases.Gated).
-func (d *Daemon) pausedBefore(ctx context.Context, rec *progress.Record, current, desired string) (bool, error) {
-	if d.Env.Waits == nil || current == "" || (rec != nil && !rec.Done(progress.StepResume)) {
-		return false, nil
+// pause reports whether the node is paused, from the watch cache, and the
+// hold's text; never paused without waits.
+func (d *Daemon) pause() (phases.Hold, bool) {
+	if d.Env.Waits == nil {
+		return phases.Hold{}, false
 	}
-	h, paused := d.Env.Waits.Paused()
-	if !paused {
-		if d.pausedSince != (time.Time{}) {
-			d.note("WaitEnded", fmt.Sprintf("Update to %s no longer waits (%s for %s)", desired, phases.HoldPaused,
-				d.Now().Sub(d.pausedSince).Round(time.Second)))
-			d.pausedSince = time.Time{}
-			d.waiting("")
-		}
-		return false, nil
-	}
+	return d.Env.Waits.Paused()
+}
+
+// waitPaused keeps a paused node whose next update has not started (no
+// update under way: decidePass's passPaused) idle on the config it runs,
+// current: its drift monitor keeps running and reporting, and the status
+// says the update waits for the pause (Updated=False, UpdateExecuted=False
+// with reason Waiting and the pause's message), with a Paused Event once
+// (WaitEnded comes with the update, pauseEnded). The Node's watch brings
+// the loop back when the annotation changes. An update already under way
+// waits in its own gate instead (phases.WaitFirst, phases.Gate).
+func (d *Daemon) waitPaused(ctx context.Context, current, desired string) error {
+	h, _ := d.pause()
 	if err := d.watchWhilePaused(ctx, current); err != nil {
-		return true, err
+		return err
 	}
 	d.status.Set(status.Updated, metav1.ConditionFalse, status.Updated,
 		fmt.Sprintf("Node needs update from %s to %s", current, desired))
 	d.status.Set(status.UpdateExecuted, metav1.ConditionFalse, status.ReasonWaiting, h.Message)
 	if err := d.status.Flush(ctx); err != nil {
-		return true, fmt.Errorf("writing MachineConfigNode status: %w", err)
+		return fmt.Errorf("writing MachineConfigNode status: %w", err)
 	}
 	if d.pausedSince == (time.Time{}) {
 		d.pausedSince = d.Now()
@@ -50,7 +47,19 @@ func (d *Daemon) pausedBefore(ctx context.Context, rec *progress.Record, current
 		d.Log.Info("Node is paused; its update waits", zap.String("node", d.node.Name), zap.String("config", desired),
 			zap.String("why", h.Message))
 	}
-	return true, nil
+	return nil
+}
+
+// pauseEnded marks the end of the pause that held the node's update
+// before it started, as the update starts.
+func (d *Daemon) pauseEnded(desired string) {
+	if d.pausedSince == (time.Time{}) {
+		return
+	}
+	d.note("WaitEnded", fmt.Sprintf("Update to %s no longer waits (%s for %s)", desired, phases.HoldPaused,
+		d.Now().Sub(d.pausedSince).Round(time.Second)))
+	d.pausedSince = time.Time{}
+	d.waiting("")
 }
 
 // watchWhilePaused keeps the drift monitor on the config the node runs.
