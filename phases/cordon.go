@@ -72,8 +72,9 @@ func Cordon() Phase {
 			// its uncordon lifts only a cordon carrying this daemon's
 			// annotation, so an administrator's cordon is safe either way).
 			rec := d.Progress()
-			if !rec.CordonedByUs {
-				rec.CordonedByUs = true
+			if !rec.CordonedByUs || rec.CordonInherited {
+				// From here the cordon is this update's own, whoever set it.
+				rec.CordonedByUs, rec.CordonInherited = true, false
 				if err := d.SaveProgress(); err != nil {
 					return Outcome{}, err
 				}
@@ -161,7 +162,7 @@ func liftCordon(ctx context.Context, d Data, cordonDone, writeStarted bool, unco
 		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 			return "", err
 		}
-		rec.CordonedByUs = false
+		rec.CordonedByUs, rec.CordonInherited = false, false
 		if err := d.SaveProgress(); err != nil {
 			return "", fmt.Errorf("uncordoned the node, then %w", err)
 		}

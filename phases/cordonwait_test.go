@@ -68,7 +68,7 @@ func TestCordonWhileWaiting(t *testing.T) {
 			if got := strings.Join(cl.calls, ","); got != tc.calls {
 				t.Errorf("cluster calls %q, want %q", got, tc.calls)
 			}
-			if !r.Record.CordonedByUs || !r.Record.Done("cordon") || h.files["/etc/motd"] != "x" {
+			if !r.Record.CordonedByUs || r.Record.CordonInherited || !r.Record.Done("cordon") || h.files["/etc/motd"] != "x" {
 				t.Errorf("after the wait: cordoned by us %v, steps %+v, files %v", r.Record.CordonedByUs,
 					r.Record.Steps, h.files)
 			}

@@ -39,7 +39,8 @@ type Record struct {
 	// also while this update waits, until its uncordon. Any other cordon
 	// of this daemon that the cordon step has not recorded (a crash right
 	// after the request, an uncordon the API server refused) is given back
-	// before the update waits.
+	// before the update waits. Cleared once the cordon step takes the
+	// cordon as its own, or it is lifted.
 	CordonInherited bool `json:"cordonInherited,omitempty"`
 	// WriteStarted is set, and saved, before the write step changes
 	// anything: from then on the update may have written, and an update
