@@ -51,20 +51,16 @@ func (d *Daemon) idle(ctx context.Context, current string) error {
 // unavailable. A state the daemon wrote (Degraded for a drift) is left to
 // the code that wrote it.
 func (d *Daemon) markUpdated(ctx context.Context, current string) error {
+	var rep phases.NodeReport
 	if d.node.Annotations[kube.State] == "" {
-		if err := d.API.SetNodeState(ctx, "", phases.StateDone, ""); err != nil {
-			return fmt.Errorf("writing the node's state annotation: %w", err)
-		}
+		rep.State = phases.StateDone
 		d.Log.Info("Node runs its desired config; state Done", zap.String("node", d.node.Name), zap.String("config", current))
 	}
 	cur, _ := d.status.Versions()
 	if c := d.status.Find(status.Updated); c == nil || c.Status != metav1.ConditionTrue || cur != current {
 		d.stageUpdated(current)
 	}
-	if err := d.status.Flush(ctx); err != nil {
-		return fmt.Errorf("writing MachineConfigNode status: %w", err)
-	}
-	return nil
+	return d.reporting().Send(ctx, rep)
 }
 
 // current returns the config the node runs: the copy kept on the node,
@@ -136,7 +132,7 @@ func (d *Daemon) onDrift(ctx context.Context, err error) {
 		}
 		d.Log.Warn("Config drift detected", zap.String("node", d.node.Name), zap.String("config", d.drift.config),
 			zap.Error(err))
-		phases.ReportDegraded(ctx, d.API, d.status, d.events, d.Log,
+		phases.ReportDegraded(ctx, d.reporting(), d.Log,
 			phases.Degraded{State: phases.StateDegraded, Reason: ReasonConfigDrift, Message: msg})
 		return
 	}
@@ -144,16 +140,17 @@ func (d *Daemon) onDrift(ctx context.Context, err error) {
 		return
 	}
 	d.Log.Info("Config drift cleared", zap.String("node", d.node.Name), zap.String("config", d.drift.config))
-	if aerr := d.API.SetNodeState(ctx, "", phases.StateDone, ""); aerr != nil {
-		d.Log.Error("Cannot write the node's state annotation", zap.Error(aerr))
+	cleared := phases.NodeReport{State: phases.StateDone, Event: phases.Event{OnNode: true, Reason: "ConfigDriftCleared",
+		Message: "Node matches config " + d.drift.config + " again"}}
+	if werr := d.reporting().Send(ctx, cleared); werr != nil {
+		d.Log.Error("Cannot report the end of the config drift", zap.Error(werr))
 	}
-	if werr := d.status.Flush(ctx); werr != nil {
-		d.Log.Error("Cannot write drift status", zap.Error(werr))
-		return
-	}
-	if d.events != nil {
-		d.events.Event(true, false, "ConfigDriftCleared", "Node matches config "+d.drift.config+" again")
-	}
+}
+
+// reporting is where the daemon's own reports go, outside an update: the
+// same Stager as the update's runner.
+func (d *Daemon) reporting() phases.Reporting {
+	return phases.Reporting{Nodes: d.API, Status: d.status, Events: d.events}
 }
 
 // ReasonConfigDrift is NodeDegraded's reason while the node drifted from

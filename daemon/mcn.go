@@ -8,6 +8,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -58,16 +59,17 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 			// A node registered at its config: say so in the same write.
 			d.stageUpdated(current)
 		}
-		if err := d.status.Flush(ctx); err != nil {
-			return fmt.Errorf("writing the initial status of MachineConfigNode %s: %w", d.node.Name, err)
+		if err := d.reporting().Send(ctx, phases.NodeReport{}); err != nil {
+			return fmt.Errorf("registering MachineConfigNode %s: %w", d.node.Name, err)
 		}
 		d.Log.Info("Registered MachineConfigNode", zap.String("node", d.node.Name), zap.String("pool", pool),
 			zap.Bool("created", created))
 	}
 	// A daemon restarted with the other --image-mode-status (imagemode.go).
 	if d.status.WithImageMode(d.ImageModeStatus) {
-		if err := d.status.Flush(ctx); err != nil {
-			return fmt.Errorf("writing the conditions of MachineConfigNode %s: %w", d.node.Name, err)
+		if err := d.reporting().Send(ctx, phases.NodeReport{}); err != nil {
+			return fmt.Errorf("switching the conditions of MachineConfigNode %s to --image-mode-status=%v: %w",
+				d.node.Name, d.ImageModeStatus, err)
 		}
 	}
 	if d.Ready != nil {

@@ -37,17 +37,16 @@ func (d *Daemon) waitPaused(ctx context.Context, current, desired string) error 
 	d.status.Set(status.Updated, metav1.ConditionFalse, status.Updated,
 		fmt.Sprintf("Node needs update from %s to %s", current, desired))
 	d.status.Set(status.UpdateExecuted, metav1.ConditionFalse, status.ReasonWaiting, h.Message)
-	if err := d.status.Flush(ctx); err != nil {
-		return fmt.Errorf("writing MachineConfigNode status: %w", err)
-	}
-	if d.pausedSince == (time.Time{}) {
+	var rep phases.NodeReport
+	if d.pausedSince == (time.Time{}) { // the wait starts: said once
 		d.pausedSince = d.Now()
 		d.waiting(phases.HoldPaused)
-		d.note(phases.HoldPaused, fmt.Sprintf("Update to %s waits: %s", desired, h.Message))
+		rep.Event = phases.Event{OnNode: true, Reason: phases.HoldPaused,
+			Message: fmt.Sprintf("Update to %s waits: %s", desired, h.Message)}
 		d.Log.Info("Node is paused; its update waits", zap.String("node", d.node.Name), zap.String("config", desired),
 			zap.String("why", h.Message))
 	}
-	return nil
+	return d.reporting().Send(ctx, rep)
 }
 
 // pauseEnded marks the end of the pause that held the node's update

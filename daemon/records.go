@@ -91,8 +91,7 @@ func (d *Daemon) decodeProgress(ctx context.Context, data []byte, readErr error)
 // annotation and a Warning Event; failures to report are logged only (the
 // daemon goes on either way).
 func (d *Daemon) reportDegraded(ctx context.Context, reason, msg string) {
-	phases.ReportDegraded(ctx, d.API, d.status, d.events, d.Log,
-		phases.Degraded{State: phases.StateDegraded, Reason: reason, Message: msg})
+	phases.ReportDegraded(ctx, d.reporting(), d.Log, phases.Degraded{State: phases.StateDegraded, Reason: reason, Message: msg})
 }
 
 // recordLost reports whether the daemon goes on without an unreadable

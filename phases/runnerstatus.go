@@ -24,8 +24,8 @@ func (r *Runner) set(t string, s metav1.ConditionStatus, reason, msg string) boo
 
 // Flush writes staged status changes, if any, in one request.
 func (r *Runner) Flush(ctx context.Context) error {
-	if err := r.Status.Flush(ctx); err != nil {
-		return fmt.Errorf("writing MachineConfigNode status: %w", err)
+	if err := r.reporting().Send(ctx, NodeReport{}); err != nil {
+		return err
 	}
 	r.startPending = false
 	return nil
@@ -206,18 +206,13 @@ func (r *Runner) Fail(ctx context.Context, err error) {
 	r.Observer().UpdateFinished(failResult(ue != nil || us != nil || ce != nil))
 	// The state annotation says the whole error; the conditions and the
 	// Event its root (without the runner's "phase x:" prefix).
-	ReportDegraded(ctx, stateOf{r.Env.Cluster, err.Error()}, r.Status, r.Events, log,
-		Degraded{State: state, Reason: status.ReasonUpdateFailed, Message: msg})
+	ReportDegraded(ctx, r.reporting(), log,
+		Degraded{State: state, Reason: status.ReasonUpdateFailed, Message: msg, Annotation: err.Error()})
 }
 
-// stateOf writes the state annotation with its own reason text.
-type stateOf struct {
-	nodes  NodeStateWriter
-	reason string
-}
-
-func (s stateOf) SetNodeState(ctx context.Context, current, state, _ string) error {
-	return s.nodes.SetNodeState(ctx, current, state, Truncate(s.reason, maxStateReason))
+// reporting is where the runner's reports go.
+func (r *Runner) reporting() Reporting {
+	return Reporting{Nodes: r.Env.Cluster, Status: r.Status, Events: r.Events}
 }
 
 // rootMessage is the error text without the runner's own "phase x:" prefix.

@@ -1,0 +1,56 @@
+package phases
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/nodeconfd/nodeconfd/phases/status"
+)
+
+// NodeReport is one report of the node: what the caller staged in the
+// status, with the state annotation and an Event that go with it. Send
+// writes it in the order every report keeps.
+type NodeReport struct {
+	// State, when set, is written to the node's state annotation (Done,
+	// Degraded, ...) with StateReason, cut at 1 KiB, as its reason.
+	State, StateReason string
+	// Event, when its Reason is set, is recorded once the rest is written.
+	Event Event
+}
+
+// Event is a Kubernetes Event about the node's update (see Recorder).
+type Event struct {
+	OnNode, Warning bool
+	Reason, Message string
+}
+
+// Reporting is where the node's reports go: its annotations, its
+// MachineConfigNode's status (the one Stager of the node) and its Events.
+type Reporting struct {
+	Nodes  NodeStateWriter
+	Status *status.Stager
+	Events Recorder // nil: none
+}
+
+// Send writes rep: the state annotation first, so that once the status
+// shows a change the upstream-compatible view does too; then the staged
+// status in one request; then the Event. A failed annotation holds back
+// neither the status nor the Event (each says more than nothing); the
+// errors are joined.
+func (to Reporting) Send(ctx context.Context, rep NodeReport) error {
+	var errs []error
+	if rep.State != "" {
+		if err := to.Nodes.SetNodeState(ctx, "", rep.State, Truncate(rep.StateReason, maxStateReason)); err != nil {
+			errs = append(errs, fmt.Errorf("writing the node's state annotation: %w", err))
+		}
+	}
+	if err := to.Status.Flush(ctx); err != nil {
+		errs = append(errs, fmt.Errorf("writing MachineConfigNode status: %w", err))
+	}
+	if rep.Event.Reason != "" && to.Events != nil {
+		e := rep.Event
+		to.Events.Event(e.OnNode, e.Warning, e.Reason, e.Message)
+	}
+	return errors.Join(errs...)
+}
