@@ -203,19 +203,23 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if err := d.cleanLeftovers(ctx, rec, current, desired); err != nil {
 		return d.nextDelay(), err
 	}
-	_, paused := d.pause()
+	var pause *phases.Hold // read once: the decision and what the status says agree
+	if h, paused := d.pause(); paused {
+		pause = &h
+	}
 	plan := decidePass(passFacts{current: current, desired: desired, rec: rec, recordLost: rec == nil && d.recordLost(),
-		retry: node.Annotations[kube.RetryFailedConfig], paused: paused})
-	return d.carryOut(ctx, plan, rec)
+		retry: node.Annotations[kube.RetryFailedConfig], paused: pause != nil})
+	return d.carryOut(ctx, plan, rec, pause)
 }
 
-// carryOut does what the pass decided (pass.go).
-func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record) (time.Duration, error) {
+// carryOut does what the pass decided (pass.go); pause is the node's
+// pause, nil when it is not paused.
+func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record, pause *phases.Hold) (time.Duration, error) {
 	log := d.Log.With(zap.String("node", d.node.Name), zap.String("config", p.to))
 	switch p.kind {
 	case passKept:
 		d.logKept(rec) // health.go
-		return 0, nil
+		return d.delayFor(nil), nil
 	case passRetry:
 		var err error
 		if rec, err = d.startRetry(rec, p.to); err != nil { // health.go
@@ -233,7 +237,7 @@ func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record)
 			return d.idleDelay(), err
 		}
 	case passPaused:
-		err := d.waitPaused(ctx, p.from, p.to) // pause.go
+		err := d.waitPaused(ctx, p.from, p.to, *pause) // pause.go
 		return d.delayFor(err), err
 	}
 	switch p.why {
@@ -243,8 +247,8 @@ func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record)
 	case "record lost":
 		log.Info("Updating the node without its lost progress record", zap.String("from", p.from))
 	}
-	if rec == nil || rec.Done(progress.StepResume) {
-		d.pauseEnded(p.to) // pause.go
+	if pause == nil && p.from != "" && (rec == nil || rec.Done(progress.StepResume)) {
+		d.pauseEnded(p.to) // pause.go: the update starts; one under way has its own waits
 	}
 	d.settledOn = "" // idling after any update settles again, even on the same config
 	err := d.update(ctx, rec, p.from, p.to)

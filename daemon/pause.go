@@ -29,8 +29,7 @@ func (d *Daemon) pause() (phases.Hold, bool) {
 // (WaitEnded comes with the update, pauseEnded). The Node's watch brings
 // the loop back when the annotation changes. An update already under way
 // waits in its own gate instead (phases.WaitFirst, phases.Gate).
-func (d *Daemon) waitPaused(ctx context.Context, current, desired string) error {
-	h, _ := d.pause()
+func (d *Daemon) waitPaused(ctx context.Context, current, desired string, h phases.Hold) error {
 	if err := d.watchWhilePaused(ctx, current); err != nil {
 		return err
 	}

@@ -45,13 +45,8 @@ func Cordon() Phase {
 			}
 			return needsDrain(d)
 		},
-		Undo: giveBackForCut,
-		Holding: func(d Data) string {
-			if rec := d.Progress(); rec.CordonedByUs && rec.CordonInherited {
-				return "Node stays cordoned by the update this one replaced"
-			}
-			return ""
-		},
+		Undo:    giveBackForCut,
+		Holding: func(d Data) string { return cordonHeld(d.Progress()) },
 		Wait: func(ctx context.Context, d Data) error {
 			if d.Progress().CordonedByUs {
 				return nil
@@ -72,9 +67,8 @@ func Cordon() Phase {
 			// its uncordon lifts only a cordon carrying this daemon's
 			// annotation, so an administrator's cordon is safe either way).
 			rec := d.Progress()
-			if !rec.CordonedByUs || rec.CordonInherited {
-				// From here the cordon is this update's own, whoever set it.
-				rec.CordonedByUs, rec.CordonInherited = true, false
+			if !rec.CordonedByUs {
+				rec.CordonedByUs, rec.CordonOwn = true, true
 				if err := d.SaveProgress(); err != nil {
 					return Outcome{}, err
 				}
@@ -84,8 +78,10 @@ func Cordon() Phase {
 				return Outcome{}, err
 			}
 			// Cordon reports the truth even after a restart (it finds its own
-			// cordon by its annotation), so the record follows it.
-			rec.CordonedByUs = cordoned
+			// cordon by its annotation), so the record follows it. Only now
+			// is an inherited cordon this update's own: a crash before this
+			// save keeps it.
+			rec.CordonedByUs, rec.CordonOwn = cordoned, cordoned
 			if err := d.SaveProgress(); err != nil {
 				return Outcome{}, err
 			}
@@ -112,15 +108,31 @@ func giveBackForCut(ctx context.Context, d Data, cause error) error {
 	return nil
 }
 
+// cordonHeld says why the node is cordoned before the update's cordon step
+// is done, "" when it is not (by this daemon): a cordon inherited from the
+// update this one replaced after its write stays until this update's
+// uncordon; one of an earlier try of this update (progress.Record.CordonOwn)
+// until the update waits (giveBackBeforeWait) or its cordon step runs. The
+// status says so (detect, the cordon's Holding), never Cordoned=False.
+func cordonHeld(rec *progress.Record) string {
+	switch {
+	case !rec.CordonedByUs || rec.Done(progress.StepCordon):
+		return ""
+	case rec.CordonOwn:
+		return "Node is cordoned by an earlier try of this update"
+	}
+	return "Node stays cordoned by the update this one replaced"
+}
+
 // giveBackBeforeWait returns the cordon waits' onHold: an update about to
 // wait gives back a cordon of this daemon that its cordon step did not
 // record (a crash right after the request, an uncordon the API server
 // refused), so that it waits uncordoned as every update does. An inherited
-// cordon stays (progress.Record.CordonInherited; Holding reports it).
+// cordon stays (progress.Record.CordonOwn unset; cordonHeld says so).
 func giveBackBeforeWait(d Data) func(context.Context, Hold) error {
 	return func(ctx context.Context, h Hold) error {
 		rec := d.Progress()
-		if !rec.CordonedByUs || rec.CordonInherited || rec.Done(progress.StepCordon) {
+		if !rec.CordonedByUs || !rec.CordonOwn || rec.Done(progress.StepCordon) {
 			return nil
 		}
 		if _, err := giveBack(ctx, d, "Uncordoned: the update waits ("+h.Kind+")"); err != nil {
@@ -162,7 +174,7 @@ func liftCordon(ctx context.Context, d Data, cordonDone, writeStarted bool, unco
 		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 			return "", err
 		}
-		rec.CordonedByUs, rec.CordonInherited = false, false
+		rec.CordonedByUs, rec.CordonOwn = false, false
 		if err := d.SaveProgress(); err != nil {
 			return "", fmt.Errorf("uncordoned the node, then %w", err)
 		}

@@ -29,6 +29,9 @@ func Detect() Phase {
 			d.Stager().ResetForUpdate()
 			d.Stager().SetIrreconcilableChanges(nil) // they described the config refused before
 			d.SetCondition(status.Updated, metav1.ConditionFalse, status.Updated, msg)
+			if held := cordonHeld(d.Progress()); held != "" { // the reset must not say Cordoned=False
+				d.SetCondition(status.Cordoned, metav1.ConditionTrue, status.Reason(status.Cordoned), held)
+			}
 			if err := d.Ports().Cluster.SetNodeState(ctx, "", StateWorking, ""); err != nil {
 				return Outcome{}, err
 			}

@@ -35,9 +35,10 @@ type Reporting struct {
 
 // Send writes rep: the state annotation first, so that once the status
 // shows a change the upstream-compatible view does too; then the staged
-// status in one request; then the Event. A failed annotation holds back
-// neither the status nor the Event (each says more than nothing); the
-// errors are joined.
+// status in one request; then the Event. No failure holds back what comes
+// after it: the status says more than nothing, and the Event is the other
+// way an administrator hears of the report (what was staged goes with the
+// next write). The errors are joined.
 func (to Reporting) Send(ctx context.Context, rep NodeReport) error {
 	var errs []error
 	if rep.State != "" {

@@ -27,7 +27,8 @@ type Health struct {
 	// Kept is set once the rollback is over: the node runs the config the
 	// update came from and keeps it until its desired config changes or
 	// an administrator asks for a retry.
-	Kept bool `json:"kept,omitempty"`
+	// Saved as "held", its name before: the release before reads it.
+	Kept bool `json:"held,omitempty"`
 }
 
 // Done reports whether the rollback step name is done.

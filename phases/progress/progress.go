@@ -10,10 +10,12 @@ import (
 	"time"
 )
 
-// Version is the record's schema version. A record of version 1 is
-// migrated when read (migrate.go); one of another version is refused
-// rather than misread.
-const Version = 2
+// Version is the record's schema version; a record of another version is
+// refused rather than misread. Fields are only ever added, each one an
+// older daemon may ignore safely, so that the release before reads the
+// records of this one (a DaemonSet rolled back mid-update):
+// TestRecordStaysReadableByTheReleaseBefore.
+const Version = 1
 
 // FileName is the record's name in the daemon's state directory.
 const FileName = "progress.json"
@@ -34,14 +36,14 @@ type Record struct {
 	Steps   []Step `json:"steps,omitempty"`
 	// CordonedByUs is true once this daemon cordoned the node for the update.
 	CordonedByUs bool `json:"cordonedByUs,omitempty"`
-	// CordonInherited says the cordon (CordonedByUs) is the one of the
-	// update this one replaced after its write: the node stays cordoned,
-	// also while this update waits, until its uncordon. Any other cordon
-	// of this daemon that the cordon step has not recorded (a crash right
-	// after the request, an uncordon the API server refused) is given back
-	// before the update waits. Cleared once the cordon step takes the
-	// cordon as its own, or it is lifted.
-	CordonInherited bool `json:"cordonInherited,omitempty"`
+	// CordonOwn says the cordon (CordonedByUs) is this update's own,
+	// taken by its cordon step: one that step has not recorded as done (a
+	// crash right after the request, an uncordon the API server refused)
+	// is given back before the update waits. Unset for a cordon inherited
+	// from the update this one replaced after its write, and in a record
+	// older than the field: the node stays cordoned, also while the update
+	// waits, until its uncordon (the cordon's Holding says so).
+	CordonOwn bool `json:"cordonOwn,omitempty"`
 	// WriteStarted is set, and saved, before the write step changes
 	// anything: from then on the update may have written, and an update
 	// replacing it first rolls its journal back.
@@ -152,8 +154,6 @@ func Replacing(old *Record, from, desired string) *Record {
 			n.EarlierKernelArgs = append(n.EarlierKernelArgs, k)
 		}
 	}
-	// A cordon that no give-back lifts is old's after its write: kept.
-	n.CordonInherited = n.CordonedByUs && n.Replaced == nil
 	return n
 }
 
@@ -199,21 +199,14 @@ func (r *Record) Marshal() ([]byte, error) {
 	return json.MarshalIndent(r, "", "  ")
 }
 
-// Unmarshal decodes a record, migrating one of version 1 (migrate.go) and
-// refusing other schema versions.
+// Unmarshal decodes a record, refusing other schema versions.
 func Unmarshal(data []byte) (*Record, error) {
 	var r Record
 	if err := json.Unmarshal(data, &r); err != nil {
 		return nil, fmt.Errorf("decoding progress record: %w", err)
 	}
-	switch r.Version {
-	case Version:
-	case 1:
-		if err := migrateV1(&r, data); err != nil {
-			return nil, err
-		}
-	default:
-		return nil, fmt.Errorf("progress record has version %d, this daemon reads versions 1 and %d", r.Version, Version)
+	if r.Version != Version {
+		return nil, fmt.Errorf("progress record has version %d, this daemon reads version %d", r.Version, Version)
 	}
 	return &r, nil
 }

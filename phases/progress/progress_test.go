@@ -22,7 +22,7 @@ func TestRoundTripAndVersion(t *testing.T) {
 		got.RebootFromBootID != "x" {
 		t.Errorf("round trip: %+v", got)
 	}
-	if _, err := Unmarshal([]byte(`{"version":3}`)); err == nil || !strings.Contains(err.Error(), "version 3") {
+	if _, err := Unmarshal([]byte(`{"version":2}`)); err == nil || !strings.Contains(err.Error(), "version 2") {
 		t.Errorf("other version: %v", err)
 	}
 	if _, err := Unmarshal([]byte(`{`)); err == nil {
@@ -49,28 +49,28 @@ func TestReplacing(t *testing.T) {
 	written := New("a", "b")
 	written.OS = &OSPlan{FromKernelArgs: []string{"x", "y"}}
 	written.EarlierKernelArgs = []string{"w", "x"}
-	written.CordonedByUs = true
+	written.CordonedByUs, written.CordonOwn = true, true
 	written.MarkDone(Step{Name: "write"})
 	notWritten := New("a", "b")
 	notWritten.OS = &OSPlan{FromKernelArgs: []string{"x"}, KernelArgsAdded: []string{"v", "w"}}
 	notWritten.EarlierKernelArgs = []string{"w"}
 	unplanned := New("a", "b")
 	drained := New("a", "b")
-	drained.CordonedByUs = true
+	drained.CordonedByUs, drained.CordonOwn = true, true
 	for _, s := range []string{"detect", "prepare", "cordon", "drain"} {
 		drained.MarkDone(Step{Name: s})
 	}
 
 	tests := []struct {
-		name                string
-		old                 *Record
-		want                []string
-		cordoned, inherited bool
+		name     string
+		old      *Record
+		want     []string
+		cordoned bool
 	}{
-		{"write done: its cordon stays", written, []string{"w", "x", "y"}, true, true},
-		{"write not done: what it added may be staged", notWritten, []string{"w", "v"}, false, false},
-		{"not prepared", unplanned, nil, false, false},
-		{"cordoned, not written: its cordon is given back", drained, nil, true, false},
+		{"write done: its cordon stays", written, []string{"w", "x", "y"}, true},
+		{"write not done: what it added may be staged", notWritten, []string{"w", "v"}, false},
+		{"not prepared", unplanned, nil, false},
+		{"cordoned, not written: its cordon is given back (give-back step)", drained, nil, true},
 	}
 	for _, tt := range tests {
 		n := Replacing(tt.old, "b", "c")
@@ -80,8 +80,8 @@ func TestReplacing(t *testing.T) {
 		if strings.Join(n.EarlierKernelArgs, " ") != strings.Join(tt.want, " ") || n.CordonedByUs != tt.cordoned {
 			t.Errorf("%s: earlier %q cordoned %v, want %q %v", tt.name, n.EarlierKernelArgs, n.CordonedByUs, tt.want, tt.cordoned)
 		}
-		if n.CordonInherited != tt.inherited {
-			t.Errorf("%s: cordon inherited %v, want %v", tt.name, n.CordonInherited, tt.inherited)
+		if n.CordonOwn {
+			t.Errorf("%s: the replaced update's cordon taken as the new update's own", tt.name)
 		}
 	}
 }

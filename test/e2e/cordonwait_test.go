@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -66,6 +67,7 @@ func cordonWhilePaused(t *testing.T, name, point string, replaced bool) {
 	if err := n.Annotate(ctx, map[string]string{"nodeconfd.io/pause": "carol: hold"}); err != nil {
 		t.Fatal(err)
 	}
+	from := log.Len()
 	if err := n.ResumeDaemon(); err != nil {
 		t.Fatal(err)
 	}
@@ -73,7 +75,7 @@ func cordonWhilePaused(t *testing.T, name, point string, replaced bool) {
 	if err := waitMessage(ctx, log, "Cordoned", "Waiting", paused); err != nil {
 		t.Fatal(err)
 	}
-	checkCordonWhilePaused(t, log, name, replaced)
+	checkCordonWhilePaused(t, log, name, replaced, from)
 	unpause(ctx, t, name)
 	if err := waitCurrent(ctx, log, want); err != nil {
 		t.Fatal(err)
@@ -87,9 +89,13 @@ func cordonWhilePaused(t *testing.T, name, point string, replaced bool) {
 }
 
 // checkCordonWhilePaused checks the status of the paused update against the
-// node: cordoned and Cordoned=True, or uncordoned and Cordoned=False.
-func checkCordonWhilePaused(t *testing.T, log *testbed.StatusLog, name string, replaced bool) {
+// node: cordoned and Cordoned=True (and never False since the daemon
+// started again, status from on), or uncordoned and Cordoned=False.
+func checkCordonWhilePaused(t *testing.T, log *testbed.StatusLog, name string, replaced bool, from int) {
 	t.Helper()
+	if tr := log.Transitions(from); replaced && slices.Contains(tr, "Cordoned=False") {
+		t.Errorf("the inherited cordon was said False on the way: %v", tr)
+	}
 	cond := log.Condition("Cordoned")
 	cordoned := getNode(t, name).Spec.Unschedulable
 	switch {
