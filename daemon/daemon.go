@@ -241,10 +241,10 @@ func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record,
 		return d.delayFor(err), err
 	}
 	switch p.why {
-	case "rollback first":
+	case whyRollbackFirst:
 		log.Info("Desired config changed during the health gate's rollback; finishing the rollback first",
 			zap.String("desired", d.node.Annotations[kube.DesiredConfig]))
-	case "record lost":
+	case whyRecordLost:
 		log.Info("Updating the node without its lost progress record", zap.String("from", p.from))
 	}
 	if pause == nil && p.from != "" && (rec == nil || rec.Done(progress.StepResume)) {

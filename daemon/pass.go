@@ -54,6 +54,12 @@ type passPlan struct {
 	why string
 }
 
+// The decisions of passUpdate that carryOut logs.
+const (
+	whyRollbackFirst = "the health gate's rollback finishes before the new desired config"
+	whyRecordLost    = "the progress record was lost"
+)
+
 // decidePass decides what a pass does with its node.
 func decidePass(f passFacts) passPlan {
 	rec, from := f.rec, f.current
@@ -63,7 +69,7 @@ func decidePass(f passFacts) passPlan {
 		case !h.Kept && h.Failed != "" && rec.Desired != f.desired:
 			// The new config starts from the previous one, on an
 			// uncordoned node, once the rollback is over.
-			return passPlan{kind: passUpdate, from: from, to: rec.Desired, why: "rollback first"}
+			return passPlan{kind: passUpdate, from: from, to: rec.Desired, why: whyRollbackFirst}
 		case h.Kept && rec.Desired == f.desired && (f.retry == "" || f.retry == h.Retry):
 			return passPlan{kind: passKept, from: rec.Current, to: rec.Current}
 		case h.Kept && rec.Desired == f.desired:
@@ -79,7 +85,7 @@ func decidePass(f passFacts) passPlan {
 		if f.paused && from != "" {
 			return passPlan{kind: passPaused, from: from, to: f.desired}
 		}
-		return passPlan{kind: passUpdate, from: from, to: f.desired, why: "record lost"}
+		return passPlan{kind: passUpdate, from: from, to: f.desired, why: whyRecordLost}
 	case f.desired == from && notStarted:
 		return passPlan{kind: passIdle, from: from, to: from}
 	case f.paused && from != "" && notStarted:
