@@ -246,6 +246,7 @@ func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record,
 			zap.String("desired", d.node.Annotations[kube.DesiredConfig]))
 	case whyRecordLost:
 		log.Info("Updating the node without its lost progress record", zap.String("from", p.from))
+		rec = d.lostRecord(p.from, p.to) // records.go
 	}
 	if pause == nil && p.from != "" && (rec == nil || rec.Done(progress.StepResume)) {
 		d.pauseEnded(p.to) // pause.go: the update starts; one under way has its own waits

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -116,4 +117,16 @@ func lostRecordPlan(current, desired string) (tryAdopt bool, from string) {
 		return true, ""
 	}
 	return false, current
+}
+
+// lostRecord starts the record of an update whose progress record was
+// lost. A cordon of this daemon on the node (its annotation) is the lost
+// update's: the new record holds it, kept until this update's uncordon, so
+// that the status says so and the update lifts it (an adoption lifts it at
+// once). Without it an update that drains nothing would leave the node
+// cordoned for good, its status saying Cordoned=False.
+func (d *Daemon) lostRecord(from, to string) *progress.Record {
+	rec := progress.New(from, to)
+	rec.CordonedByUs = d.node.Annotations[drain.CordonedBy] != "" && d.node.Spec.Unschedulable
+	return rec
 }

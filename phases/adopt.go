@@ -64,6 +64,8 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 			return Outcome{}, err
 		}
+		rec := d.Progress() // saved with the update's end (Complete)
+		rec.CordonedByUs, rec.CordonOwn = false, false
 	}
 	if err := d.Ports().Cluster.SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
 		return Outcome{}, err

@@ -58,7 +58,7 @@ func Cordon() Phase {
 		},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			if !d.Update().Action.NeedsDrain() { // the inherited cordon (Needed)
-				return Outcome{Message: "Node stays cordoned by the update this one replaced, until this update " +
+				return Outcome{Message: "Node stays cordoned by an earlier update of this daemon until this update " +
 					"completes"}, nil
 			}
 			// The intent first: a crash right after the cordon, before the
@@ -109,11 +109,12 @@ func giveBackForCut(ctx context.Context, d Data, cause error) error {
 }
 
 // cordonHeld says why the node is cordoned before the update's cordon step
-// is done, "" when it is not (by this daemon): a cordon inherited from the
-// update this one replaced after its write stays until this update's
-// uncordon; one of an earlier try of this update (progress.Record.CordonOwn)
-// until the update waits (giveBackBeforeWait) or its cordon step runs. The
-// status says so (detect, the cordon's Holding), never Cordoned=False.
+// is done, "" when it is not (by this daemon): a cordon of an earlier
+// update (the one this one replaced after its write, or one whose record
+// was lost) stays until this update's uncordon; one of an earlier try of
+// this update (progress.Record.CordonOwn) until the update waits
+// (giveBackBeforeWait) or its cordon step runs. The status says so
+// (detect, the cordon's Holding), never Cordoned=False.
 func cordonHeld(rec *progress.Record) string {
 	switch {
 	case !rec.CordonedByUs || rec.Done(progress.StepCordon):
@@ -121,7 +122,7 @@ func cordonHeld(rec *progress.Record) string {
 	case rec.CordonOwn:
 		return "Node is cordoned by an earlier try of this update"
 	}
-	return "Node stays cordoned by the update this one replaced"
+	return "Node stays cordoned by an earlier update of this daemon"
 }
 
 // giveBackBeforeWait returns the cordon waits' onHold: an update about to

@@ -71,7 +71,7 @@ func TestCordonWhileWaiting(t *testing.T) {
 		calls   string // the cluster's, for the whole run
 	}{
 		{"inherited: stays, said True", false, metav1.ConditionTrue,
-			"Node stays cordoned by the update this one replaced; the update waits: Outside the maintenance windows",
+			"Node stays cordoned by an earlier update of this daemon; the update waits: Outside the maintenance windows",
 			"cordon,drain"},
 		{"own, unrecorded: given back first", true, metav1.ConditionFalse, "Outside the maintenance windows",
 			"uncordon,cordon,drain"},

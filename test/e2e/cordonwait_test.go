@@ -100,7 +100,7 @@ func checkCordonWhilePaused(t *testing.T, log *testbed.StatusLog, name string, r
 	cordoned := getNode(t, name).Spec.Unschedulable
 	switch {
 	case replaced && (!cordoned || cond.Status != "True" ||
-		!strings.HasPrefix(cond.Message, "Node stays cordoned by the update this one replaced; the update waits: ")):
+		!strings.HasPrefix(cond.Message, "Node stays cordoned by an earlier update of this daemon; the update waits: ")):
 		t.Errorf("inherited cordon: node cordoned %v, Cordoned %s %q", cordoned, cond.Status, cond.Message)
 	case !replaced && (cordoned || cond.Status != "False"):
 		t.Errorf("unrecorded cordon: node cordoned %v, Cordoned %s %q", cordoned, cond.Status, cond.Message)

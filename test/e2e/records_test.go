@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -13,6 +14,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/phases"
@@ -325,5 +327,46 @@ func wantApplied(t *testing.T, n *testbed.Node, name string) {
 	var mc mcfgv1.MachineConfig
 	if err := json.Unmarshal(data, &mc); err != nil || mc.Name != name {
 		t.Errorf("applied config %q, %v; want %s", mc.Name, err, name)
+	}
+}
+
+// A node whose progress record is lost while this daemon's cordon is on
+// (its annotation) and whose update drains nothing: the update takes the
+// cordon over, says Cordoned=True from its start, and lifts it at its
+// end; it is never left cordoned with a status that does not say so.
+func TestLostRecordLiftsItsCordon(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	config(t, "rendered-r10-0", ign(nil))
+	config(t, "rendered-r10-1", ign(map[string]string{recordsDir + "/lost.conf": "1\n"}))
+	n, log := nodeWithPolicy(t, "r10", "rendered-r10-0", "nodeDisruptionPolicy:\n  files:\n  - path: "+recordsDir+"/\n    actions: [{type: None}]\n")
+	if err := n.StopDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	patch, _ := json.Marshal(map[string]any{
+		"metadata": map[string]any{"annotations": map[string]any{"machineconfiguration.openshift.io/cordonedBy": "nodeconfd"}},
+		"spec":     map[string]any{"unschedulable": true}})
+	if _, err := bed.Kube.CoreV1().Nodes().Patch(ctx, "r10", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(n.Sys.Root, stateDir, progress.FileName), []byte("lost"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := n.SetDesired(ctx, "rendered-r10-1"); err != nil {
+		t.Fatal(err)
+	}
+	from := log.Len()
+	if err := n.StartDaemon(); err != nil {
+		t.Fatal(err)
+	}
+	if err := waitCurrent(ctx, log, "rendered-r10-1"); err != nil {
+		t.Fatal(err)
+	}
+	if getNode(t, "r10").Spec.Unschedulable {
+		t.Error("the lost update's cordon was left on the node")
+	}
+	if tr := log.Transitions(from); !slices.Contains(tr, "Cordoned=True") || !slices.Contains(tr, "Uncordoned=True") {
+		t.Errorf("the status never said the node was cordoned, then uncordoned: %v", tr)
 	}
 }
