@@ -33,12 +33,13 @@ type Reporting struct {
 	Events Recorder // nil: none
 }
 
-// Send writes rep: the state annotation first, so that once the status
-// shows a change the upstream-compatible view does too; then the staged
-// status in one request; then the Event. No failure holds back what comes
-// after it: the status says more than nothing, and the Event is the other
-// way an administrator hears of the report (what was staged goes with the
-// next write). The errors are joined.
+// Send writes rep: the state annotation first, so that the upstream-
+// compatible view never lags the status it was written with; then the
+// staged status in one request; then the Event. No failure holds back what
+// comes after it: the status says more than nothing (the caller retries
+// what failed), and the Event is the other way an administrator hears of
+// the report (what was staged goes with the next write). The errors are
+// joined.
 func (to Reporting) Send(ctx context.Context, rep NodeReport) error {
 	var errs []error
 	if rep.State != "" {

@@ -66,48 +66,38 @@ func TestRecordsOfVersion1Resume(t *testing.T) {
 	}
 }
 
-// knownBefore are the JSON names of the record as the release before
-// (acc99e2) reads them. A record this release writes must keep their
-// meaning, so that a DaemonSet rolled back to it mid-update resumes, and
-// a node the health gate kept on its previous config stays there.
-var knownBefore = strings.Fields(`action actions cordoned cordonedByUs createdDirs current desired drain drainReason
-	earlierKernelArgs extensionsChanged failed fromKernelArgs health held imageChanged kernelArgsAdded
-	kernelArgsRemoved kernelTypeChanged message name os reason reboot rebootFromBootID rebootRequest
-	rebootRequestedAt replaced retry skipped startedAt steps type unit version writeStarted`)
-
-// additive are the names added since, each with why the release before may
-// ignore it safely.
+// additive are the paths written since the release before (acc99e2),
+// each with why that release may ignore it safely.
 var additive = map[string]string{
-	"cordonOwn": "unset, a cordon its step did not record is kept through the waits, as that release keeps every one",
+	"cordonOwn bool": "unset, a cordon its step did not record is kept through the waits, as that release keeps every one",
 }
 
-// A record with every field set is written with the names the release
-// before knows, or with additive ones, and at the version it reads.
+// A record with every field set is written with the paths, and the kinds of
+// value, that the release before reads (testdata/v1/record-paths.txt: this
+// walk run on acc99e2's types), each still written, and new ones only when
+// additive says why that release may ignore them; at the version it reads.
+// A rename, a move, a new type or a removal fails here: the release before
+// would misread the record, or refuse it, after a DaemonSet rollback (a
+// node the health gate kept on its previous config would take the failed
+// config again).
 func TestRecordStaysReadableByTheReleaseBefore(t *testing.T) {
-	r := New("a", "b")
-	r.Steps = []Step{{Name: StepDetect, Skipped: true, Reason: "r", Message: "m"}}
-	r.CordonedByUs, r.CordonOwn, r.WriteStarted = true, true, true
-	r.CreatedDirs, r.EarlierKernelArgs = []string{"/etc/x"}, []string{"k=1"}
-	r.RebootFromBootID, r.RebootRequestedAt, r.RebootRequest = "boot", time.Unix(1, 0), "why"
-	r.OS = &OSPlan{FromKernelArgs: []string{"a"}, ImageChanged: true, KernelArgsRemoved: []string{"b"},
-		KernelArgsAdded: []string{"c"}, ExtensionsChanged: true, KernelTypeChanged: true}
-	r.Action = &ActionPlan{Reboot: true, Actions: []Action{{Type: "Restart", Unit: "u"}}, Drain: true, DrainReason: "d"}
-	r.Health = &Health{Retry: "1", StartedAt: time.Unix(1, 0), Failed: "f", Steps: r.Steps,
-		RebootFromBootID: "b", RebootRequestedAt: time.Unix(1, 0), Kept: true}
-	r.Replaced = &Replaced{Desired: "c", Cordoned: true, WriteStarted: true}
-	everyFieldSet(t, reflect.ValueOf(*r))
-	data, err := r.Marshal()
+	data, err := os.ReadFile(filepath.Join("testdata", "v1", "record-paths.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var tree any
-	if err := json.Unmarshal(data, &tree); err != nil {
-		t.Fatal(err)
+	before := strings.Split(strings.TrimSpace(string(data)), "\n")
+	var r Record
+	fill(reflect.ValueOf(&r).Elem())
+	now := recordPaths(t, &r)
+	for _, p := range now {
+		if !slices.Contains(before, p) && additive[p] == "" {
+			t.Errorf("the record writes %q, which the release before does not read so: keep the name and kind, or "+
+				"add it to additive with why that release may ignore it (else bump Version, and lose the rollback)", p)
+		}
 	}
-	for _, k := range jsonNames(tree) {
-		if !slices.Contains(knownBefore, k) && additive[k] == "" {
-			t.Errorf("the record writes %q, which the release before does not know: keep the name, or add it to "+
-				"additive with why that release may ignore it (else bump Version, and lose the rollback)", k)
+	for _, p := range before {
+		if !slices.Contains(now, p) {
+			t.Errorf("the record no longer writes %q, which the release before reads", p)
 		}
 	}
 	if Version != 1 {
@@ -115,42 +105,66 @@ func TestRecordStaysReadableByTheReleaseBefore(t *testing.T) {
 	}
 }
 
-// everyFieldSet fails for a zero field of v, so that a new field is set in
-// the test above, and its name checked.
-func everyFieldSet(t *testing.T, v reflect.Value) {
-	t.Helper()
-	for i := range v.NumField() {
-		f := v.Field(i)
-		if f.IsZero() {
-			t.Errorf("%s.%s is not set in the test", v.Type().Name(), v.Type().Field(i).Name)
-			continue
+// fill sets every field of v, recursively, to a value that is not zero, so
+// that every field of the record is written.
+func fill(v reflect.Value) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		v.Set(reflect.New(v.Type().Elem()))
+		fill(v.Elem())
+	case reflect.Slice:
+		v.Set(reflect.MakeSlice(v.Type(), 1, 1))
+		fill(v.Index(0))
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			v.Set(reflect.ValueOf(time.Unix(1, 0).UTC()))
+			return
 		}
-		for f.Kind() == reflect.Pointer || f.Kind() == reflect.Slice {
-			if f.Kind() == reflect.Slice {
-				f = f.Index(0)
-			} else {
-				f = f.Elem()
-			}
+		for i := range v.NumField() {
+			fill(v.Field(i))
 		}
-		if f.Kind() == reflect.Struct && f.Type() != reflect.TypeOf(time.Time{}) {
-			everyFieldSet(t, f)
-		}
+	case reflect.String:
+		v.SetString("x")
+	case reflect.Bool:
+		v.SetBool(true)
+	case reflect.Int, reflect.Int64:
+		v.SetInt(1)
 	}
 }
 
-// jsonNames are the object keys anywhere in tree.
-func jsonNames(tree any) []string {
-	var names []string
-	switch v := tree.(type) {
-	case map[string]any:
-		for k, e := range v {
-			names = append(names, k)
-			names = append(names, jsonNames(e)...)
-		}
-	case []any:
-		for _, e := range v {
-			names = append(names, jsonNames(e)...)
+// recordPaths are the JSON paths of a record with every field set, each
+// with the kind of its value ("steps[].name string").
+func recordPaths(t *testing.T, r *Record) []string {
+	t.Helper()
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var tree any
+	if err := json.Unmarshal(data, &tree); err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				walk(strings.TrimPrefix(path+"."+k, "."), e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(path+"[]", e)
+			}
+		case string:
+			out = append(out, path+" string")
+		case bool:
+			out = append(out, path+" bool")
+		case float64:
+			out = append(out, path+" number")
 		}
 	}
-	return names
+	walk("", tree)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
