@@ -78,10 +78,12 @@ func Cordon() Phase {
 				return Outcome{}, err
 			}
 			// Cordon reports the truth even after a restart (it finds its own
-			// cordon by its annotation), so the record follows it. Only now
-			// is an inherited cordon this update's own: a crash before this
-			// save keeps it.
-			rec.CordonedByUs, rec.CordonOwn = cordoned, cordoned
+			// cordon by its annotation), so the record follows it. A cordon
+			// of an earlier update stays that update's (not CordonOwn): the
+			// node holds what that update wrote until this one completes, so
+			// no give-back of this update lifts it.
+			rec.CordonedByUs = cordoned
+			rec.CordonOwn = rec.CordonOwn && cordoned
 			if err := d.SaveProgress(); err != nil {
 				return Outcome{}, err
 			}
@@ -157,12 +159,14 @@ func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 	if err := d.SaveProgress(); err != nil {
 		return "", err
 	}
-	return liftCordon(ctx, d, wasCordoned, rec.WriteStarted, uncordoned)
+	return liftCordon(ctx, d, rec.CordonOwn, wasCordoned, rec.WriteStarted, uncordoned)
 }
 
-// liftCordon lifts this daemon's cordon (see giveBack); cordonDone says the
-// cordon step was done, writeStarted that what was written was rolled back.
-func liftCordon(ctx context.Context, d Data, cordonDone, writeStarted bool, uncordoned string) (string, error) {
+// liftCordon lifts this daemon's cordon (see giveBack) when it is the
+// update's own (own): one of an earlier update stays until the update
+// that holds it completes. cordonDone says the cordon step was done,
+// writeStarted that what was written was rolled back.
+func liftCordon(ctx context.Context, d Data, own, cordonDone, writeStarted bool, uncordoned string) (string, error) {
 	rec := d.Progress()
 	outcome := "the node was not cordoned"
 	if writeStarted {
@@ -171,7 +175,10 @@ func liftCordon(ctx context.Context, d Data, cordonDone, writeStarted bool, unco
 	if cordonDone {
 		outcome = "the node stays cordoned (it was cordoned before the update)"
 	}
-	if rec.CordonedByUs {
+	if rec.CordonedByUs && !own {
+		outcome = "the node stays cordoned by an earlier update of this daemon"
+	}
+	if rec.CordonedByUs && own {
 		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 			return "", err
 		}

@@ -157,7 +157,7 @@ func TestRunnerUndrainableWithOurCordonUncordons(t *testing.T) {
 	cl := &cluster{checkErr: undrainable, drainErr: undrainable}
 	units, w := &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
-	r.Record.CordonedByUs = true
+	r.Record.CordonedByUs, r.Record.CordonOwn = true, true
 	err := r.Run(context.Background())
 	if !errors.Is(err, phases.ErrCannotDrain) {
 		t.Fatalf("Run: %v, want the drain failing", err)

@@ -100,7 +100,7 @@ func TestCordonWhileWaiting(t *testing.T) {
 			if got := strings.Join(cl.calls, ","); got != tc.calls {
 				t.Errorf("cluster calls %q, want %q", got, tc.calls)
 			}
-			if !r.Record.CordonedByUs || !r.Record.CordonOwn || !r.Record.Done("cordon") || h.files["/etc/motd"] != "x" {
+			if !r.Record.CordonedByUs || r.Record.CordonOwn != tc.own || !r.Record.Done("cordon") || h.files["/etc/motd"] != "x" {
 				t.Errorf("after the wait: record %+v, files %v", r.Record, h.files)
 			}
 		})
@@ -157,3 +157,34 @@ func TestCordonNotGivenBackBeforeWait(t *testing.T) {
 type refusingUncordon struct{ cluster }
 
 func (c *refusingUncordon) Uncordon(context.Context) error { return errors.New("forbidden") }
+
+// A cordon of an earlier update stays when the update that holds it is cut
+// (a pause during its drain) or its drain fails: the node holds what that
+// earlier update wrote until one completes. Its own cordon is lifted.
+func TestEarlierCordonOutlivesCuts(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		own   bool
+		calls string
+	}{
+		{"earlier update's: stays", false, "cordon,drain"},
+		{"own: given back", true, "cordon,drain,uncordon"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, cl, _, _ := cordonedRunner(t, tc.own, configs{"a": empty, "b": file("/etc/motd", "x")})
+			cl.drainBlocks = true
+			fw := &fakeWaits{}
+			cl.onDrain = func() { fw.mu.Lock(); fw.paused = true; fw.mu.Unlock() }
+			r.Env.Waits = fw
+			if err := r.Run(context.Background()); !errors.Is(err, phases.ErrPaused) {
+				t.Fatalf("Run: %v, want ErrPaused", err)
+			}
+			if got := strings.Join(cl.calls, ","); got != tc.calls {
+				t.Errorf("cluster calls %q, want %q", got, tc.calls)
+			}
+			if r.Record.CordonedByUs == tc.own || r.Record.Done("cordon") {
+				t.Errorf("after the cut: record %+v", r.Record)
+			}
+		})
+	}
+}

@@ -43,7 +43,7 @@ func GiveBack() Phase {
 				msg = "Uncordoned: the update to " + rp.Desired + " was replaced by a new desired config while it " +
 					"was writing; what it had written was rolled back"
 			}
-			outcome, err := liftCordon(ctx, d, rp.Cordoned, rp.WriteStarted, msg)
+			outcome, err := liftCordon(ctx, d, rp.CordonOwn, rp.Cordoned, rp.WriteStarted, msg)
 			if err != nil {
 				return Outcome{}, fmt.Errorf("giving back the cordon of the replaced update to %s: %w", rp.Desired, err)
 			}

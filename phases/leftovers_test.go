@@ -61,7 +61,7 @@ func TestGiveBackRollsBackReplacedWrite(t *testing.T) {
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	old := progress.New("a", "b")
 	old.WriteStarted = true
-	old.CordonedByUs = true
+	old.CordonedByUs, old.CordonOwn = true, true
 	old.MarkDone(progress.Step{Name: "detect"})
 	old.MarkDone(progress.Step{Name: "cordon"})
 	r := newRunner(configs{"a": empty, "b": file("/etc/x", "b"), "c": empty}, h, cl, units, w)

@@ -497,7 +497,7 @@ func TestRunnerGiveBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	old := progress.New("a", "b")
-	old.CordonedByUs = true
+	old.CordonedByUs, old.CordonOwn = true, true
 	old.MarkDone(progress.Step{Name: "detect"})
 	old.MarkDone(progress.Step{Name: "cordon"})
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x"), "c": empty}, h, cl, units, w)

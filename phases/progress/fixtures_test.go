@@ -48,8 +48,8 @@ func TestRecordsOfVersion1Resume(t *testing.T) {
 	if r.Replaced == nil || !r.Replaced.Cordoned || !r.Replaced.WriteStarted || len(r.EarlierKernelArgs) != 1 || len(r.Steps) != 0 {
 		t.Errorf("replacing.json read as %+v", r)
 	}
-	if r.CordonOwn {
-		t.Error("replacing.json: the replaced update's cordon read as this update's own")
+	if r.CordonOwn || r.Replaced.CordonOwn {
+		t.Error("replacing.json: a cordon of the release before read as the update's own (given back)")
 	}
 	if r = load("kept.json"); !r.RolledBack() || !r.Health.Done(RollbackCheck) {
 		t.Errorf("kept.json read as %+v", r.Health)
@@ -69,7 +69,8 @@ func TestRecordsOfVersion1Resume(t *testing.T) {
 // additive are the paths written since the release before (acc99e2),
 // each with why that release may ignore it safely.
 var additive = map[string]string{
-	"cordonOwn bool": "unset, a cordon its step did not record is kept through the waits, as that release keeps every one",
+	"cordonOwn bool":          "unset, a cordon its step did not record is kept through the waits, as that release keeps every one",
+	"replaced.cordonOwn bool": "unset, that release's give-back lifts the replaced update's cordon, as it always did",
 }
 
 // A record with every field set is written with the paths, and the kinds of

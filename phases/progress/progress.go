@@ -37,12 +37,14 @@ type Record struct {
 	// CordonedByUs is true once this daemon cordoned the node for the update.
 	CordonedByUs bool `json:"cordonedByUs,omitempty"`
 	// CordonOwn says the cordon (CordonedByUs) is this update's own,
-	// taken by its cordon step: one that step has not recorded as done (a
+	// taken by its cordon step on an uncordoned node: this update's
+	// give-backs lift it, and one that step has not recorded as done (a
 	// crash right after the request, an uncordon the API server refused)
-	// is given back before the update waits. Unset for a cordon inherited
-	// from the update this one replaced after its write, and in a record
-	// older than the field: the node stays cordoned, also while the update
-	// waits, until its uncordon (the cordon's Holding says so).
+	// is given back before the update waits. Unset for a cordon of an
+	// earlier update (the one this one replaced after its write, or one
+	// whose record was lost), and in a record older than the field: the
+	// node stays cordoned, also while the update waits and when it is cut
+	// or fails, until its uncordon (the cordon's Holding says so).
 	CordonOwn bool `json:"cordonOwn,omitempty"`
 	// WriteStarted is set, and saved, before the write step changes
 	// anything: from then on the update may have written, and an update
@@ -93,6 +95,11 @@ type Replaced struct {
 	// had begun.
 	Cordoned     bool `json:"cordoned,omitempty"`
 	WriteStarted bool `json:"writeStarted,omitempty"`
+	// CordonOwn says the cordon the update held was its own (its record's
+	// CordonOwn): the give-back lifts it. Another (an earlier update's, or
+	// a record older than the field) stays with the update that replaces
+	// it, until that update's uncordon.
+	CordonOwn bool `json:"cordonOwn,omitempty"`
 }
 
 // OSPlan is the planned OS change of an update.
@@ -136,7 +143,8 @@ func Replacing(old *Record, from, desired string) *Record {
 	case old.Done(StepDetect) && !old.Done(StepWrite):
 		// Begun, not written: what it holds is given back first. One
 		// not yet begun (its adoption failed, say) holds nothing.
-		n.Replaced = &Replaced{Desired: old.Desired, Cordoned: old.Done(StepCordon), WriteStarted: old.WriteStarted}
+		n.Replaced = &Replaced{Desired: old.Desired, Cordoned: old.Done(StepCordon), WriteStarted: old.WriteStarted,
+			CordonOwn: old.CordonOwn}
 	}
 	n.EarlierKernelArgs = append([]string(nil), old.EarlierKernelArgs...)
 	var maybe []string
