@@ -127,6 +127,16 @@ func cordonHeld(rec *progress.Record) string {
 	return "Node stays cordoned by an earlier update of this daemon"
 }
 
+// sayCordonHeld stages Cordoned=True with cordonHeld's words, when it has
+// some and the condition does not already say True.
+func sayCordonHeld(d Data) {
+	held := cordonHeld(d.Progress())
+	if c := d.Stager().Find(status.Cordoned); held == "" || (c != nil && c.Status == metav1.ConditionTrue) {
+		return
+	}
+	d.SetCondition(status.Cordoned, metav1.ConditionTrue, status.Reason(status.Cordoned), held)
+}
+
 // giveBackBeforeWait returns the cordon waits' onHold: an update about to
 // wait gives back a cordon of this daemon that its cordon step did not
 // record (a crash right after the request, an uncordon the API server

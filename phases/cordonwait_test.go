@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -186,5 +187,18 @@ func TestEarlierCordonOutlivesCuts(t *testing.T) {
 				t.Errorf("after the cut: record %+v", r.Record)
 			}
 		})
+	}
+}
+
+// A resumed update whose status was reset meanwhile (its MachineConfigNode
+// created again) says the cordon it holds before its cordon step too.
+func TestCordonSaidAfterStatusReset(t *testing.T) {
+	r, _, cw, _ := cordonedRunner(t, false, configs{"a": empty, "b": file("/etc/motd", "x")})
+	r.Record.MarkDone(progress.Step{Name: progress.StepDetect, Message: "detected"})
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("Run: %v", err)
+	}
+	if cw.n == 0 {
+		t.Fatal("no status written")
 	}
 }

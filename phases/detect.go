@@ -16,6 +16,9 @@ import (
 func Detect() Phase {
 	return Phase{
 		Name: progress.StepDetect, Quick: true,
+		// A status reset since (a MachineConfigNode created again) must not
+		// say Cordoned=False either.
+		Reload: func(_ context.Context, d Data) error { sayCordonHeld(d); return nil },
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			from := u.CurrentName
@@ -29,9 +32,7 @@ func Detect() Phase {
 			d.Stager().ResetForUpdate()
 			d.Stager().SetIrreconcilableChanges(nil) // they described the config refused before
 			d.SetCondition(status.Updated, metav1.ConditionFalse, status.Updated, msg)
-			if held := cordonHeld(d.Progress()); held != "" { // the reset must not say Cordoned=False
-				d.SetCondition(status.Cordoned, metav1.ConditionTrue, status.Reason(status.Cordoned), held)
-			}
+			sayCordonHeld(d) // the reset must not say Cordoned=False
 			if err := d.Ports().Cluster.SetNodeState(ctx, "", StateWorking, ""); err != nil {
 				return Outcome{}, err
 			}
