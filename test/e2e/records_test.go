@@ -338,32 +338,32 @@ func TestLostRecordLiftsItsCordon(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	config(t, "rendered-r10-0", ign(nil))
-	config(t, "rendered-r10-1", ign(map[string]string{recordsDir + "/lost.conf": "1\n"}))
-	n, log := nodeWithPolicy(t, "r10", "rendered-r10-0", "nodeDisruptionPolicy:\n  files:\n  - path: "+recordsDir+"/\n    actions: [{type: None}]\n")
+	config(t, "rendered-lostcordon-0", ign(nil))
+	config(t, "rendered-lostcordon-1", ign(map[string]string{recordsDir + "/lost.conf": "1\n"}))
+	n, log := nodeWithPolicy(t, "lostcordon", "rendered-lostcordon-0", "nodeDisruptionPolicy:\n  files:\n  - path: "+recordsDir+"/\n    actions: [{type: None}]\n")
 	if err := n.StopDaemon(); err != nil {
 		t.Fatal(err)
 	}
 	patch, _ := json.Marshal(map[string]any{
 		"metadata": map[string]any{"annotations": map[string]any{"machineconfiguration.openshift.io/cordonedBy": "nodeconfd"}},
 		"spec":     map[string]any{"unschedulable": true}})
-	if _, err := bed.Kube.CoreV1().Nodes().Patch(ctx, "r10", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	if _, err := bed.Kube.CoreV1().Nodes().Patch(ctx, "lostcordon", types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.WriteFile(filepath.Join(n.Sys.Root, stateDir, progress.FileName), []byte("lost"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := n.SetDesired(ctx, "rendered-r10-1"); err != nil {
+	if err := n.SetDesired(ctx, "rendered-lostcordon-1"); err != nil {
 		t.Fatal(err)
 	}
 	from := log.Len()
 	if err := n.StartDaemon(); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitCurrent(ctx, log, "rendered-r10-1"); err != nil {
+	if err := waitCurrent(ctx, log, "rendered-lostcordon-1"); err != nil {
 		t.Fatal(err)
 	}
-	if getNode(t, "r10").Spec.Unschedulable {
+	if getNode(t, "lostcordon").Spec.Unschedulable {
 		t.Error("the lost update's cordon was left on the node")
 	}
 	if tr := log.Transitions(from); !slices.Contains(tr, "Cordoned=True") || !slices.Contains(tr, "Uncordoned=True") {
