@@ -160,8 +160,9 @@ type refusingUncordon struct{ cluster }
 func (c *refusingUncordon) Uncordon(context.Context) error { return errors.New("forbidden") }
 
 // A cordon of an earlier update stays when the update that holds it is cut
-// (a pause during its drain) or its drain fails: the node holds what that
-// earlier update wrote until one completes. Its own cordon is lifted.
+// (here a pause during its drain; a new desired config and a failed drain
+// give back through the same giveBack): the node holds what that earlier
+// update wrote until one completes. Its own cordon is lifted.
 func TestEarlierCordonOutlivesCuts(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
