@@ -96,6 +96,9 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	if why := d.Progress().RebootRequest; why != "" {
 		u.Action = plan.RebootOnRequest(rebootRequestText(why))
 	}
+	if err := addOwed(ctx, d); err != nil { // owed.go
+		return err
+	}
 	if u.SingleNode {
 		u.Action = u.Action.OnSingleNode()
 	}

@@ -3,6 +3,7 @@ package plan
 import (
 	"fmt"
 	"slices"
+	"strings"
 )
 
 // PostAction chooses what must happen after the diff is written, as the
@@ -166,4 +167,35 @@ func (a Action) kind() ActionKind {
 		return ActionReboot
 	}
 	return ActionNone
+}
+
+// Owing is a with owed, the post action of earlier updates (by: their
+// configs) that were written and replaced before it ran, whose files take
+// effect only through it: a reboot if either reboots, else a's actions and
+// then owed's not listed yet, drained if either drains. A reason says who
+// owes what, so the plan shows why an update reboots that would not alone.
+func (a PostAction) Owing(owed PostAction, by []string) PostAction {
+	what := DescribeActions(owed.Actions)
+	switch {
+	case owed.Kind == ActionReboot:
+		what = string(ActReboot)
+	case len(owed.Actions) == 0:
+		return a
+	}
+	reasons := append(slices.Clone(a.Reasons),
+		fmt.Sprintf("%s (written, replaced before its post action ran): %s [owed]", strings.Join(by, ", "), what))
+	if a.Kind == ActionReboot || owed.Kind == ActionReboot {
+		return Restored(true, nil, true, "", reasons)
+	}
+	actions := slices.Clone(a.Actions)
+	for _, x := range owed.Actions {
+		if !slices.Contains(actions, x) {
+			actions = append(actions, x)
+		}
+	}
+	drain, why := a.Drain, a.DrainReason
+	if !drain && owed.Drain {
+		drain, why = true, owed.DrainReason
+	}
+	return Restored(false, actions, drain, why, reasons)
 }

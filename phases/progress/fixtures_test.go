@@ -69,9 +69,21 @@ func TestRecordsOfVersion1Resume(t *testing.T) {
 // additive are the paths written since the release before (acc99e2),
 // each with why that release may ignore it safely.
 var additive = map[string]string{
-	"cordonOwn bool":          "unset, a cordon its step did not record is kept through the waits, as that release keeps every one",
-	"replaced.cordonOwn bool": "unset, that release's give-back lifts the replaced update's cordon, as it always did",
+	"cordonOwn bool":                    "unset, a cordon its step did not record is kept through the waits, as that release keeps every one",
+	"replaced.cordonOwn bool":           "unset, that release's give-back lifts the replaced update's cordon, as it always did",
+	"owed.configs[] string":             owedIgnored,
+	"owed.action.reboot bool":           owedIgnored,
+	"owed.action.actions[].type string": owedIgnored,
+	"owed.action.actions[].unit string": owedIgnored,
+	"owed.action.drain bool":            owedIgnored,
+	"owed.action.drainReason string":    owedIgnored,
+	"owed.rebootFromBootID string":      owedIgnored,
 }
+
+// owedIgnored is why the release before may ignore the owed post action: it
+// runs the replacing update's own, as it always did (a file of the replaced
+// update that takes effect at boot waits for the next one).
+const owedIgnored = "that release runs only the replacing update's own post action, as it always did"
 
 // A record with every field set is written with the paths, and the kinds of
 // value, that the release before reads (testdata/v1/record-paths.txt: this

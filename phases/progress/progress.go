@@ -85,6 +85,9 @@ type Record struct {
 	// had written its config: its writes are rolled back and its cordon
 	// given back before this update starts (the give-back step).
 	Replaced *Replaced `json:"replaced,omitempty"`
+	// Owed is the post action of earlier updates written and replaced
+	// before it ran (owed.go): this update runs it with its own.
+	Owed *Owed `json:"owed,omitempty"`
 }
 
 // Replaced is an update replaced before its write was done.
@@ -131,10 +134,12 @@ type Action struct {
 // from the config the node may now run (from): old's desired config once its
 // write was done, else its current one. The kernel arguments old may have
 // left on the booted deployment are carried over: those it added, and once
-// its write was done, those of the config it came from.
+// its write was done, those of the config it came from. So is the post
+// action old, or those it replaced, wrote files for and did not run (Owed).
 func Replacing(old *Record, from, desired string) *Record {
 	n := New(from, desired)
 	n.CordonedByUs = old.CordonedByUs
+	n.Owed = owedAfter(old)
 	switch {
 	case old.Replaced != nil && !old.Done(StepGiveBack):
 		// old was replaced in turn before it did anything: what its own

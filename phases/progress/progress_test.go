@@ -1,6 +1,7 @@
 package progress
 
 import (
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -82,6 +83,60 @@ func TestReplacing(t *testing.T) {
 		}
 		if n.CordonOwn {
 			t.Errorf("%s: the replaced update's cordon taken as the new update's own", tt.name)
+		}
+	}
+}
+
+// What a written update left of its post action is owed by the update that
+// replaces it, until it ran; a chain keeps every config that owes it.
+func TestReplacingOwes(t *testing.T) {
+	reboot := &ActionPlan{Reboot: true, Drain: true}
+	restart := &ActionPlan{Actions: []Action{{Type: "Restart", Unit: "a.service"}}}
+	rec := func(action *ActionPlan, steps ...string) *Record {
+		r := New("a", "b")
+		r.Action = action
+		for _, s := range steps {
+			r.MarkDone(Step{Name: s})
+		}
+		return r
+	}
+	rebooted := rec(reboot, StepDetect, StepPrepare, StepWrite, StepReboot)
+	asked := rec(reboot, StepDetect, StepPrepare, StepWrite)
+	asked.RebootFromBootID = "boot-1"
+	skippedReboot := rec(restart, StepDetect, StepPrepare, StepWrite)
+	skippedReboot.MarkDone(Step{Name: StepReboot, Skipped: true})
+	chained := rec(restart, StepDetect, StepPrepare, StepWrite)
+	chained.Owed = &Owed{Configs: []string{"z"}, Action: *restart}
+	notWritten := rec(reboot, StepDetect, StepPrepare)
+	notWritten.Owed = &Owed{Configs: []string{"z"}, Action: *reboot, RebootFromBootID: "boot-0"}
+	onRequest := rec(reboot, StepDetect, StepPrepare, StepWrite)
+	onRequest.RebootRequest = "kernel update"
+	none := rec(&ActionPlan{}, StepDetect, StepPrepare, StepWrite)
+
+	tests := []struct {
+		name string
+		old  *Record
+		want *Owed
+	}{
+		{"written, reboot not asked for", rec(reboot, StepDetect, StepPrepare, StepWrite),
+			&Owed{Configs: []string{"b"}, Action: *reboot}},
+		{"reboot asked for: a later boot pays it", asked, &Owed{Configs: []string{"b"}, Action: *reboot, RebootFromBootID: "boot-1"}},
+		{"rebooted", rebooted, nil},
+		{"a skipped reboot is not its post action", skippedReboot, &Owed{Configs: []string{"b"}, Action: *restart}},
+		{"post action ran", rec(restart, StepDetect, StepPrepare, StepWrite, StepReboot, StepReloadCRIO, StepPostAction), nil},
+		{"chain: its action covers what it owed", chained, &Owed{Configs: []string{"z", "b"}, Action: *restart}},
+		{"not written: what it owed is still owed", notWritten, notWritten.Owed},
+		{"reboot on request: its request stays", onRequest, nil},
+		{"no post action", none, nil},
+		{"not begun", New("a", "b"), nil},
+	}
+	for _, tt := range tests {
+		got := Replacing(tt.old, "b", "c").Owed
+		if !reflect.DeepEqual(got, tt.want) {
+			t.Errorf("%s: owed %+v, want %+v", tt.name, got, tt.want)
+		}
+		if got != nil && got == tt.old.Owed {
+			t.Errorf("%s: the new record shares the old one's Owed", tt.name)
 		}
 	}
 }

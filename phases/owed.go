@@ -1,0 +1,52 @@
+package phases
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"slices"
+
+	"github.com/nodeconfd/nodeconfd/phases/plan"
+)
+
+// addOwed merges into the update's post action the one that earlier
+// updates, written and replaced before it ran, left undone (the record's
+// Owed): the node runs their files, which take effect only through it. A
+// boot since the last of them asked for its reboot paid it: the record then
+// drops it, so that it keeps only what the update merged (an update that
+// replaces this one relies on that). A reload or restart of a unit the
+// desired config removes is not owed: the unit is gone.
+func addOwed(ctx context.Context, d Data) error {
+	rec, u := d.Progress(), d.Update()
+	o := rec.Owed
+	if o == nil {
+		return nil
+	}
+	if o.Action.Reboot && o.RebootFromBootID != "" {
+		boot, err := d.Ports().Units.BootID(ctx)
+		if err != nil {
+			return fmt.Errorf("reading the boot ID: %w", err)
+		}
+		if boot != o.RebootFromBootID {
+			rec.Owed = nil
+			return nil
+		}
+	}
+	owed := restoreAction(&o.Action)
+	owed.Actions = slices.DeleteFunc(owed.Actions, func(x plan.Action) bool { return removesUnit(u.Diff, x.Unit) })
+	u.Action = u.Action.Owing(owed, o.Configs)
+	return nil
+}
+
+// removesUnit reports whether diff removes the unit, or its unit file.
+func removesUnit(diff plan.Diff, unit string) bool {
+	if unit == "" {
+		return false
+	}
+	if slices.ContainsFunc(diff.RemovedUnits, func(x plan.Unit) bool { return x.Name == unit }) {
+		return true
+	}
+	return slices.ContainsFunc(unitDirs(), func(dir string) bool {
+		return slices.Contains(diff.RemovedFiles, path.Join(dir, unit))
+	})
+}
