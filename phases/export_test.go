@@ -10,3 +10,6 @@ var RunSubList = runSubList
 func UnitHealthy(name string, st UnitHealth, optional bool) bool {
 	return judgeUnit(name, st, optional).healthy
 }
+
+// RemovesUnit is whether a diff removes an owed action's unit (owed.go).
+var RemovesUnit = removesUnit

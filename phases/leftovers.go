@@ -17,13 +17,18 @@ import (
 // of its config; it is rolled back before anything else happens.
 
 // markWriteStarted saves, before the write step's first change, that the
-// update may have written from now on.
-func markWriteStarted(d Data) error {
+// update may have written from now on; with a post action, also the boot
+// it writes in (a later boot pays the action, see progress.Owed). A boot
+// ID that cannot be read is left out: the action then stays owed.
+func markWriteStarted(ctx context.Context, d Data) error {
 	rec := d.Progress()
 	if rec.WriteStarted {
 		return nil
 	}
 	rec.WriteStarted = true
+	if a := d.Update().Action; d.Ports().Units != nil && (a.Kind != plan.ActionNone || len(a.Actions) > 0) {
+		rec.WriteBootID, _ = d.Ports().Units.BootID(ctx)
+	}
 	return d.SaveProgress()
 }
 

@@ -39,7 +39,7 @@ func TestWriteJournalsUnitStatesFirst(t *testing.T) {
 		}
 	}
 	for _, c := range h.callsAtRecord {
-		if !strings.HasPrefix(c, "is-enabled") {
+		if !strings.HasPrefix(c, "is-enabled") && c != "boot-id" { // reads only
 			t.Errorf("systemd call %q before the units' states were journaled", c)
 		}
 	}

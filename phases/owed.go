@@ -12,9 +12,10 @@ import (
 // addOwed merges into the update's post action the one that earlier
 // updates, written and replaced before it ran, left undone (the record's
 // Owed): the node runs their files, which take effect only through it. A
-// boot since the last of them asked for its reboot paid it: the record then
-// drops it, so that it keeps only what the update merged (an update that
-// replaces this one relies on that). A reload or restart of a unit the
+// boot since the last of them wrote brought their files up and paid it all:
+// the record then drops it, so that it keeps only what the update merged
+// (an update that replaces this one relies on that). A boot after this
+// prepare does not pay it: the plan is kept, as every plan is. A reload or restart of a unit the
 // desired config removes is not owed: the unit is gone.
 func addOwed(ctx context.Context, d Data) error {
 	rec, u := d.Progress(), d.Update()
@@ -22,18 +23,26 @@ func addOwed(ctx context.Context, d Data) error {
 	if o == nil {
 		return nil
 	}
-	if o.Action.Reboot && o.RebootFromBootID != "" {
+	if o.BootID != "" {
 		boot, err := d.Ports().Units.BootID(ctx)
 		if err != nil {
 			return fmt.Errorf("reading the boot ID: %w", err)
 		}
-		if boot != o.RebootFromBootID {
+		if boot != o.BootID {
 			rec.Owed = nil
 			return nil
 		}
 	}
 	owed := restoreAction(&o.Action)
-	owed.Actions = slices.DeleteFunc(owed.Actions, func(x plan.Action) bool { return removesUnit(u.Diff, x.Unit) })
+	if owed.Kind != plan.ActionReboot {
+		// Their drain ran before their write, and their cordon stays
+		// until this update's uncordon: what is owed runs after the write.
+		owed.Drain, owed.DrainReason = false, ""
+		owed.Actions = slices.DeleteFunc(owed.Actions, func(x plan.Action) bool {
+			return x.Type == plan.ActDrain || removesUnit(u.Diff, x.Unit)
+		})
+		owed = plan.Restored(false, owed.Actions, false, "", nil)
+	}
 	u.Action = u.Action.Owing(owed, o.Configs)
 	return nil
 }

@@ -8,41 +8,57 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
+// crioFiles is a config of three files whose rule reloads CRI-O: the
+// summary shows three reasons, and must still say what is owed.
+const crioFiles = `{"ignition":{"version":"3.4.0"},"storage":{"files":[` +
+	`{"path":"/etc/containers/registries.d/a.yaml","contents":{"source":"data:,a"}},` +
+	`{"path":"/etc/containers/registries.d/b.yaml","contents":{"source":"data:,b"}},` +
+	`{"path":"/etc/containers/registries.d/c.yaml","contents":{"source":"data:,c"}}]}}`
+
 // An update that replaced written ones runs the post action they left
 // undone with its own (progress.Owed): a CRI-O reload that owes a reboot
-// drains and reboots, unless a boot since paid the reboot; owed actions run
-// after its own.
+// drains and reboots, unless a boot since their write paid it; owed actions
+// run after its own, without the drain that ran before their write.
 func TestRunnerRunsOwedPostAction(t *testing.T) {
 	reboot := progress.ActionPlan{Reboot: true, Drain: true, DrainReason: "the node reboots"}
 	restart := progress.ActionPlan{Actions: []progress.Action{{Type: "Restart", Unit: "foo.service"}}}
+	drained := progress.ActionPlan{Actions: []progress.Action{{Type: "Drain"}, {Type: "Restart", Unit: "foo.service"}},
+		Drain: true, DrainReason: "the policy asks for a drain"}
 	for _, tc := range []struct {
 		name        string
 		owed        *progress.Owed
+		singleNode  bool
 		wantCalls   []string // systemd calls
 		wantCluster []string
 		err         error
 		wantOwed    bool // the record keeps it
 	}{
-		{"reboot not asked for", &progress.Owed{Configs: []string{"z"}, Action: reboot},
-			[]string{"boot-id", "reboot"}, []string{"cordon", "drain"}, phases.ErrRebooting, true},
-		{"reboot asked for, not booted since", &progress.Owed{Configs: []string{"z"}, Action: reboot, RebootFromBootID: "boot-0"},
+		{"reboot, no boot known", &progress.Owed{Configs: []string{"z"}, Action: reboot}, false,
 			[]string{"boot-id", "boot-id", "reboot"}, []string{"cordon", "drain"}, phases.ErrRebooting, true},
-		{"booted since: paid", &progress.Owed{Configs: []string{"z"}, Action: reboot, RebootFromBootID: "boot-earlier"},
-			[]string{"boot-id", "is-enabled crio.service", "reload crio.service"}, []string{"state b Done"}, nil, false},
-		{"an owed restart after its own reload", &progress.Owed{Configs: []string{"z"}, Action: restart},
-			[]string{"is-enabled crio.service", "is-enabled foo.service", "reload crio.service", "restart foo.service"},
+		{"reboot, not booted since the write", &progress.Owed{Configs: []string{"z"}, Action: reboot, BootID: "boot-0"}, false,
+			[]string{"boot-id", "boot-id", "boot-id", "reboot"}, []string{"cordon", "drain"}, phases.ErrRebooting, true},
+		{"reboot on a single node: not drained", &progress.Owed{Configs: []string{"z"}, Action: reboot}, true,
+			[]string{"boot-id", "boot-id", "reboot"}, nil, phases.ErrRebooting, true},
+		{"booted since the write: all paid", &progress.Owed{Configs: []string{"z"}, Action: restart, BootID: "boot-earlier"}, false,
+			[]string{"boot-id", "is-enabled crio.service", "boot-id", "reload crio.service"}, []string{"state b Done"}, nil, false},
+		{"an owed restart after its own reload", &progress.Owed{Configs: []string{"z"}, Action: restart}, false,
+			[]string{"is-enabled crio.service", "is-enabled foo.service", "boot-id", "reload crio.service", "restart foo.service"},
+			[]string{"state b Done"}, nil, true},
+		{"the owed drain ran before their write", &progress.Owed{Configs: []string{"z"}, Action: drained}, false,
+			[]string{"is-enabled crio.service", "is-enabled foo.service", "boot-id", "reload crio.service", "restart foo.service"},
 			[]string{"state b Done"}, nil, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &host{files: map[string]string{}, state: map[string][]byte{}}
 			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 			units.SetEnabled("foo.service", "enabled")
-			r := newRunner(configs{"a": empty, "b": file("/etc/containers/registries.d/a.yaml", "x")}, h, cl, units, w)
-			r.Record.Owed = tc.owed
+			r := newRunner(configs{"a": empty, "b": crioFiles}, h, cl, units, w)
+			r.Record.Owed, r.SingleNode = tc.owed, tc.singleNode
 			if err := r.Run(context.Background()); !errors.Is(err, tc.err) {
 				t.Fatalf("Run: %v, want %v", err, tc.err)
 			}
@@ -60,5 +76,49 @@ func TestRunnerRunsOwedPostAction(t *testing.T) {
 				t.Errorf("record's Owed %+v, want kept %v", r.Record.Owed, tc.wantOwed)
 			}
 		})
+	}
+}
+
+// A reload or restart of a unit the desired config removes, as a unit or as
+// its file, is not owed: the unit is gone.
+func TestOwedUnitRemoved(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		diff plan.Diff
+		want bool
+	}{
+		{"unit removed", plan.Diff{RemovedUnits: []plan.Unit{{Name: "foo.service"}}}, true},
+		{"its file removed", plan.Diff{RemovedFiles: []string{"/usr/lib/systemd/system/foo.service"}}, true},
+		{"another unit removed", plan.Diff{RemovedUnits: []plan.Unit{{Name: "bar.service"}}}, false},
+		{"a file elsewhere removed", plan.Diff{RemovedFiles: []string{"/etc/foo.service"}}, false},
+	} {
+		if got := phases.RemovesUnit(tc.diff, "foo.service"); got != tc.want {
+			t.Errorf("%s: removes foo.service %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if phases.RemovesUnit(plan.Diff{RemovedUnits: []plan.Unit{{Name: ""}}}, "") {
+		t.Error("an action with no unit (Drain, DaemonReload) taken as a removed unit's")
+	}
+}
+
+// An owed restart of a unit the desired config removes is dropped: only
+// the update's own action runs (here none, by the unit's rule).
+func TestRunnerDropsOwedRestartOfRemovedUnit(t *testing.T) {
+	withUnit := `{"ignition":{"version":"3.4.0"},"systemd":{"units":[{"name":"foo.service","contents":"[Service]\nExecStart=/bin/true\n"}]}}`
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+	units.SetEnabled("foo.service", "enabled")
+	r := newRunner(configs{"a": withUnit, "b": empty}, h, cl, units, w)
+	r.Env.Ports.Policy = plan.DefaultPolicy().With(plan.Policy{Units: []plan.UnitRule{
+		{Name: "foo.service", Actions: []plan.Action{{Type: plan.ActNone}}, Source: "units[0]"}}})
+	r.Record.Owed = &progress.Owed{Configs: []string{"z"},
+		Action: progress.ActionPlan{Actions: []progress.Action{{Type: "Restart", Unit: "foo.service"}}}}
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range units.CallLog() {
+		if strings.Contains(c, "restart") {
+			t.Errorf("systemd call %q: the owed restart of a removed unit ran", c)
+		}
 	}
 }

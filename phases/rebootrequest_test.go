@@ -29,8 +29,8 @@ func TestRebootOnRequest(t *testing.T) {
 	if !errors.Is(err, phases.ErrRebooting) {
 		t.Fatalf("Run: %v, want ErrRebooting", err)
 	}
-	if got := strings.Join(units.CallLog(), ","); got != "boot-id,reboot" {
-		t.Errorf("systemd calls %s, want boot-id,reboot", got)
+	if got := strings.Join(units.CallLog(), ","); got != "boot-id,boot-id,reboot" {
+		t.Errorf("systemd calls %s, want boot-id,boot-id,reboot", got)
 	}
 	if got := strings.Join(cl.calls, ","); got != "cordon,drain" {
 		t.Errorf("cluster calls %s, want cordon,drain", got)

@@ -265,10 +265,10 @@ func TestRunnerPostActions(t *testing.T) {
 		wantReason    string // UpdatePostActionComplete's reason
 		err           error
 	}{
-		{"crio", file("/etc/containers/registries.d/a.yaml", "x"), []string{"is-enabled crio.service", "reload crio.service"},
+		{"crio", file("/etc/containers/registries.d/a.yaml", "x"), []string{"is-enabled crio.service", "boot-id", "reload crio.service"},
 			[]string{"state b Done"}, "UpdatePostActionComplete", nil},
 		{"none", file("/var/lib/kubelet/config.json", "x"), nil, []string{"state b Done"}, "None", nil},
-		{"reboot", file("/etc/motd", "x"), []string{"boot-id", "reboot"}, []string{"cordon", "drain"}, "", phases.ErrRebooting},
+		{"reboot", file("/etc/motd", "x"), []string{"boot-id", "boot-id", "reboot"}, []string{"cordon", "drain"}, "", phases.ErrRebooting},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &host{files: map[string]string{}, state: map[string][]byte{}}

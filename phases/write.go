@@ -19,7 +19,7 @@ func Write() Phase {
 		Starting: "Writing files, units, SSH keys and OS changes", Commits: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
-			if err := markWriteStarted(d); err != nil {
+			if err := markWriteStarted(ctx, d); err != nil {
 				return Outcome{}, err
 			}
 			txn, err := d.Ports().Host.BeginTxn(u.DesiredName)

@@ -7,7 +7,7 @@ import (
 
 // An update runs the post action that earlier written updates left undone
 // with its own: a reboot wins, lists are joined without repeats, a drain
-// either asks for is kept, and a reason names who owes it.
+// either asks for is kept, and the first reason names who owes it.
 func TestOwing(t *testing.T) {
 	crio := Action{Type: ActReload, Unit: CRIOUnit}
 	foo := Action{Type: ActRestart, Unit: "foo.service"}
@@ -23,12 +23,12 @@ func TestOwing(t *testing.T) {
 	}{
 		{"nothing owed", reload, PostAction{}, by, reload},
 		{"an owed reboot", reload, owedReboot, by, PostAction{Kind: ActionReboot, Drain: true, DrainReason: "the node reboots",
-			Reasons: []string{reload.Reasons[0], why + "Reboot [owed]"}}},
+			Reasons: []string{why + "Reboot [owed]", reload.Reasons[0]}}},
 		{"its own reboot covers the owed actions", owedReboot, Restored(false, []Action{foo}, false, "", nil), by,
 			PostAction{Kind: ActionReboot, Drain: true, DrainReason: "the node reboots", Reasons: []string{why + "Restart foo.service [owed]"}}},
 		{"actions joined, none twice", reload, Restored(false, []Action{foo, crio}, false, "", nil), by,
 			PostAction{Kind: ActionReloadCRIO, Actions: []Action{crio, foo},
-				Reasons: []string{reload.Reasons[0], why + "Restart foo.service, Reload crio.service [owed]"}}},
+				Reasons: []string{why + "Restart foo.service, Reload crio.service [owed]", reload.Reasons[0]}}},
 		{"an owed drain kept", PostAction{}, Restored(false, []Action{{Type: ActDrain}, foo}, true, "the policy asks for a drain", nil),
 			[]string{"rendered-z", "rendered-a"}, PostAction{Kind: ActionRestartUnit, Actions: []Action{{Type: ActDrain}, foo}, Drain: true,
 				DrainReason: "the policy asks for a drain",

@@ -172,8 +172,9 @@ func (a Action) kind() ActionKind {
 // Owing is a with owed, the post action of earlier updates (by: their
 // configs) that were written and replaced before it ran, whose files take
 // effect only through it: a reboot if either reboots, else a's actions and
-// then owed's not listed yet, drained if either drains. A reason says who
-// owes what, so the plan shows why an update reboots that would not alone.
+// then owed's not listed yet, drained if either drains. The first reason
+// says who owes what, so the plan shows why an update reboots that would
+// not alone.
 func (a PostAction) Owing(owed PostAction, by []string) PostAction {
 	what := DescribeActions(owed.Actions)
 	switch {
@@ -182,8 +183,9 @@ func (a PostAction) Owing(owed PostAction, by []string) PostAction {
 	case len(owed.Actions) == 0:
 		return a
 	}
-	reasons := append(slices.Clone(a.Reasons),
-		fmt.Sprintf("%s (written, replaced before its post action ran): %s [owed]", strings.Join(by, ", "), what))
+	// First, so that the summary, which shows the first reasons, says it.
+	reasons := append([]string{fmt.Sprintf("%s (written, replaced before its post action ran): %s [owed]",
+		strings.Join(by, ", "), what)}, a.Reasons...)
 	if a.Kind == ActionReboot || owed.Kind == ActionReboot {
 		return Restored(true, nil, true, "", reasons)
 	}

@@ -77,7 +77,8 @@ var additive = map[string]string{
 	"owed.action.actions[].unit string": owedIgnored,
 	"owed.action.drain bool":            owedIgnored,
 	"owed.action.drainReason string":    owedIgnored,
-	"owed.rebootFromBootID string":      owedIgnored,
+	"owed.bootID string":                owedIgnored,
+	"writeBootID string":                owedIgnored,
 }
 
 // owedIgnored is why the release before may ignore the owed post action: it

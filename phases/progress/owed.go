@@ -14,9 +14,10 @@ type Owed struct {
 	// Action is the last one's post action, which its prepare merged with
 	// what the earlier ones owed: a reboot, else their actions.
 	Action ActionPlan `json:"action"`
-	// RebootFromBootID is the boot the last of them asked to reboot from
-	// (its RebootFromBootID): a later boot paid the reboot.
-	RebootFromBootID string `json:"rebootFromBootID,omitempty"`
+	// BootID is the boot the last of them wrote in (its WriteBootID; in a
+	// record older than that field, the boot it asked to reboot from): a
+	// later boot brought up their files, and paid it all.
+	BootID string `json:"bootID,omitempty"`
 }
 
 // owedAfter is what the node owes once old is replaced. Before old's write
@@ -37,7 +38,10 @@ func owedAfter(old *Record) *Owed {
 	if !a.Reboot && len(a.Actions) == 0 {
 		return nil
 	}
-	o := &Owed{Action: a, RebootFromBootID: old.RebootFromBootID}
+	o := &Owed{Action: a, BootID: old.WriteBootID}
+	if o.BootID == "" {
+		o.BootID = old.RebootFromBootID
+	}
 	if old.Owed != nil {
 		o.Configs = slices.Clone(old.Owed.Configs)
 	}

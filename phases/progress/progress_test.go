@@ -102,13 +102,18 @@ func TestReplacingOwes(t *testing.T) {
 	}
 	rebooted := rec(reboot, StepDetect, StepPrepare, StepWrite, StepReboot)
 	asked := rec(reboot, StepDetect, StepPrepare, StepWrite)
-	asked.RebootFromBootID = "boot-1"
+	asked.RebootFromBootID = "boot-1" // a record older than WriteBootID
+	writtenIn := rec(restart, StepDetect, StepPrepare, StepWrite)
+	writtenIn.WriteBootID, writtenIn.RebootFromBootID = "boot-1", "boot-2"
+	crioRan := rec(&ActionPlan{Actions: []Action{{Type: "Reload", Unit: "crio.service"}}}, StepDetect, StepPrepare, StepWrite)
+	crioRan.MarkDone(Step{Name: StepReboot, Skipped: true})
+	crioRan.MarkDone(Step{Name: StepReloadCRIO})
 	skippedReboot := rec(restart, StepDetect, StepPrepare, StepWrite)
 	skippedReboot.MarkDone(Step{Name: StepReboot, Skipped: true})
 	chained := rec(restart, StepDetect, StepPrepare, StepWrite)
 	chained.Owed = &Owed{Configs: []string{"z"}, Action: *restart}
 	notWritten := rec(reboot, StepDetect, StepPrepare)
-	notWritten.Owed = &Owed{Configs: []string{"z"}, Action: *reboot, RebootFromBootID: "boot-0"}
+	notWritten.Owed = &Owed{Configs: []string{"z"}, Action: *reboot, BootID: "boot-0"}
 	onRequest := rec(reboot, StepDetect, StepPrepare, StepWrite)
 	onRequest.RebootRequest = "kernel update"
 	none := rec(&ActionPlan{}, StepDetect, StepPrepare, StepWrite)
@@ -120,7 +125,9 @@ func TestReplacingOwes(t *testing.T) {
 	}{
 		{"written, reboot not asked for", rec(reboot, StepDetect, StepPrepare, StepWrite),
 			&Owed{Configs: []string{"b"}, Action: *reboot}},
-		{"reboot asked for: a later boot pays it", asked, &Owed{Configs: []string{"b"}, Action: *reboot, RebootFromBootID: "boot-1"}},
+		{"reboot asked for: a later boot pays it", asked, &Owed{Configs: []string{"b"}, Action: *reboot, BootID: "boot-1"}},
+		{"the boot it wrote in: a later one pays it", writtenIn, &Owed{Configs: []string{"b"}, Action: *restart, BootID: "boot-1"}},
+		{"its CRI-O reload ran the list", crioRan, nil},
 		{"rebooted", rebooted, nil},
 		{"a skipped reboot is not its post action", skippedReboot, &Owed{Configs: []string{"b"}, Action: *restart}},
 		{"post action ran", rec(restart, StepDetect, StepPrepare, StepWrite, StepReboot, StepReloadCRIO, StepPostAction), nil},
