@@ -41,17 +41,7 @@ func cordonWhilePaused(t *testing.T, name, point string, replaced bool) {
 	config(t, b, ign(map[string]string{"/etc/motd.d/" + name: "b\n"}))
 	config(t, c, ign(map[string]string{"/etc/motd.d/" + name: "c\n"}))
 	n, log := node(t, name, base)
-	if err := n.StopDaemon(); err != nil {
-		t.Fatal(err)
-	}
-	killed := n.ArmKill(point)
-	if err := n.SetDesired(ctx, b); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.StartDaemon(); err != nil {
-		t.Fatal(err)
-	}
-	if err := n.WaitKilled(ctx, killed); err != nil {
+	if err := killDuring(ctx, n, b, point); err != nil {
 		t.Fatal(err)
 	}
 	if !getNode(t, name).Spec.Unschedulable {

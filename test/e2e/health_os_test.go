@@ -90,18 +90,8 @@ func TestHealthKilled(t *testing.T) {
 		{"rendered-hc5-c", "file-written:3"},
 	} {
 		t.Logf("round %s, killed at %s", round.config, round.point)
-		if err := n.StopDaemon(); err != nil {
-			t.Fatal(err)
-		}
-		killed := n.ArmKill(round.point)
 		from := log.Len()
-		if err := n.SetDesired(ctx, round.config); err != nil {
-			t.Fatal(err)
-		}
-		if err := n.StartDaemon(); err != nil {
-			t.Fatal(err)
-		}
-		if err := n.WaitKilled(ctx, killed); err != nil {
+		if err := killDuring(ctx, n, round.config, round.point); err != nil {
 			t.Fatal(err)
 		}
 		if err := n.ResumeDaemon(); err != nil {

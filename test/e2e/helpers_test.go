@@ -122,3 +122,21 @@ func killOnceWritten(ctx context.Context, t *testing.T, n *testbed.Node, path st
 		t.Fatal(err)
 	}
 }
+
+// killDuring stops the node's daemon, arms its SIGKILL at point (package
+// daemon/faultpoint), gives the node the desired config and starts the
+// daemon, then waits until the daemon killed itself there. ResumeDaemon
+// starts it again.
+func killDuring(ctx context.Context, n *testbed.Node, desired, point string) error {
+	if err := n.StopDaemon(); err != nil {
+		return err
+	}
+	killed := n.ArmKill(point)
+	if err := n.SetDesired(ctx, desired); err != nil {
+		return err
+	}
+	if err := n.StartDaemon(); err != nil {
+		return err
+	}
+	return n.WaitKilled(ctx, killed)
+}

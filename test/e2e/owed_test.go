@@ -36,17 +36,7 @@ func TestReplacedAfterWriteGetsItsPostAction(t *testing.T) {
 			config(t, b, ign(map[string]string{tc.owedFile: "b\n"}))
 			config(t, c, ign(map[string]string{tc.owedFile: "b\n", tc.ownFile: "{}\n"}))
 			n, log := node(t, tc.name, base)
-			if err := n.StopDaemon(); err != nil {
-				t.Fatal(err)
-			}
-			killed := n.ArmKill("done:write")
-			if err := n.SetDesired(ctx, b); err != nil {
-				t.Fatal(err)
-			}
-			if err := n.StartDaemon(); err != nil {
-				t.Fatal(err)
-			}
-			if err := n.WaitKilled(ctx, killed); err != nil {
+			if err := killDuring(ctx, n, b, "done:write"); err != nil {
 				t.Fatal(err)
 			}
 			boots := n.Sys.Boots()
