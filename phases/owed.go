@@ -12,18 +12,19 @@ import (
 // addOwed merges into the update's post action the one that earlier
 // updates, written and replaced before it ran, left undone (the record's
 // Owed): the node runs their files, which take effect only through it. A
-// boot since the last of them wrote brought their files up and paid it all:
-// the record then drops it, so that it keeps only what the update merged
-// (an update that replaces this one relies on that). A boot after this
-// prepare does not pay it: the plan is kept, as every plan is. A reload or restart of a unit the
-// desired config removes is not owed: the unit is gone.
+// boot since the last of them wrote brought their files up and paid it
+// all: the record then drops it, so that it keeps only what the update
+// merged (an update that replaces this one relies on that). A boot after
+// this prepare does not pay it: the plan is kept, as every plan is. A
+// reload or restart of a unit the desired config removes is not owed: the
+// unit is gone.
 func addOwed(ctx context.Context, d Data) error {
 	rec, u := d.Progress(), d.Update()
 	o := rec.Owed
 	if o == nil {
 		return nil
 	}
-	if o.BootID != "" {
+	if o.BootID != "" && d.Ports().Units != nil {
 		boot, err := d.Ports().Units.BootID(ctx)
 		if err != nil {
 			return fmt.Errorf("reading the boot ID: %w", err)
