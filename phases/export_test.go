@@ -13,3 +13,6 @@ func UnitHealthy(name string, st UnitHealth, optional bool) bool {
 
 // RemovesUnit is whether a diff removes an owed action's unit (owed.go).
 var RemovesUnit = removesUnit
+
+// Booted is whether two boot IDs prove a boot between them (owed.go).
+var Booted = booted

@@ -18,17 +18,19 @@ import (
 
 // markWriteStarted saves, before the write step's first change, that the
 // update may have written from now on; with a post action, also the boot
-// it writes in (a later boot pays the action, see progress.Owed). A boot
-// ID that cannot be read is left out: the action then stays owed.
+// this try writes in (a later boot pays the action, see progress.Owed): a
+// write retried or resumed after a boot writes again in the new one. A
+// boot ID that cannot be read is left out: the action then stays owed.
 func markWriteStarted(ctx context.Context, d Data) error {
 	rec := d.Progress()
-	if rec.WriteStarted {
+	boot := ""
+	if a := d.Update().Action; a.Kind != plan.ActionNone || len(a.Actions) > 0 {
+		boot, _ = readBootID(ctx, d.Ports().Units)
+	}
+	if rec.WriteStarted && rec.WriteBootID == boot {
 		return nil
 	}
-	rec.WriteStarted = true
-	if a := d.Update().Action; d.Ports().Units != nil && (a.Kind != plan.ActionNone || len(a.Actions) > 0) {
-		rec.WriteBootID, _ = d.Ports().Units.BootID(ctx)
-	}
+	rec.WriteStarted, rec.WriteBootID = true, boot
 	return d.SaveProgress()
 }
 

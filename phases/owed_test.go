@@ -36,22 +36,23 @@ func TestRunnerRunsOwedPostAction(t *testing.T) {
 		wantCalls   []string // systemd calls
 		wantCluster []string
 		err         error
-		wantOwed    bool // the record keeps it
+		wantOwed    bool   // the record keeps it
+		owes        string // what UpdateCompatible says is owed, when set
 	}{
 		{"reboot, no boot known", &progress.Owed{Configs: []string{"z"}, Action: reboot}, false,
-			[]string{"boot-id", "boot-id", "reboot"}, []string{"cordon", "drain"}, phases.ErrRebooting, true},
+			[]string{"boot-id", "boot-id", "reboot"}, []string{"cordon", "drain"}, phases.ErrRebooting, true, ""},
 		{"reboot, not booted since the write", &progress.Owed{Configs: []string{"z"}, Action: reboot, BootID: "boot-0"}, false,
-			[]string{"boot-id", "boot-id", "boot-id", "reboot"}, []string{"cordon", "drain"}, phases.ErrRebooting, true},
+			[]string{"boot-id", "boot-id", "boot-id", "reboot"}, []string{"cordon", "drain"}, phases.ErrRebooting, true, ""},
 		{"reboot on a single node: not drained", &progress.Owed{Configs: []string{"z"}, Action: reboot}, true,
-			[]string{"boot-id", "boot-id", "reboot"}, nil, phases.ErrRebooting, true},
+			[]string{"boot-id", "boot-id", "reboot"}, nil, phases.ErrRebooting, true, ""},
 		{"booted since the write: all paid", &progress.Owed{Configs: []string{"z"}, Action: restart, BootID: "boot-earlier"}, false,
-			[]string{"boot-id", "is-enabled crio.service", "boot-id", "reload crio.service"}, []string{"state b Done"}, nil, false},
+			[]string{"boot-id", "is-enabled crio.service", "boot-id", "reload crio.service"}, []string{"state b Done"}, nil, false, ""},
 		{"an owed restart after its own reload", &progress.Owed{Configs: []string{"z"}, Action: restart}, false,
 			[]string{"is-enabled crio.service", "is-enabled foo.service", "boot-id", "reload crio.service", "restart foo.service"},
-			[]string{"state b Done"}, nil, true},
+			[]string{"state b Done"}, nil, true, ""},
 		{"the owed drain ran before their write", &progress.Owed{Configs: []string{"z"}, Action: drained}, false,
 			[]string{"is-enabled crio.service", "is-enabled foo.service", "boot-id", "reload crio.service", "restart foo.service"},
-			[]string{"state b Done"}, nil, true},
+			[]string{"state b Done"}, nil, true, "z (written, replaced before its post action ran): Restart foo.service [owed]"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			h := &host{files: map[string]string{}, state: map[string][]byte{}}
@@ -71,6 +72,9 @@ func TestRunnerRunsOwedPostAction(t *testing.T) {
 			c := r.Status.Find(status.UpdateCompatible)
 			if owed := strings.Contains(c.Message, "z (written, replaced before its post action ran): "); owed != tc.wantOwed {
 				t.Errorf("UpdateCompatible %q: says the owed action %v, want %v", c.Message, owed, tc.wantOwed)
+			}
+			if tc.owes != "" && !strings.Contains(c.Message, tc.owes) {
+				t.Errorf("UpdateCompatible %q does not say %q", c.Message, tc.owes)
 			}
 			if (r.Record.Owed != nil) != tc.wantOwed {
 				t.Errorf("record's Owed %+v, want kept %v", r.Record.Owed, tc.wantOwed)
@@ -119,6 +123,57 @@ func TestRunnerDropsOwedRestartOfRemovedUnit(t *testing.T) {
 	for _, c := range units.CallLog() {
 		if strings.Contains(c, "restart") {
 			t.Errorf("systemd call %q: the owed restart of a removed unit ran", c)
+		}
+	}
+}
+
+// The write saves the boot it writes in for an update with a post action
+// (a later boot pays it), and none for an update without; a write tried
+// again in a later boot saves that one.
+func TestWriteSavesItsBoot(t *testing.T) {
+	for _, tc := range []struct {
+		name, desired, want string
+		earlier             string // WriteBootID of an earlier try
+	}{
+		{"a CRI-O reload", crioFiles, "boot-0", ""},
+		{"no post action", file("/var/lib/kubelet/config.json", "x"), "", ""},
+		{"tried again in a later boot", crioFiles, "boot-0", "boot-earlier"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &host{files: map[string]string{}, state: map[string][]byte{}}
+			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+			r := newRunner(configs{"a": empty, "b": tc.desired}, h, cl, units, w)
+			if tc.earlier != "" {
+				r.Record.WriteStarted, r.Record.WriteBootID = true, tc.earlier
+			}
+			if err := r.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			rec, err := progress.Unmarshal(h.state[progress.FileName])
+			if err != nil {
+				t.Fatal(err)
+			}
+			if rec.WriteBootID != tc.want {
+				t.Errorf("WriteBootID %q, want %q", rec.WriteBootID, tc.want)
+			}
+		})
+	}
+}
+
+// Two boot IDs prove a boot only when they differ and are of one form.
+func TestBooted(t *testing.T) {
+	for _, tc := range []struct {
+		then, now string
+		want      bool
+	}{
+		{"0a1b", "2c3d", true},
+		{"0a1b", "0a1b", false},
+		{"t100", "t200", true},
+		{"0a1b", "t200", false},
+		{"t100", "0a1b", false},
+	} {
+		if got := phases.Booted(tc.then, tc.now); got != tc.want {
+			t.Errorf("booted(%q, %q) = %v, want %v", tc.then, tc.now, got, tc.want)
 		}
 	}
 }

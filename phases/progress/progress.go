@@ -50,9 +50,10 @@ type Record struct {
 	// anything: from then on the update may have written, and an update
 	// replacing it first rolls its journal back.
 	WriteStarted bool `json:"writeStarted,omitempty"`
-	// WriteBootID is the boot the write began in, saved with WriteStarted
-	// by an update that has a post action: a later boot brought its files
-	// up, so an update replacing it owes that action no more (Owed).
+	// WriteBootID is the boot of the write's last try, saved with
+	// WriteStarted by an update that has a post action: a later boot
+	// brought its files up, so an update replacing it owes that action no
+	// more (Owed).
 	WriteBootID string `json:"writeBootID,omitempty"`
 	// CreatedDirs are the folders the write created (parents first),
 	// saved with the write's step: the health gate's rollback removes
