@@ -14,9 +14,9 @@ type Owed struct {
 	// Action is the last one's post action, which its prepare merged with
 	// what the earlier ones owed: a reboot, else their actions.
 	Action ActionPlan `json:"action"`
-	// BootID is the boot the last of them last wrote in (its WriteBootID; in a
-	// record older than that field, the boot it asked to reboot from): a
-	// later boot brought up their files, and paid it all.
+	// BootID is the boot the last of them last wrote in (its WriteBootID;
+	// in a record older than that field, the boot it asked to reboot
+	// from): a later boot brought up their files, and paid it all.
 	BootID string `json:"bootID,omitempty"`
 }
 
