@@ -3,6 +3,8 @@ package daemon
 import (
 	"strings"
 	"testing"
+
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 )
 
 // What the daemon takes as a usable progress record, and what it says of
@@ -52,6 +54,40 @@ func TestLostRecordPlan(t *testing.T) {
 		adopt, from := lostRecordPlan(tc.current, tc.desired)
 		if adopt != tc.adopt || from != tc.from {
 			t.Errorf("lostRecordPlan(%q, %q) = %v, %q; want %v, %q", tc.current, tc.desired, adopt, from, tc.adopt, tc.from)
+		}
+	}
+}
+
+// An update that failed after its write (its CRI-O reload refused, say),
+// replaced by a new desired config on a later pass, hands the new update
+// the written config to diff from and the post action it owes; one that
+// failed before its write hands over its current config and nothing owed.
+func TestRecordForReplacedFailedUpdate(t *testing.T) {
+	failed := func(steps ...string) *progress.Record {
+		r := progress.New("a", "b")
+		r.Action = &progress.ActionPlan{Actions: []progress.Action{{Type: "Reload", Unit: "crio.service"}}}
+		for _, s := range steps {
+			r.MarkDone(progress.Step{Name: s})
+		}
+		return r
+	}
+	for _, tc := range []struct {
+		name     string
+		old      *progress.Record
+		from     string
+		owedFrom []string
+	}{
+		{"failed at its reload", failed("detect", "prepare", "write"), "b", []string{"b"}},
+		{"failed before its write", failed("detect", "prepare"), "a", nil},
+	} {
+		n := (&Daemon{}).recordFor(tc.old, "a", "c")
+		var owed []string
+		if n.Owed != nil {
+			owed = n.Owed.Configs
+		}
+		if n.Current != tc.from || n.Desired != "c" || strings.Join(owed, ",") != strings.Join(tc.owedFrom, ",") {
+			t.Errorf("%s: record %s -> %s owing %v, want %s -> c owing %v", tc.name, n.Current, n.Desired, owed,
+				tc.from, tc.owedFrom)
 		}
 	}
 }
