@@ -32,6 +32,20 @@ func TestControlPlane(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// First, before any other request warms them: every CRD's watch cache
+	// serves a streaming list at once, as an informer asks for it (one
+	// try, no wait for a Retry-After).
+	for _, res := range []string{"machineconfiguration.openshift.io/v1/machineconfigs",
+		"machineconfiguration.openshift.io/v1/machineconfignodes", "machineconfiguration.openshift.io/v1/machineconfigpools",
+		"operator.openshift.io/v1/machineconfigurations"} {
+		body, err := admin.CoreV1().RESTClient().Get().AbsPath("/apis", res).
+			Param("watch", "1").Param("sendInitialEvents", "true").Param("allowWatchBookmarks", "true").
+			Param("resourceVersionMatch", "NotOlderThan").Param("timeoutSeconds", "1").MaxRetries(0).Stream(ctx)
+		if err != nil {
+			t.Fatalf("streaming list of %s right after start: %v", res, err)
+		}
+		body.Close()
+	}
 	if _, err := admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "before-restart"}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}

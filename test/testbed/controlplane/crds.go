@@ -23,7 +23,7 @@ import (
 var crdResource = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
 // installCRDs creates every CustomResourceDefinition found in the YAML files of dir and waits
-// until each is Established.
+// until each is Established and its watch cache serves (warm.go).
 func installCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 	crds, err := readCRDs(dir)
 	if err != nil {
@@ -52,7 +52,7 @@ func installCRDs(ctx context.Context, cfg *rest.Config, dir string) error {
 			return fmt.Errorf("waiting for CRD %s to be established: %w", name, err)
 		}
 	}
-	return nil
+	return warmWatchCaches(ctx, cfg, crds)
 }
 
 // readCRDs returns the CustomResourceDefinitions in the .yaml, .yml and .json files of dir.
