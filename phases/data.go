@@ -140,10 +140,11 @@ type Units interface {
 	Restart(ctx context.Context, unit string) error
 	Reload(ctx context.Context, unit string) error
 	IsEnabled(ctx context.Context, unit string) (string, error)
-	// BootID names the node's boot: hostnamed's ID in hex, or, when
-	// hostnamed cannot tell, "t" and when the node's systemd started. Two
-	// IDs of one form differ only across a boot.
-	BootID(ctx context.Context) (string, error)
+	// BootID names the node's boot two ways: hostnamed's ID in hex (""
+	// when hostnamed cannot tell) and "t" and when the node's systemd
+	// started (always set). Two IDs of one form differ only across a boot
+	// (boot.go).
+	BootID(ctx context.Context) (id, start string, err error)
 	Reboot(ctx context.Context) error
 }
 

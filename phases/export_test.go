@@ -14,5 +14,8 @@ func UnitHealthy(name string, st UnitHealth, optional bool) bool {
 // RemovesUnit is whether a diff removes an owed action's unit (owed.go).
 var RemovesUnit = removesUnit
 
-// Booted is whether two boot IDs prove a boot between them (owed.go).
-var Booted = booted
+// BootSince is whether the boot read as id and start (Units.BootID) is a
+// later one than the boot a record kept as thenID and thenStart (boot.go).
+func BootSince(id, start, thenID, thenStart string) bool {
+	return boot{id, start}.since(thenID, thenStart)
+}

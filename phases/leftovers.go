@@ -23,14 +23,15 @@ import (
 // boot ID that cannot be read is left out: the action then stays owed.
 func markWriteStarted(ctx context.Context, d Data) error {
 	rec := d.Progress()
-	boot := ""
+	var now boot
 	if a := d.Update().Action; a.Kind != plan.ActionNone || len(a.Actions) > 0 {
-		boot, _ = readBootID(ctx, d.Ports().Units)
+		now, _ = readBoot(ctx, d.Ports().Units)
 	}
-	if rec.WriteStarted && rec.WriteBootID == boot {
+	if rec.WriteStarted && rec.WriteBootID == now.mark() && rec.WriteBootStart == now.start {
 		return nil
 	}
-	rec.WriteStarted, rec.WriteBootID = true, boot
+	rec.WriteStarted = true
+	now.save(&rec.WriteBootID, &rec.WriteBootStart)
 	return d.SaveProgress()
 }
 

@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"path"
 	"slices"
-	"strings"
-	"time"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
@@ -27,11 +25,11 @@ func addOwed(ctx context.Context, d Data) error {
 		return nil
 	}
 	if o.BootID != "" && d.Ports().Units != nil {
-		boot, err := readBootID(ctx, d.Ports().Units)
+		now, err := readBoot(ctx, d.Ports().Units)
 		if err != nil {
 			return fmt.Errorf("reading the boot ID: %w", err)
 		}
-		if booted(o.BootID, boot) {
+		if now.since(o.BootID, o.BootStart) {
 			rec.Owed = nil
 			return nil
 		}
@@ -60,26 +58,4 @@ func removesUnit(diff plan.Diff, unit string) bool {
 	return slices.ContainsFunc(unitDirs(), func(dir string) bool {
 		return slices.Contains(diff.RemovedFiles, path.Join(dir, unit))
 	})
-}
-
-// bootIDTimeout bounds a read of the boot ID: hostnamed is started on
-// demand, and a start that never answers must not hold the update.
-const bootIDTimeout = 5 * time.Second
-
-// readBootID is units' BootID, bounded by bootIDTimeout; "" with no units.
-func readBootID(ctx context.Context, units Units) (string, error) {
-	if units == nil {
-		return "", nil
-	}
-	ctx, cancel := context.WithTimeout(ctx, bootIDTimeout)
-	defer cancel()
-	return units.BootID(ctx)
-}
-
-// booted reports whether the node booted since the boot then: the IDs
-// differ and are of one form (Units.BootID). IDs of two forms (hostnamed
-// answered once and not the other time) prove nothing, and what is owed
-// stays owed.
-func booted(then, now string) bool {
-	return then != now && strings.HasPrefix(then, "t") == strings.HasPrefix(now, "t")
 }

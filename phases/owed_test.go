@@ -161,19 +161,28 @@ func TestWriteSavesItsBoot(t *testing.T) {
 }
 
 // Two boot IDs prove a boot only when they differ and are of one form.
-func TestBooted(t *testing.T) {
+// A boot is proven by hostnamed's IDs when both reads have one, else by
+// the starts; a record of the release before keeps one of the two.
+func TestBootSince(t *testing.T) {
 	for _, tc := range []struct {
-		then, now string
-		want      bool
+		name                         string
+		thenID, thenStart, id, start string
+		want                         bool
 	}{
-		{"0a1b", "2c3d", true},
-		{"0a1b", "0a1b", false},
-		{"t100", "t200", true},
-		{"0a1b", "t200", false},
-		{"t100", "0a1b", false},
+		{"hostnamed both times, rebooted", "0a1b", "t100", "2c3d", "t200", true},
+		{"hostnamed both times, same boot", "0a1b", "t100", "0a1b", "t100", false},
+		{"hostnamed's ID decides over a start", "0a1b", "t100", "0a1b", "t200", false},
+		{"hostnamed answered only then, same boot", "0a1b", "t100", "", "t100", false},
+		{"hostnamed answered only now, same boot", "t100", "t100", "0a1b", "t100", false},
+		{"hostnamed answered only now, rebooted", "t100", "t100", "0a1b", "t200", true},
+		{"record before the start: hex then, none now", "0a1b", "", "", "t200", false},
+		{"record before the start: hex both times", "0a1b", "", "2c3d", "t200", true},
+		{"record before the start: start then, hostnamed now, same boot", "t100", "", "0a1b", "t100", false},
+		{"record before the start: start then, rebooted", "t100", "", "0a1b", "t200", true},
+		{"nothing kept", "", "", "0a1b", "t100", false},
 	} {
-		if got := phases.Booted(tc.then, tc.now); got != tc.want {
-			t.Errorf("booted(%q, %q) = %v, want %v", tc.then, tc.now, got, tc.want)
+		if got := phases.BootSince(tc.id, tc.start, tc.thenID, tc.thenStart); got != tc.want {
+			t.Errorf("%s: since = %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

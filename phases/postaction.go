@@ -34,16 +34,16 @@ func Reboot() Phase {
 		Quick: true,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rec := d.Progress()
-			boot, err := d.Ports().Units.BootID(ctx)
+			now, err := readBoot(ctx, d.Ports().Units)
 			if err != nil {
 				return Outcome{}, fmt.Errorf("reading the boot ID: %w", err)
 			}
-			if rec.RebootFromBootID != "" && rec.RebootFromBootID != boot {
+			if rec.RebootFromBootID != "" && now.since(rec.RebootFromBootID, rec.RebootFromBootStart) {
 				var took time.Duration
 				if !rec.RebootRequestedAt.IsZero() {
 					took = d.Clock().Sub(rec.RebootRequestedAt)
 				}
-				msg := fmt.Sprintf("Rebooted; boot ID changed from %s to %s", rec.RebootFromBootID, boot)
+				msg := fmt.Sprintf("Rebooted; boot ID changed from %s to %s", rec.RebootFromBootID, now.mark())
 				// After a boot that did not bring up the staged OS the phase
 				// fails here at every retry and never reboots again.
 				osMsg, err := checkBootedOS(ctx, d)
@@ -55,7 +55,8 @@ func Reboot() Phase {
 				}
 				return Outcome{Message: msg, Took: took}, nil
 			}
-			rec.RebootFromBootID, rec.RebootRequestedAt = boot, d.Clock().UTC().Truncate(time.Millisecond)
+			now.save(&rec.RebootFromBootID, &rec.RebootFromBootStart)
+			rec.RebootRequestedAt = d.Clock().UTC().Truncate(time.Millisecond)
 			if err := d.SaveProgress(); err != nil {
 				return Outcome{}, err
 			}

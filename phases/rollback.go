@@ -194,14 +194,15 @@ func rollBackPost(ctx context.Context, d Data) (string, error) {
 		return actionsMessage(rev.u.Action, done), nil
 	}
 	h := d.Progress().Health
-	boot, err := d.Ports().Units.BootID(ctx)
+	now, err := readBoot(ctx, d.Ports().Units)
 	if err != nil {
 		return "", fmt.Errorf("reading the boot ID: %w", err)
 	}
-	if h.RebootFromBootID != "" && h.RebootFromBootID != boot {
-		return fmt.Sprintf("Rebooted into %s; boot ID changed from %s to %s", previousName(d.Update()), h.RebootFromBootID, boot), nil
+	if h.RebootFromBootID != "" && now.since(h.RebootFromBootID, h.RebootFromBootStart) {
+		return fmt.Sprintf("Rebooted into %s; boot ID changed from %s to %s", previousName(d.Update()), h.RebootFromBootID, now.mark()), nil
 	}
-	h.RebootFromBootID, h.RebootRequestedAt = boot, d.Clock().UTC().Truncate(time.Millisecond)
+	now.save(&h.RebootFromBootID, &h.RebootFromBootStart)
+	h.RebootRequestedAt = d.Clock().UTC().Truncate(time.Millisecond)
 	if err := d.SaveProgress(); err != nil {
 		return "", err
 	}

@@ -179,15 +179,15 @@ WantedBy=multi-user.target
 
 // testReboot reboots the node through sd and checks that sd works again on the new boot.
 func testReboot(t *testing.T, ctx context.Context, n *nspawn.Node, sd *systemd.DBus, enabledUnit string) {
-	before, err := sd.BootID(ctx)
+	before, beforeStart, err := sd.BootID(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := sd.BootID(ctx)
-	if err != nil || again != before {
-		t.Errorf("BootID changed without a reboot: %q then %q (err %v)", before, again, err)
+	again, againStart, err := sd.BootID(ctx)
+	if err != nil || again != before || againStart != beforeStart || beforeStart == "" {
+		t.Errorf("BootID changed without a reboot: %q %q then %q %q (err %v)", before, beforeStart, again, againStart, err)
 	}
-	t.Logf("BootID before the reboot: %s", before)
+	t.Logf("BootID before the reboot: %s, %s", before, beforeStart)
 
 	begin := time.Now()
 	if err := sd.Reboot(ctx); err != nil {
@@ -209,13 +209,13 @@ func testReboot(t *testing.T, ctx context.Context, n *nspawn.Node, sd *systemd.D
 	}
 	t.Logf("node rebooted in %v", time.Since(begin).Round(time.Millisecond))
 
-	after, err := sd.BootID(ctx)
+	after, afterStart, err := sd.BootID(ctx)
 	if err != nil {
 		t.Fatalf("BootID after the reboot, on the same DBus: %v", err)
 	}
-	t.Logf("BootID after the reboot: %s", after)
-	if after == before {
-		t.Errorf("BootID did not change across the reboot: %s", before)
+	t.Logf("BootID after the reboot: %s, %s", after, afterStart)
+	if (after != "" && after == before) || afterStart == beforeStart {
+		t.Errorf("BootID did not change across the reboot: %s, %s", before, beforeStart)
 	}
 	state, err := sd.IsEnabled(ctx, enabledUnit)
 	wantState(t, "IsEnabled after the reboot", state, err, "enabled")
@@ -228,7 +228,7 @@ func testReboot(t *testing.T, ctx context.Context, n *nspawn.Node, sd *systemd.D
 		t.Fatal(err)
 	}
 	defer fresh.Close()
-	if id, err := fresh.BootID(ctx); err != nil || id != after {
-		t.Errorf("BootID on a fresh connection = %q (err %v), want %q", id, err, after)
+	if id, start, err := fresh.BootID(ctx); err != nil || id != after || start != afterStart {
+		t.Errorf("BootID on a fresh connection = %q %q (err %v), want %q %q", id, start, err, after, afterStart)
 	}
 }

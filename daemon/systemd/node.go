@@ -24,30 +24,32 @@ func (d *DBus) SystemState(ctx context.Context) (string, error) {
 	return state, nil
 }
 
-// BootID identifies the node's current boot. It is hostnamed's BootID property (systemd 256 and
-// later) as 32 hex digits, like /proc/sys/kernel/random/boot_id without dashes. When hostnamed
-// cannot tell (older systemd, hostnamed missing) it is "t" followed by the manager's
-// UserspaceTimestamp in decimal microseconds: when the node's systemd started, which changes with
-// every boot. The two forms never compare equal, so a caller should compare IDs from one node only.
-func (d *DBus) BootID(ctx context.Context) (string, error) {
+// BootID names the node's current boot two ways. id is hostnamed's BootID property (systemd 256
+// and later) as 32 hex digits, like /proc/sys/kernel/random/boot_id without dashes, or "" when
+// hostnamed cannot tell (older systemd, hostnamed missing or failing to start). start is "t"
+// followed by the manager's UserspaceTimestamp in decimal microseconds: when the node's systemd
+// started, which every read has. Both stay the same within a boot, so two reads always share a
+// form to compare, even when hostnamed answered only one of them; id is the surer one across a
+// boot (a node without a clock may start at the same time twice).
+func (d *DBus) BootID(ctx context.Context) (id, start string, err error) {
 	_, bus, err := d.conns(ctx)
 	if err != nil {
-		return "", fmt.Errorf("reading boot ID: %w", err)
+		return "", "", fmt.Errorf("reading boot ID: %w", err)
 	}
-	id, err := getProperty[[]byte](ctx, bus, "org.freedesktop.hostname1",
+	raw, err := getProperty[[]byte](ctx, bus, "org.freedesktop.hostname1",
 		"/org/freedesktop/hostname1", "org.freedesktop.hostname1", "BootID")
-	if err == nil && len(id) > 0 {
-		return hex.EncodeToString(id), nil
-	}
-	// Only hostnamed's refusal (an error reply, or no ID) means falling back.
+	// Only hostnamed's refusal (an error reply, or no ID) leaves id out.
 	if err = d.lost(err); err != nil && !isReply(err) {
-		return "", fmt.Errorf("reading boot ID: %w", err)
+		return "", "", fmt.Errorf("reading boot ID: %w", err)
+	}
+	if err == nil {
+		id = hex.EncodeToString(raw)
 	}
 	ts, err := getProperty[uint64](ctx, bus, managerDest, managerPath, managerIface, "UserspaceTimestamp")
 	if err = d.lost(err); err != nil {
-		return "", fmt.Errorf("reading boot ID: %w", err)
+		return "", "", fmt.Errorf("reading boot ID: %w", err)
 	}
-	return "t" + strconv.FormatUint(ts, 10), nil
+	return id, "t" + strconv.FormatUint(ts, 10), nil
 }
 
 // Reboot asks logind to reboot the node (org.freedesktop.login1.Manager.Reboot, not interactive).

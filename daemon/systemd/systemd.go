@@ -36,8 +36,9 @@ type Systemd interface {
 	IsActive(ctx context.Context, unit string) (string, error)
 	// SystemState is `systemctl is-system-running`: running, degraded, starting, ...
 	SystemState(ctx context.Context) (string, error)
-	// BootID identifies the node's current boot: it changes with every reboot and only then.
-	BootID(ctx context.Context) (string, error)
+	// BootID names the node's current boot: hostnamed's boot ID ("" when it cannot tell) and
+	// when the node's systemd started (always). Each changes with every reboot and only then.
+	BootID(ctx context.Context) (id, start string, err error)
 	// Reboot is `systemctl reboot`, asked of logind without interactive authorization.
 	Reboot(ctx context.Context) error
 	// Close releases the connection; the value must not be used afterwards.

@@ -79,7 +79,15 @@ var additive = map[string]string{
 	"owed.action.drainReason string":    owedIgnored,
 	"owed.bootID string":                owedIgnored,
 	"writeBootID string":                owedIgnored,
+	"owed.bootStart string":             owedIgnored,
+	"writeBootStart string":             owedIgnored,
+	"rebootFromBootStart string":        bootStartIgnored,
+	"health.rebootFromBootStart string": bootStartIgnored,
 }
+
+// bootStartIgnored is why the release before may ignore a boot's start: it
+// compares the boot ID beside it, written as it writes it.
+const bootStartIgnored = "that release compares the boot ID beside it, which this one writes as that release does"
 
 // owedIgnored is why the release before may ignore the owed post action: it
 // runs the replacing update's own, as it always did (a file of the replaced

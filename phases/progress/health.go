@@ -20,10 +20,12 @@ type Health struct {
 	Failed string `json:"failed,omitempty"`
 	// Steps are the rollback's finished steps (write, os, post, check).
 	Steps []Step `json:"steps,omitempty"`
-	// RebootFromBootID and RebootRequestedAt are the rollback's own reboot,
-	// as the record's fields of the same names are the update's.
-	RebootFromBootID  string    `json:"rebootFromBootID,omitempty"`
-	RebootRequestedAt time.Time `json:"rebootRequestedAt,omitzero"`
+	// RebootFromBootID, RebootFromBootStart and RebootRequestedAt are the
+	// rollback's own reboot, as the record's fields of the same names are
+	// the update's.
+	RebootFromBootID    string    `json:"rebootFromBootID,omitempty"`
+	RebootFromBootStart string    `json:"rebootFromBootStart,omitempty"`
+	RebootRequestedAt   time.Time `json:"rebootRequestedAt,omitzero"`
 	// Kept is set once the rollback is over: the node runs the config the
 	// update came from and keeps it until its desired config changes or
 	// an administrator asks for a retry.

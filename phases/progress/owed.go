@@ -18,6 +18,9 @@ type Owed struct {
 	// in a record older than that field, the boot it asked to reboot
 	// from): a later boot brought up their files, and paid it all.
 	BootID string `json:"bootID,omitempty"`
+	// BootStart is that boot's start (the record's WriteBootStart, or
+	// RebootFromBootStart with RebootFromBootID).
+	BootStart string `json:"bootStart,omitempty"`
 }
 
 // owedAfter is what the node owes once old is replaced. Before old's write
@@ -38,9 +41,9 @@ func owedAfter(old *Record) *Owed {
 	if !a.Reboot && len(a.Actions) == 0 {
 		return nil
 	}
-	o := &Owed{Action: a, BootID: old.WriteBootID}
+	o := &Owed{Action: a, BootID: old.WriteBootID, BootStart: old.WriteBootStart}
 	if o.BootID == "" {
-		o.BootID = old.RebootFromBootID
+		o.BootID, o.BootStart = old.RebootFromBootID, old.RebootFromBootStart
 	}
 	if old.Owed != nil {
 		o.Configs = slices.Clone(old.Owed.Configs)

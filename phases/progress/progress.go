@@ -55,6 +55,10 @@ type Record struct {
 	// brought its files up, so an update replacing it owes that action no
 	// more (Owed).
 	WriteBootID string `json:"writeBootID,omitempty"`
+	// WriteBootStart is that boot's other name: when the node's systemd
+	// started. With it two boots always share a form to compare
+	// (phases/boot.go); "" in a record older than the field.
+	WriteBootStart string `json:"writeBootStart,omitempty"`
 	// CreatedDirs are the folders the write created (parents first),
 	// saved with the write's step: the health gate's rollback removes
 	// them when empty, once the write's journal is gone.
@@ -62,6 +66,8 @@ type Record struct {
 	// RebootFromBootID is the boot ID the node had when the daemon asked for
 	// the reboot; a different boot ID afterwards proves the reboot happened.
 	RebootFromBootID string `json:"rebootFromBootID,omitempty"`
+	// RebootFromBootStart is that boot's start, as WriteBootStart.
+	RebootFromBootStart string `json:"rebootFromBootStart,omitempty"`
 	// RebootRequestedAt is when the daemon asked for the reboot; the
 	// reboot's duration runs from there to the node being back.
 	RebootRequestedAt time.Time `json:"rebootRequestedAt,omitzero"`

@@ -31,6 +31,15 @@ type Fake struct {
 	active      map[string]string
 	systemState string
 	boots       int
+	noHostnamed bool
+}
+
+// SetHostnamed makes BootID answer as with hostnamed (true, the default) or
+// without it: no hostnamed ID, only the start.
+func (f *Fake) SetHostnamed(answers bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.noHostnamed = !answers
 }
 
 // SetError makes calls fail with err (nil clears it). key is either a verb ("start", "enable",
@@ -211,14 +220,18 @@ func (f *Fake) SystemState(ctx context.Context) (string, error) {
 	return f.systemState, nil
 }
 
-// BootID records "boot-id" and returns "boot-N", N being the number of Reboot calls so far.
-func (f *Fake) BootID(ctx context.Context) (string, error) {
+// BootID records "boot-id" and returns "boot-N" (or "" after SetHostnamed(false)) and "tN", N
+// being the number of Reboot calls so far.
+func (f *Fake) BootID(ctx context.Context) (id, start string, err error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if err := f.record(ctx, "boot-id"); err != nil {
-		return "", err
+		return "", "", err
 	}
-	return "boot-" + strconv.Itoa(f.boots), nil
+	if !f.noHostnamed {
+		id = "boot-" + strconv.Itoa(f.boots)
+	}
+	return id, "t" + strconv.Itoa(f.boots), nil
 }
 
 // Reboot records "reboot" and starts a new boot: BootID changes.

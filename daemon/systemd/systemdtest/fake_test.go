@@ -25,7 +25,7 @@ func TestFakeRecordsCallsInOrder(t *testing.T) {
 		func() error { _, err := f.IsEnabled(ctx, "a.service"); return err },
 		func() error { _, err := f.IsActive(ctx, "a.service"); return err },
 		func() error { _, err := f.SystemState(ctx); return err },
-		func() error { _, err := f.BootID(ctx); return err },
+		func() error { _, _, err := f.BootID(ctx); return err },
 		func() error { return f.Reboot(ctx) },
 		func() error { f.Close(); return nil },
 	}
@@ -108,7 +108,7 @@ func TestFakeErrors(t *testing.T) {
 		{"query", context.Background(), map[string]error{"is-active a": errUnit},
 			func(ctx context.Context, f *Fake) error { _, err := f.IsActive(ctx, "a"); return err }, errUnit},
 		{"boot id", context.Background(), map[string]error{"boot-id": errVerb},
-			func(ctx context.Context, f *Fake) error { _, err := f.BootID(ctx); return err }, errVerb},
+			func(ctx context.Context, f *Fake) error { _, _, err := f.BootID(ctx); return err }, errVerb},
 		{"done ctx", canceled, nil, func(ctx context.Context, f *Fake) error { return f.DaemonReload(ctx) }, context.Canceled},
 	}
 	for _, tt := range tests {
@@ -130,13 +130,17 @@ func TestFakeErrors(t *testing.T) {
 func TestFakeBootIDAndSystemState(t *testing.T) {
 	ctx := context.Background()
 	var f Fake
-	before, _ := f.BootID(ctx)
+	before, beforeStart, _ := f.BootID(ctx)
 	if err := f.Reboot(ctx); err != nil {
 		t.Fatal(err)
 	}
-	after, _ := f.BootID(ctx)
-	if before == after {
-		t.Errorf("BootID %q did not change across Reboot", before)
+	after, afterStart, _ := f.BootID(ctx)
+	if before == after || beforeStart == afterStart {
+		t.Errorf("BootID %q %q did not change across Reboot", before, beforeStart)
+	}
+	f.SetHostnamed(false)
+	if id, start, _ := f.BootID(ctx); id != "" || start != afterStart {
+		t.Errorf("BootID without hostnamed = %q %q, want \"\" %q", id, start, afterStart)
 	}
 	if s, _ := f.SystemState(ctx); s != "running" {
 		t.Errorf("SystemState = %q, want running", s)
