@@ -67,10 +67,7 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 		rec := d.Progress() // saved with the update's end (Complete)
 		rec.CordonedByUs, rec.CordonOwn = false, false
 	}
-	if err := d.Ports().Cluster.SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
-		return Outcome{}, err
-	}
-	if err := SaveApplied(d.Ports().Host, mc); err != nil {
+	if err := commitCurrent(ctx, d, u.DesiredName, mc); err != nil {
 		return Outcome{}, err
 	}
 	st := d.Stager()

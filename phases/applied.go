@@ -20,6 +20,18 @@ import (
 // may carry secrets, so its contents are never logged.
 const AppliedFileName = "applied-config.json"
 
+// commitCurrent records that the node runs config name (mc): its
+// currentConfig and state=Done annotations, then its copy on the node (the
+// update's SetCurrent and the adoption). In that order: until the
+// annotation is written an update diffs against the copy of the config it
+// started from, so a restart in between runs the step again.
+func commitCurrent(ctx context.Context, d Data, name string, mc *mcfgv1.MachineConfig) error {
+	if err := d.Ports().Cluster.SetNodeState(ctx, name, StateDone, ""); err != nil {
+		return fmt.Errorf("writing node annotations: %w", err)
+	}
+	return SaveApplied(d.Ports().Host, mc)
+}
+
 // SaveApplied keeps mc on the node as the config it runs (atomically,
 // through Host.WriteState), once an update or an adoption is complete.
 func SaveApplied(host Host, mc *mcfgv1.MachineConfig) error {

@@ -92,13 +92,7 @@ func SetCurrent() Phase {
 		Name: progress.StepSetCurrent, Group: status.UpdateComplete,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
-			if err := d.Ports().Cluster.SetNodeState(ctx, u.DesiredName, StateDone, ""); err != nil {
-				return Outcome{}, fmt.Errorf("writing node annotations: %w", err)
-			}
-			// After the annotation: until then the update diffs against
-			// the copy of the config it started from (a restart here runs
-			// this step again).
-			if err := SaveApplied(d.Ports().Host, u.DesiredObject); err != nil {
+			if err := commitCurrent(ctx, d, u.DesiredName, u.DesiredObject); err != nil {
 				return Outcome{}, err
 			}
 			d.Stager().SetCurrentVersion(u.DesiredName)
