@@ -1,6 +1,7 @@
 package phases
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -99,6 +100,10 @@ type Runner struct {
 	// startPending is set while a phase start (a condition going Unknown)
 	// is staged but not yet written.
 	startPending bool
+	// unsaved is set while the record holds skipped steps not yet on disk
+	// (done); saved is the record as this run last wrote it.
+	unsaved bool
+	saved   []byte
 	// waiting is set while the current phase's Wait runs.
 	waiting bool
 	// evented holds the groups an Event was recorded for in this run.
@@ -168,6 +173,9 @@ func (r *Runner) runList(ctx context.Context) error {
 		if err := r.runPhase(ctx, p); err != nil {
 			return err
 		}
+	}
+	if r.unsaved { // the list ended in skipped steps
+		return r.SaveProgress()
 	}
 	return nil
 }
@@ -319,10 +327,17 @@ func (r *Runner) complete(ctx context.Context, after *Phase, out Outcome) error 
 var ErrComplete = errors.New("update complete")
 
 // done records a finished (or skipped) step on disk, then stages its status.
-// The record is saved first: a crash between the two replays the status.
+// The record is saved first: a crash between the two replays the status. A
+// skipped step did nothing, so it is saved with the next save (the next
+// step's, or a step's own before its first change): a crash before that
+// decides it again, as it was decided, from the saved plan. One save, two
+// fsyncs, is a few milliseconds; eight of a rebootless update's 18 steps are
+// skipped.
 func (r *Runner) done(ctx context.Context, p *Phase, st progress.Step) error {
 	r.Record.MarkDone(st)
-	if err := r.SaveProgress(); err != nil {
+	if st.Skipped {
+		r.unsaved = true
+	} else if err := r.SaveProgress(); err != nil {
 		return r.stepError(p, err)
 	}
 	r.fault("done:", p.Name)
@@ -340,14 +355,21 @@ func (r *Runner) stepError(p *Phase, err error) error {
 	return &StepError{Phase: p.Name, Condition: r.cond(p), Err: err}
 }
 
-// SaveProgress writes the progress record to the node.
+// SaveProgress writes the progress record to the node, unless this run
+// last wrote it as it is (the write step saves itself done before it drops
+// its journal; the runner's save of that step would write it again). The
+// daemon writes no other copy while the runner runs.
 func (r *Runner) SaveProgress() error {
 	data, err := r.Record.Marshal()
 	if err != nil {
 		return err
 	}
+	if bytes.Equal(data, r.saved) {
+		return nil
+	}
 	if err := r.Env.Host.WriteState(progress.FileName, data); err != nil {
 		return fmt.Errorf("saving progress: %w", err)
 	}
+	r.saved, r.unsaved = data, false
 	return nil
 }

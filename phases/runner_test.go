@@ -104,6 +104,7 @@ func (c *cluster) SetNodeState(_ context.Context, cur, state, _ string) error {
 type host struct {
 	files   map[string]string
 	state   map[string][]byte
+	saves   int // writes of the progress record
 	failOn  string
 	rolled  bool
 	written []string
@@ -203,7 +204,13 @@ func (h *host) Preflight(_, _ plan.Config, _ plan.Diff) error {
 	h.preflights++
 	return h.preflightErr
 }
-func (h *host) WriteState(n string, d []byte) error { h.state[n] = d; return nil }
+func (h *host) WriteState(n string, d []byte) error {
+	h.state[n] = d
+	if n == progress.FileName {
+		h.saves++
+	}
+	return nil
+}
 func (h *host) ReadState(n string) ([]byte, error) {
 	if d, ok := h.state[n]; ok {
 		return d, nil
