@@ -8,7 +8,9 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
+	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
@@ -210,5 +212,45 @@ func TestSingleNodeNoDrain(t *testing.T) {
 	}
 	if c := status.Find(w.last, status.UpdateCompatible); c == nil || !strings.Contains(c.Message, "no drain: single-node cluster") {
 		t.Errorf("UpdateCompatible: %+v", c)
+	}
+}
+
+// A single-node update resumed after a crash is still neither cordoned nor
+// drained: the plan restored from the record keeps the single node's
+// answer, whatever steps the record holds when the daemon dies.
+func TestSingleNodeResumedNoDrain(t *testing.T) {
+	for _, point := range []string{"done:detect", "done:prepare", "start:write", "done:write"} {
+		t.Run(point, func(t *testing.T) {
+			h := &host{files: map[string]string{}, state: map[string][]byte{}}
+			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+			r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+			r.SingleNode = true
+			killed := errors.New("killed")
+			r.Fault = func(p string) {
+				if p == point {
+					panic(killed)
+				}
+			}
+			func() {
+				defer func() {
+					if v := recover(); v != killed {
+						t.Fatalf("not killed at %s: %v", point, v)
+					}
+				}()
+				_ = r.Run(context.Background())
+			}()
+			rec, err := progress.Unmarshal(h.state[progress.FileName])
+			if err != nil {
+				t.Fatal(err)
+			}
+			r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Log: zap.NewNop(), Now: time.Now,
+				Phases: phases.All(), Record: rec, SingleNode: true}
+			if err := r2.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+				t.Fatalf("resumed: %v, want the reboot", err)
+			}
+			if len(cl.calls) != 0 {
+				t.Errorf("cluster calls %v, want none (no cordon, no drain)", cl.calls)
+			}
+		})
 	}
 }

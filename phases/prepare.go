@@ -85,7 +85,12 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	}
 	u.Current, u.Desired, u.Diff = current, desired, diff
 	if saved != nil && d.Progress().Action != nil {
+		// Restored drains every reboot (records of releases that saved no
+		// drain); a single node is never drained, also after a restart.
 		u.Action = restoreAction(d.Progress().Action)
+		if u.SingleNode {
+			u.Action = u.Action.OnSingleNode()
+		}
 		return nil
 	}
 	policy, err := d.Ports().PolicyInForce()
