@@ -150,8 +150,14 @@ func (r *Runner) Run(ctx context.Context) error {
 }
 
 // runList runs the steps not done, after re-staging and reloading the
-// done ones of a resumed update.
-func (r *Runner) runList(ctx context.Context) error {
+// done ones of a resumed update. However it ends, the steps it skipped are
+// on disk after it.
+func (r *Runner) runList(ctx context.Context) (err error) {
+	defer func() {
+		if serr := r.saveSkipped(); err == nil {
+			err = serr
+		}
+	}()
 	if len(r.Record.Steps) > 0 {
 		r.log().Info("Resuming update", zap.Strings("done", doneSteps(r.Record)))
 		r.replay()
@@ -174,10 +180,15 @@ func (r *Runner) runList(ctx context.Context) error {
 			return err
 		}
 	}
-	if r.unsaved { // the list ended in skipped steps
-		return r.SaveProgress()
-	}
 	return nil
+}
+
+// saveSkipped saves the skipped steps not yet on disk (done).
+func (r *Runner) saveSkipped() error {
+	if !r.unsaved {
+		return nil
+	}
+	return r.SaveProgress()
 }
 
 func doneSteps(rec *progress.Record) []string {
@@ -228,6 +239,10 @@ func (r *Runner) runPhase(ctx context.Context, p *Phase) error {
 		r.stop.Commit()
 	}
 	if needed && p.Wait != nil {
+		// A wait may last hours: what was decided before it is saved first.
+		if err := r.saveSkipped(); err != nil {
+			return r.stepError(p, err)
+		}
 		if err := r.wait(ctx, p, log); err != nil {
 			return err
 		}
@@ -329,10 +344,11 @@ var ErrComplete = errors.New("update complete")
 // done records a finished (or skipped) step on disk, then stages its status.
 // The record is saved first: a crash between the two replays the status. A
 // skipped step did nothing, so it is saved with the next save (the next
-// step's, or a step's own before its first change): a crash before that
-// decides it again, as it was decided, from the saved plan. One save, two
-// fsyncs, is a few milliseconds; eight of a rebootless update's 18 steps are
-// skipped.
+// step's, a step's own before its first change, before a wait, or as the
+// list ends): a crash before that decides it again, as it was decided, from
+// the saved plan (TestSingleNodeResumedNoDrain). A save is two fsyncs, which
+// a node busy with I/O makes slow; 8 to 10 of a rebootless update's 18 steps
+// are skipped.
 func (r *Runner) done(ctx context.Context, p *Phase, st progress.Step) error {
 	r.Record.MarkDone(st)
 	if st.Skipped {

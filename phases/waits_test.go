@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -90,6 +91,10 @@ func TestGateHoldsRebootlessUpdate(t *testing.T) {
 	fw.onCheck = func() {
 		if len(h.written) != 0 {
 			t.Errorf("written while held: %v", h.written)
+		}
+		// What was decided before the wait is on disk while it waits.
+		if rec, err := progress.Unmarshal(h.state[progress.FileName]); err != nil || rec.Step(progress.StepDrain) == nil {
+			t.Errorf("the record on disk while held lacks the skipped drain (err %v)", err)
 		}
 		if fw.checks > 1 {
 			if c := status.Find(w.last, status.UpdateExecuted); c.Status != metav1.ConditionFalse ||
