@@ -197,3 +197,49 @@ func TestBootID(t *testing.T) {
 		})
 	}
 }
+
+// slowProperties answers every property read only after a delay, as a
+// hostnamed that D-Bus is slow to start.
+type slowProperties struct{ delay time.Duration }
+
+func (s slowProperties) Get(_, _ string) (dbus.Variant, *dbus.Error) {
+	time.Sleep(s.delay)
+	return dbus.MakeVariant([]byte{1}), nil
+}
+
+// A hostnamed slower than hostnamedTimeout leaves the ID out; the start,
+// read first, is still had, so the read does not fail.
+func TestBootIDSlowHostnamed(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	addr, _ := startBus(t, filepath.Join(t.TempDir(), "bus"))
+	serve(t, addr, managerDest, managerPath,
+		prop.Map{managerIface: {"UserspaceTimestamp": {Value: uint64(1700000000123456)}}})
+	conn, err := dbus.Dial(addr)
+	if err == nil {
+		err = conn.Auth(nil)
+	}
+	if err == nil {
+		err = conn.Hello()
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	if err := conn.Export(slowProperties{hostnamedTimeout + 3*time.Second}, "/org/freedesktop/hostname1",
+		"org.freedesktop.DBus.Properties"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := conn.RequestName("org.freedesktop.hostname1", dbus.NameFlagDoNotQueue); err != nil {
+		t.Fatal(err)
+	}
+	d, err := Dial(ctx, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	id, start, err := d.BootID(ctx)
+	if err != nil || id != "" || start != "t1700000000123456" {
+		t.Errorf("BootID = %q, %q (err %v), want \"\", t1700000000123456", id, start, err)
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/godbus/dbus/v5"
 )
@@ -30,27 +31,36 @@ func (d *DBus) SystemState(ctx context.Context) (string, error) {
 // followed by the manager's UserspaceTimestamp in decimal microseconds: when the node's systemd
 // started, which every read has. Both stay the same within a boot, so two reads always share a
 // form to compare, even when hostnamed answered only one of them; id is the surer one across a
-// boot (a node without a clock may start at the same time twice).
+// boot (a node without a clock may start at the same time twice). The start is read first, and
+// hostnamed, started on demand, gets at most hostnamedTimeout: a slow start of it leaves id out
+// rather than failing the read.
 func (d *DBus) BootID(ctx context.Context) (id, start string, err error) {
 	_, bus, err := d.conns(ctx)
 	if err != nil {
 		return "", "", fmt.Errorf("reading boot ID: %w", err)
 	}
-	raw, err := getProperty[[]byte](ctx, bus, "org.freedesktop.hostname1",
+	ts, err := getProperty[uint64](ctx, bus, managerDest, managerPath, managerIface, "UserspaceTimestamp")
+	if err = d.lost(err); err != nil {
+		return "", "", fmt.Errorf("reading boot ID: %w", err)
+	}
+	hctx, cancel := context.WithTimeout(ctx, hostnamedTimeout)
+	defer cancel()
+	raw, err := getProperty[[]byte](hctx, bus, "org.freedesktop.hostname1",
 		"/org/freedesktop/hostname1", "org.freedesktop.hostname1", "BootID")
-	// Only hostnamed's refusal (an error reply, or no ID) leaves id out.
-	if err = d.lost(err); err != nil && !isReply(err) {
+	// hostnamed's refusal (an error reply) or its slowness leaves id out; a lost connection or
+	// the caller's end fails the read.
+	slow := errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil
+	if err = d.lost(err); err != nil && !isReply(err) && !slow {
 		return "", "", fmt.Errorf("reading boot ID: %w", err)
 	}
 	if err == nil {
 		id = hex.EncodeToString(raw)
 	}
-	ts, err := getProperty[uint64](ctx, bus, managerDest, managerPath, managerIface, "UserspaceTimestamp")
-	if err = d.lost(err); err != nil {
-		return "", "", fmt.Errorf("reading boot ID: %w", err)
-	}
 	return id, "t" + strconv.FormatUint(ts, 10), nil
 }
+
+// hostnamedTimeout bounds BootID's wait for hostnamed, which D-Bus starts on demand.
+const hostnamedTimeout = 2 * time.Second
 
 // Reboot asks logind to reboot the node (org.freedesktop.login1.Manager.Reboot, not interactive).
 // The call returns once logind has queued the reboot; the bus goes away soon after.
