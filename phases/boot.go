@@ -3,6 +3,7 @@ package phases
 import (
 	"cmp"
 	"context"
+	"errors"
 	"strings"
 	"time"
 )
@@ -45,20 +46,25 @@ func (b boot) mark() string {
 func (b boot) save(id, start *string) { *id, *start = b.mark(), b.start }
 
 // since reports whether the node booted since the boot a record kept as id
-// and start. An id that begins with "t" is a start (mark: hostnamed did not
-// answer), and start is "" in a record of the release before. hostnamed's
-// IDs decide when both are known, else the starts. A record with only
-// hostnamed's ID, read now without one, proves nothing: false, so a reboot
-// is asked again, or an action stays owed, rather than taken as done.
-func (b boot) since(id, start string) bool {
+// and start ("" and "": none kept, false). An id that begins with "t" is a
+// start (mark: hostnamed did not answer), and start is "" in a record of
+// the release before. hostnamed's IDs decide when both are known, else the
+// starts. A record with only hostnamed's ID, read now without one (hostnamed
+// slow or failing, often right after a boot), cannot tell: an error, and
+// the step tries again, rather than take a reboot for done or ask for
+// another.
+func (b boot) since(id, start string) (bool, error) {
 	if strings.HasPrefix(id, "t") {
 		id, start = "", cmp.Or(start, id)
 	}
 	switch {
 	case id != "" && b.id != "":
-		return id != b.id
+		return id != b.id, nil
 	case start != "" && b.start != "":
-		return start != b.start
+		return start != b.start, nil
+	case id == "" && start == "":
+		return false, nil
 	}
-	return false
+	return false, errors.New("cannot tell whether the node booted since boot " + id +
+		": hostnamed gave no boot ID, and the progress record, from an earlier release, keeps nothing else")
 }

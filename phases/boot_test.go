@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
@@ -67,6 +68,70 @@ func TestRebootStepAcrossHostnamedFlips(t *testing.T) {
 			}
 			if !errors.Is(err, phases.ErrRebooting) || !asked {
 				t.Fatalf("tried again in the same boot: %v, asked for the reboot again: %v; want it asked", err, asked)
+			}
+		})
+	}
+}
+
+// After the reboot, a record of the release before (hostnamed's boot ID
+// only) read while hostnamed gives none cannot tell: the step fails and
+// tries again, rather than reboot the node a second time; once hostnamed
+// answers, the reboot is done.
+func TestRebootStepWaitsForHostnamedWithOldRecord(t *testing.T) {
+	h := &host{files: map[string]string{}, state: map[string][]byte{}}
+	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
+	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
+		t.Fatalf("first try: %v", err)
+	}
+	rec, err := progress.Unmarshal(h.state[progress.FileName])
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec.RebootFromBootStart = "" // as the release before wrote it
+	units.SetHostnamed(false)
+	calls := len(units.CallLog())
+	resume := func() error {
+		r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Log: zap.NewNop(), Now: time.Now,
+			Phases: phases.All(), Record: rec}
+		return r2.Run(context.Background())
+	}
+	if err := resume(); err == nil || errors.Is(err, phases.ErrRebooting) || slices.Contains(units.CallLog()[calls:], "reboot") {
+		t.Fatalf("without hostnamed: %v, calls %v; want an error and no reboot", err, units.CallLog()[calls:])
+	}
+	units.SetHostnamed(true)
+	if err := resume(); err != nil {
+		t.Fatalf("with hostnamed again: %v", err)
+	}
+	if c := status.Find(w.last, status.RebootedNode); c.Status != metav1.ConditionTrue {
+		t.Errorf("RebootedNode = %s %q", c.Status, c.Message)
+	}
+}
+
+// The post action's message says "Drained" only after the update's drain
+// step drained the node: with --once-from's list there is none.
+func TestPostActionSaysDrainedOnlyAfterADrain(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		o    phases.ListOptions
+		want string
+	}{
+		{"cluster", phases.ListOptions{}, "Drained; Restarted foo.service"},
+		{"once-from", phases.ListOptions{NoCluster: true}, "Restarted foo.service"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h := &host{files: map[string]string{}, state: map[string][]byte{}}
+			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
+			r := newRunner(configs{"a": empty, "b": file("/etc/foo.conf", "x")}, h, cl, units, w)
+			r.Phases = phases.List(tc.o)
+			r.Env.Policy = plan.Policy{Files: []plan.FileRule{{Path: "/etc/foo.conf",
+				Actions: []plan.Action{{Type: plan.ActDrain}, {Type: plan.ActRestart, Unit: "foo.service"}}}}}
+			units.SetEnabled("foo.service", "enabled")
+			if err := r.Run(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if c := status.Find(w.last, status.UpdatePostActionComplete); c.Message != tc.want {
+				t.Errorf("UpdatePostActionComplete %q, want %q", c.Message, tc.want)
 			}
 		})
 	}

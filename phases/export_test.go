@@ -16,6 +16,6 @@ var RemovesUnit = removesUnit
 
 // BootSince is whether the boot read as id and start (Units.BootID) is a
 // later one than the boot a record kept as thenID and thenStart (boot.go).
-func BootSince(id, start, thenID, thenStart string) bool {
+func BootSince(id, start, thenID, thenStart string) (bool, error) {
 	return boot{id, start}.since(thenID, thenStart)
 }

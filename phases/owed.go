@@ -29,7 +29,11 @@ func addOwed(ctx context.Context, d Data) error {
 		if err != nil {
 			return fmt.Errorf("reading the boot ID: %w", err)
 		}
-		if now.since(o.BootID, o.BootStart) {
+		booted, err := now.since(o.BootID, o.BootStart)
+		if err != nil {
+			return fmt.Errorf("checking what is owed: %w", err)
+		}
+		if booted {
 			rec.Owed = nil
 			return nil
 		}

@@ -162,27 +162,29 @@ func TestWriteSavesItsBoot(t *testing.T) {
 
 // Two boot IDs prove a boot only when they differ and are of one form.
 // A boot is proven by hostnamed's IDs when both reads have one, else by
-// the starts; a record of the release before keeps one of the two.
+// the starts; a record of the release before keeps one of the two, and
+// when it is hostnamed's and the read has none, nothing can be told.
 func TestBootSince(t *testing.T) {
 	for _, tc := range []struct {
 		name                         string
 		thenID, thenStart, id, start string
-		want                         bool
+		want, undecided              bool
 	}{
-		{"hostnamed both times, rebooted", "0a1b", "t100", "2c3d", "t200", true},
-		{"hostnamed both times, same boot", "0a1b", "t100", "0a1b", "t100", false},
-		{"hostnamed's ID decides over a start", "0a1b", "t100", "0a1b", "t200", false},
-		{"hostnamed answered only then, same boot", "0a1b", "t100", "", "t100", false},
-		{"hostnamed answered only now, same boot", "t100", "t100", "0a1b", "t100", false},
-		{"hostnamed answered only now, rebooted", "t100", "t100", "0a1b", "t200", true},
-		{"record before the start: hex then, none now", "0a1b", "", "", "t200", false},
-		{"record before the start: hex both times", "0a1b", "", "2c3d", "t200", true},
-		{"record before the start: start then, hostnamed now, same boot", "t100", "", "0a1b", "t100", false},
-		{"record before the start: start then, rebooted", "t100", "", "0a1b", "t200", true},
-		{"nothing kept", "", "", "0a1b", "t100", false},
+		{"hostnamed both times, rebooted", "0a1b", "t100", "2c3d", "t200", true, false},
+		{"hostnamed both times, same boot", "0a1b", "t100", "0a1b", "t100", false, false},
+		{"hostnamed's ID decides over a start", "0a1b", "t100", "0a1b", "t200", false, false},
+		{"hostnamed answered only then, same boot", "0a1b", "t100", "", "t100", false, false},
+		{"hostnamed answered only now, same boot", "t100", "t100", "0a1b", "t100", false, false},
+		{"hostnamed answered only now, rebooted", "t100", "t100", "0a1b", "t200", true, false},
+		{"record before the start: hex then, none now", "0a1b", "", "", "t200", false, true},
+		{"record before the start: hex both times", "0a1b", "", "2c3d", "t200", true, false},
+		{"record before the start: start then, hostnamed now, same boot", "t100", "", "0a1b", "t100", false, false},
+		{"record before the start: start then, rebooted", "t100", "", "0a1b", "t200", true, false},
+		{"nothing kept", "", "", "0a1b", "t100", false, false},
 	} {
-		if got := phases.BootSince(tc.id, tc.start, tc.thenID, tc.thenStart); got != tc.want {
-			t.Errorf("%s: since = %v, want %v", tc.name, got, tc.want)
+		got, err := phases.BootSince(tc.id, tc.start, tc.thenID, tc.thenStart)
+		if got != tc.want || (err != nil) != tc.undecided {
+			t.Errorf("%s: since = %v, %v; want %v, undecided %v", tc.name, got, err, tc.want, tc.undecided)
 		}
 	}
 }

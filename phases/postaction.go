@@ -38,7 +38,11 @@ func Reboot() Phase {
 			if err != nil {
 				return Outcome{}, fmt.Errorf("reading the boot ID: %w", err)
 			}
-			if rec.RebootFromBootID != "" && now.since(rec.RebootFromBootID, rec.RebootFromBootStart) {
+			rebooted, err := now.since(rec.RebootFromBootID, rec.RebootFromBootStart)
+			if err != nil {
+				return Outcome{}, err
+			}
+			if rebooted {
 				var took time.Duration
 				if !rec.RebootRequestedAt.IsZero() {
 					took = d.Clock().Sub(rec.RebootRequestedAt)
@@ -98,7 +102,7 @@ func ReloadCRIO() Phase {
 			if err != nil {
 				return Outcome{}, err
 			}
-			return Outcome{Message: actionsMessage(d.Update().Action, done)}, nil
+			return Outcome{Message: actionsMessage(d, d.Update().Action, done)}, nil
 		},
 	}
 }
@@ -121,7 +125,7 @@ func PostAction() Phase {
 						done = append(done, msg)
 					}
 				}
-				return Outcome{Message: actionsMessage(a, done)}, nil
+				return Outcome{Message: actionsMessage(d, a, done)}, nil
 			}
 			done, err := runActions(ctx, d)
 			if err != nil {
@@ -130,7 +134,7 @@ func PostAction() Phase {
 			if len(done) == 0 {
 				return Outcome{Reason: status.ReasonNone, Message: "Changes need no reboot or reload"}, nil
 			}
-			return Outcome{Message: actionsMessage(a, done)}, nil
+			return Outcome{Message: actionsMessage(d, a, done)}, nil
 		},
 	}
 }
@@ -204,12 +208,14 @@ func actionUnit(x plan.Action) string {
 }
 
 // actionsMessage is the post action's closing message.
-func actionsMessage(a plan.PostAction, done []string) string {
+func actionsMessage(d Data, a plan.PostAction, done []string) string {
 	if len(done) == 0 {
 		return "Changes need no reboot or reload"
 	}
 	msg := strings.Join(done, "; ")
-	if a.Drain {
+	// Only a drain the update's drain step made: --once-from has none, and
+	// the health gate's rollback drains nothing of its own.
+	if st := d.Progress().Step(progress.StepDrain); a.Drain && st != nil && !st.Skipped {
 		msg = "Drained; " + msg
 	}
 	return msg

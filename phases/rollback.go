@@ -191,14 +191,18 @@ func rollBackPost(ctx context.Context, d Data) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		return actionsMessage(rev.u.Action, done), nil
+		return actionsMessage(d, rev.u.Action, done), nil
 	}
 	h := d.Progress().Health
 	now, err := readBoot(ctx, d.Ports().Units)
 	if err != nil {
 		return "", fmt.Errorf("reading the boot ID: %w", err)
 	}
-	if h.RebootFromBootID != "" && now.since(h.RebootFromBootID, h.RebootFromBootStart) {
+	rebooted, err := now.since(h.RebootFromBootID, h.RebootFromBootStart)
+	if err != nil {
+		return "", err
+	}
+	if rebooted {
 		return fmt.Sprintf("Rebooted into %s; boot ID changed from %s to %s", previousName(d.Update()), h.RebootFromBootID, now.mark()), nil
 	}
 	now.save(&h.RebootFromBootID, &h.RebootFromBootStart)

@@ -154,8 +154,12 @@ func (r *Runner) Run(ctx context.Context) error {
 // on disk after it.
 func (r *Runner) runList(ctx context.Context) (err error) {
 	defer func() {
-		if serr := r.saveSkipped(); err == nil {
+		serr := r.saveSkipped()
+		switch {
+		case err == nil:
 			err = serr
+		case serr != nil: // as after a crash: they are decided again
+			r.log().Warn("Cannot save the skipped steps", zap.Error(serr))
 		}
 	}()
 	if len(r.Record.Steps) > 0 {
