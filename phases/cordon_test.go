@@ -219,8 +219,12 @@ func TestSingleNodeNoDrain(t *testing.T) {
 // drained: the plan restored from the record keeps the single node's
 // answer, whatever steps the record holds when the daemon dies.
 func TestSingleNodeResumedNoDrain(t *testing.T) {
-	for _, point := range []string{"done:detect", "done:prepare", "start:write", "done:write"} {
+	for _, point := range []string{"done:detect", "done:prepare", "start:write", "done:write", "topology gone"} {
 		t.Run(point, func(t *testing.T) {
+			single := point != "topology gone" // the Node's annotation lost at the restart
+			if !single {
+				point = "done:prepare" // the plan saved, the cordon not yet decided
+			}
 			h := &host{files: map[string]string{}, state: map[string][]byte{}}
 			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 			r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
@@ -244,7 +248,7 @@ func TestSingleNodeResumedNoDrain(t *testing.T) {
 				t.Fatal(err)
 			}
 			r2 := &phases.Runner{Env: r.Env, Status: stager(w, w.last), Node: "n1", Log: zap.NewNop(), Now: time.Now,
-				Phases: phases.All(), Record: rec, SingleNode: true}
+				Phases: phases.All(), Record: rec, SingleNode: single}
 			if err := r2.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
 				t.Fatalf("resumed: %v, want the reboot", err)
 			}

@@ -86,9 +86,12 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	u.Current, u.Desired, u.Diff = current, desired, diff
 	if saved != nil && d.Progress().Action != nil {
 		// Restored drains every reboot (records of releases that saved no
-		// drain); a single node is never drained, also after a restart.
-		u.Action = restoreAction(d.Progress().Action)
-		if u.SingleNode {
+		// drain); a single node is never drained, also after a restart, and
+		// also when the Node's topology no longer says so: the plan saved
+		// the answer.
+		saved := d.Progress().Action
+		u.Action = restoreAction(saved)
+		if u.SingleNode || saved.DrainReason == plan.SingleNodeNoDrain {
 			u.Action = u.Action.OnSingleNode()
 		}
 		return nil
