@@ -143,6 +143,17 @@ func TestDialNoBus(t *testing.T) {
 // serve claims name on the bus at addr and exports props at path, standing in for a service.
 func serve(t *testing.T, addr, name string, path dbus.ObjectPath, props prop.Map) {
 	t.Helper()
+	conn := dialService(t, addr, name)
+	if _, err := prop.Export(conn, path, props); err != nil {
+		t.Fatal(err)
+	}
+	own(t, conn, name)
+}
+
+// dialService opens a connection to the bus at addr for the service name,
+// closed when t ends.
+func dialService(t *testing.T, addr, name string) *dbus.Conn {
+	t.Helper()
 	conn, err := dbus.Dial(addr)
 	if err == nil {
 		err = conn.Auth(nil)
@@ -154,9 +165,12 @@ func serve(t *testing.T, addr, name string, path dbus.ObjectPath, props prop.Map
 		t.Fatalf("connecting %s: %v", name, err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	if _, err := prop.Export(conn, path, props); err != nil {
-		t.Fatal(err)
-	}
+	return conn
+}
+
+// own makes conn the owner of name.
+func own(t *testing.T, conn *dbus.Conn, name string) {
+	t.Helper()
 	if reply, err := conn.RequestName(name, dbus.NameFlagDoNotQueue); err != nil || reply != dbus.RequestNameReplyPrimaryOwner {
 		t.Fatalf("requesting %s: %v (reply %v)", name, err, reply)
 	}
@@ -215,24 +229,12 @@ func TestBootIDSlowHostnamed(t *testing.T) {
 	addr, _ := startBus(t, filepath.Join(t.TempDir(), "bus"))
 	serve(t, addr, managerDest, managerPath,
 		prop.Map{managerIface: {"UserspaceTimestamp": {Value: uint64(1700000000123456)}}})
-	conn, err := dbus.Dial(addr)
-	if err == nil {
-		err = conn.Auth(nil)
-	}
-	if err == nil {
-		err = conn.Hello()
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { conn.Close() })
+	conn := dialService(t, addr, "org.freedesktop.hostname1")
 	if err := conn.Export(slowProperties{hostnamedTimeout + 3*time.Second}, "/org/freedesktop/hostname1",
 		"org.freedesktop.DBus.Properties"); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := conn.RequestName("org.freedesktop.hostname1", dbus.NameFlagDoNotQueue); err != nil {
-		t.Fatal(err)
-	}
+	own(t, conn, "org.freedesktop.hostname1")
 	d, err := Dial(ctx, addr)
 	if err != nil {
 		t.Fatal(err)
