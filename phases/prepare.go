@@ -89,9 +89,9 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 		// drain); a single node is never drained, also after a restart, and
 		// also when the Node's topology no longer says so: the plan saved
 		// the answer.
-		saved := d.Progress().Action
-		u.Action = restoreAction(saved)
-		if u.SingleNode || saved.DrainReason == plan.SingleNodeNoDrain {
+		kept := d.Progress().Action
+		u.Action = restoreAction(kept)
+		if u.SingleNode || kept.DrainReason == plan.SingleNodeNoDrain {
 			u.Action = u.Action.OnSingleNode()
 		}
 		return nil
