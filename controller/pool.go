@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/controller/rollout"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	nodepools "github.com/nodeconfd/nodeconfd/phases/pools"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 	"github.com/nodeconfd/nodeconfd/phases/window"
 )
@@ -154,13 +155,13 @@ func (c *Controller) poolNodes(pool *mcfgv1.MachineConfigPool, log *zap.Logger) 
 	for _, o := range c.pools.GetStore().List() {
 		pools = append(pools, o.(*mcfgv1.MachineConfigPool))
 	}
-	members := rollout.NewMembership(pools)
+	members := nodepools.NewMembership(pools)
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var out []*corev1.Node
 	for _, o := range c.nodes.GetStore().List() {
 		n := o.(*corev1.Node)
-		p, err := members.PoolFor(n)
+		p, err := members.For(n)
 		if err != nil {
 			if c.unpooled[n.Name] != err.Error() {
 				c.unpooled[n.Name] = err.Error()

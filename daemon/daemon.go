@@ -103,16 +103,21 @@ type Daemon struct {
 	// keptOn is the failed config the node keeps its previous one against
 	// (health.go), so that it is logged once.
 	keptOn string
+	// pool is the node's pool at this pass (kube.Pool); waitingFor what a
+	// node with no desired config waits for, as last logged (first.go).
+	pool       string
+	waitingFor string
 }
 
 // Watcher delivers the latest state of the daemon's Node and
-// MachineConfigNode.
+// MachineConfigNode, and the cluster's MachineConfigPools.
 type Watcher interface {
 	// Start begins watching; Changes then fires (coalesced) on every change.
 	Start(ctx context.Context) error
 	Changes() <-chan struct{}
 	Node() (*corev1.Node, bool)
 	MCN() (*mcfgv1.MachineConfigNode, bool)
+	Pools() []*mcfgv1.MachineConfigPool
 }
 
 // DriftMonitor watches the node's files for drift from a config.
@@ -185,11 +190,17 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	d.clearSteer(ctx, node)
 	desired := node.Annotations[kube.DesiredConfig]
 	current := node.Annotations[kube.CurrentConfig]
-	log := d.Log.With(zap.String("node", node.Name), zap.String("config", desired))
+	pool, poolErr := kube.Pool(d.Watcher.Pools(), node, d.Pool)
 	if desired == "" {
-		log.Info("Node has no desiredConfig annotation yet; waiting")
-		return 0, nil
+		return d.awaitFirstConfig(ctx, pool, poolErr, current) // first.go
 	}
+	d.waitingFor = ""
+	if poolErr != nil {
+		// The controller hands such a node no config; one set by hand
+		// names a pool the node is not in.
+		return d.nextDelay(), fmt.Errorf("not applying desiredConfig %s: %w", desired, poolErr)
+	}
+	d.pool = pool
 	if wait := d.spreadWait(ctx, current, desired, d.updateUnderWay); wait > 0 {
 		return wait, nil // nothing written until the update starts
 	}

@@ -7,7 +7,6 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
@@ -18,7 +17,7 @@ import (
 // stager's copy is authoritative: the watch cache may lag behind the
 // daemon's writes.
 func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
-	pool := kube.Pool(d.node.Labels, d.Pool)
+	pool := d.pool
 	mcn, ok := d.Watcher.MCN()
 	created := false
 	if !ok {

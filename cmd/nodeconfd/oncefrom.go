@@ -53,9 +53,10 @@ func startOnce(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		return fmt.Errorf("detecting the node's OS updater: %w", err)
 	}
 	log.Info("Detected the OS updater", zap.String("node", o.nodeName), zap.String("updater", osupdate.Name(osu)))
+	pool, _ := kube.Pool(nil, nil, o.pool) // no cluster: --pool, else worker
 	err = oncefrom.Run(ctx, oncefrom.Options{
 		Node: o.nodeName, Config: mc, Host: onceHost{daemon.Host{FS: host, Units: units}}, Units: units, OS: osu,
-		Policy: policy, Limits: o.limits, Rule: o.configPattern.For(kube.Pool(nil, o.pool)),
+		Policy: policy, Limits: o.limits, Rule: o.configPattern.For(pool),
 		SkipReboot: o.skipReboot, Log: log,
 	})
 	if errors.Is(err, phases.ErrRebooting) {

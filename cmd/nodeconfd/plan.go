@@ -200,7 +200,7 @@ func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInput,
 	if o.node != "" {
 		in, err = clusterInputs(ctx, o, host)
 	} else {
-		in.pool = kube.Pool(nil, o.pool)
+		in.pool, _ = kube.Pool(nil, nil, o.pool) // no cluster: --pool, else worker
 		if in.desired, err = readMachineConfig(o.desired); err == nil && o.current != "" {
 			in.current, err = readMachineConfig(o.current)
 		}
@@ -244,8 +244,10 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 	}
 	current, desired, node, err := clusterConfigs(ctx, o, host, api)
 	in := planInput{current: current, desired: desired, api: api}
-	if node != nil {
-		in.pool = kube.Pool(node.Labels, o.pool)
+	if node != nil && err == nil {
+		if in.pool, err = nodePool(ctx, api, node, o.pool); err != nil {
+			return in, err
+		}
 		in.singleNode = node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica
 	}
 	if err != nil || o.policyFile != "" {
@@ -320,4 +322,21 @@ func loadPolicy(file string) (plan.Policy, error) {
 		return plan.Policy{}, fmt.Errorf("reading --node-disruption-policy: %w", err)
 	}
 	return plan.ParsePolicyFile(data, file)
+}
+
+// nodePool is the node's pool as the daemon and the controller decide it
+// (kube.Pool), from the cluster's pools.
+func nodePool(ctx context.Context, api kube.API, node *corev1.Node, flag string) (string, error) {
+	if flag != "" {
+		return flag, nil
+	}
+	list, err := api.MachineConfigPools().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "", fmt.Errorf("listing the MachineConfigPools: %w", err)
+	}
+	all := make([]*mcfgv1.MachineConfigPool, len(list.Items))
+	for i := range list.Items {
+		all[i] = &list.Items[i]
+	}
+	return kube.Pool(all, node, "")
 }

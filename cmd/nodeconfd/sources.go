@@ -18,7 +18,7 @@ import (
 // windows' ConfigMap) and the node disruption policy's.
 func startSources(ctx context.Context, o options, api *kube.Client, objects *kube.Watch,
 	log *zap.Logger) (*waits.Source, func() (plan.Policy, error), error) {
-	holds, err := o.waits.source(o, api, objects.Node)
+	holds, err := o.waits.source(o, api, objects)
 	if err != nil {
 		return nil, nil, err
 	}

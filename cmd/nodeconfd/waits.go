@@ -81,9 +81,12 @@ func (w *waitOptions) check() error {
 }
 
 // source builds the node's waits.
-func (w *waitOptions) source(o options, api *kube.Client, node func() (*corev1.Node, bool)) (*waits.Source, error) {
+func (w *waitOptions) source(o options, api *kube.Client, objects *kube.Watch) (*waits.Source, error) {
 	s := &waits.Source{
-		Node: node, Pool: func(n *corev1.Node) string { return kube.Pool(n.Labels, o.pool) }, Now: time.Now,
+		// A node in no pool reads the ConfigMap of no pool ("{pool}"
+		// empty, not found): the flag's windows then.
+		Node: objects.Node, Pool: func(n *corev1.Node) string { p, _ := kube.Pool(objects.Pools(), n, o.pool); return p },
+		Now:     time.Now,
 		Windows: w.windows, AllUpdates: w.allUpdates,
 		Namespace: o.namespace, ConfigMapName: w.configMap, Retry: api.Retry(),
 		Pods: api.API.Pods(""), NodeName: o.nodeName, Blocking: w.blockingSel,

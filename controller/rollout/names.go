@@ -1,6 +1,7 @@
-// Package rollout holds the pool controller's pure decisions: which pool a
-// node belongs to, which nodes are unavailable, which node gets the pool's
-// rendered config next, and the pool's status. It reads API objects only
+// Package rollout holds the pool controller's pure decisions: which nodes
+// are unavailable, which node gets the pool's rendered config next, and the
+// pool's status (which pool a node is in is phases/pools, shared with the
+// daemon). It reads API objects only
 // (no clients, no I/O), so that every decision is table-tested; the
 // controller in package controller reads the caches, calls these functions
 // and writes what they decide.
@@ -34,8 +35,6 @@ const (
 	RebootGranted = "nodeconfd.io/reboot-granted"
 	// ZoneLabel orders the rollout zone by zone, as upstream.
 	ZoneLabel = "topology.kubernetes.io/zone"
-	// osLabel marks Windows nodes, which no pool manages (as upstream).
-	osLabel = "kubernetes.io/os"
 )
 
 // Values of the State annotation.
@@ -44,11 +43,4 @@ const (
 	StateWorking        = "Working"
 	StateDegraded       = "Degraded"
 	StateUnreconcilable = "Unreconcilable"
-)
-
-// Pool names upstream treats specially.
-const (
-	masterPool  = "master"
-	workerPool  = "worker"
-	arbiterPool = "arbiter"
 )

@@ -17,7 +17,7 @@ type Input struct {
 	Pool *mcfgv1.MachineConfigPool
 	// Target is the rendered config the pool rolls out.
 	Target string
-	// Nodes are the pool's nodes (Membership.PoolFor already applied).
+	// Nodes are the pool's nodes (pools.Membership.For already applied).
 	Nodes []*corev1.Node
 	// MCNs are the nodes' MachineConfigNodes by node name; some may lack.
 	MCNs map[string]*mcfgv1.MachineConfigNode
@@ -117,7 +117,7 @@ func nextConfig(in Input) Decision {
 		return Decision{Waiting: err.Error() + "; the rollout stops until it is fixed"}
 	}
 	room, busy := capacity(in, maxUnavail)
-	cands, skipped := candidates(needing, in.DeferNode)
+	cands, skipped := candidates(needing, in.MCNs, in.DeferNode)
 	d := Decision{Skipped: skipped}
 	if room == 0 {
 		d.Waiting = fmt.Sprintf("%d of %d nodes unavailable (maxUnavailable %d): %s",
@@ -179,15 +179,21 @@ func capacity(in Input, maxUnavail int) (int, []NodeReason) {
 }
 
 // candidates orders the nodes that need Target and may take it, and lists
-// those passed over: not ready (as upstream), paused by an administrator's
-// annotation, or the controller's own node while it is not the last one
-// (upstream's filterControlPlaneCandidateNodes).
-func candidates(needing []*corev1.Node, deferNode string) ([]*corev1.Node, []NodeReason) {
+// those passed over: not ready (as upstream), a fresh node whose daemon has
+// not registered its MachineConfigNode yet (nothing would act on the config
+// there, and the node would hold the room while it waits), paused by an
+// administrator's annotation, or the controller's own node while it is not
+// the last one (upstream's filterControlPlaneCandidateNodes).
+func candidates(needing []*corev1.Node, mcns map[string]*mcfgv1.MachineConfigNode, deferNode string) ([]*corev1.Node, []NodeReason) {
 	var cands []*corev1.Node
 	var skipped []NodeReason
 	for _, n := range needing {
 		if r := notReady(n); r != "" {
 			skipped = append(skipped, NodeReason{Node: n.Name, Reason: r})
+			continue
+		}
+		if isFresh(n) && mcns[n.Name] == nil {
+			skipped = append(skipped, NodeReason{Node: n.Name, Reason: "no MachineConfigNode yet (its daemon has not registered)"})
 			continue
 		}
 		if v, ok := n.Annotations[PauseAnnotation]; ok {

@@ -86,7 +86,7 @@ func TestNextCandidates(t *testing.T) {
 					needing = append(needing, n)
 				}
 			}
-			cands, _ := candidates(needing, "")
+			cands, _ := candidates(needing, nil, "")
 			if room > 0 {
 				if got := names(cands[min(room, len(cands)):]); !slices.Equal(got, tt.others) {
 					t.Errorf("others %v, want %v", got, tt.others)
@@ -149,10 +149,42 @@ func TestNext(t *testing.T) {
 			[]string{"worker-2"}, "", 0, []string{"worker-1 runs the controller and updates last"}},
 		{"controller's node when it is the last", Input{Pool: pool, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-3", v0, v0, ready(T))}, DeferNode: "worker-3"},
 			[]string{"worker-3"}, "", 0, nil},
+		// A fresh install: no node has a config yet (issue 40's deadlock: each "no state yet",
+		// unavailable, so none was handed one and none ever got a state).
+		{"fresh install: first node", Input{Pool: pool, Target: v1, Nodes: fresh(), MCNs: registered("fr-a", "fr-b")},
+			[]string{"fr-a"}, "", 0, nil},
+		{"fresh install: room for two", Input{Pool: two, Target: v1, Nodes: fresh(), MCNs: registered("fr-a", "fr-b")},
+			[]string{"fr-a", "fr-b"}, "", 0, nil},
+		{"fresh install: one at a time", Input{Pool: pool, Target: v1, MCNs: registered("fr-a", "fr-b"), Nodes: []*corev1.Node{
+			mkNode("fr-a", "", v1, ready(T)), mkNode("fr-b", "", "", ready(T))}},
+			nil, "1 of 2 nodes unavailable (maxUnavailable 1): fr-a updating", 0, nil},
+		{"fresh install: the next after the first adopted", Input{Pool: pool, Target: v1, MCNs: registered("fr-a", "fr-b"), Nodes: []*corev1.Node{
+			mkNode("fr-a", v1, v1, ready(T)), mkNode("fr-b", "", "", ready(T))}},
+			[]string{"fr-b"}, "", 0, nil},
+		{"fresh node without its daemon passed over, not counted", Input{Pool: pool, Target: v1, Nodes: fresh(), MCNs: registered("fr-b")},
+			[]string{"fr-b"}, "", 0, []string{"fr-a no MachineConfigNode yet (its daemon has not registered)"}},
+		{"no daemon registered yet", Input{Pool: pool, Target: v1, Nodes: fresh()},
+			nil, "no node that needs " + v1 + " can take it now: fr-a no MachineConfigNode yet", 0, []string{
+				"fr-a no MachineConfigNode yet (its daemon has not registered)", "fr-b no MachineConfigNode yet (its daemon has not registered)"}},
 		{"zone order", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{
 			mkNode("a", v0, v0, label(ZoneLabel, "z2")), mkNode("b", v0, v0), mkNode("c", v0, v0, label(ZoneLabel, "z1")),
 		}}, []string{"c", "a"}, "", 0, nil},
 	})
+}
+
+// fresh are two nodes no config was handed to yet.
+func fresh() []*corev1.Node {
+	T := corev1.ConditionTrue
+	return []*corev1.Node{mkNode("fr-a", "", "", ready(T)), mkNode("fr-b", "", "", ready(T))}
+}
+
+// registered are the MachineConfigNodes of nodes whose daemons registered.
+func registered(nodes ...string) map[string]*mcfgv1.MachineConfigNode {
+	out := map[string]*mcfgv1.MachineConfigNode{}
+	for _, n := range nodes {
+		out[n] = mkMCN(n, "", time.Time{}, "")
+	}
+	return out
 }
 
 // TestNextTime checks the maintenance windows and the soak.

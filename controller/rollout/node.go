@@ -52,6 +52,16 @@ func isUpdated(n *corev1.Node, target string) bool {
 	return isDone(n) && n.Annotations[DesiredConfig] == target
 }
 
+// isFresh reports whether no config was ever handed to the node nor run on
+// it: no currentConfig, no desiredConfig, no state. It is a node that
+// joined, or one of a cluster nodeconfd was just installed on: nothing the
+// pool manages runs there, so it updates nothing and is not unavailable
+// (counting it so deadlocked a fresh install: every node waited for the
+// pool, the pool for every node). Its first config is its adoption.
+func isFresh(n *corev1.Node) bool {
+	return n.Annotations[CurrentConfig] == "" && n.Annotations[DesiredConfig] == "" && n.Annotations[State] == ""
+}
+
 // isFailing reports whether the daemon gave up on the node's desired
 // config (Degraded or Unreconcilable while current differs from desired).
 // Upstream lets such a node be retargeted without counting it unavailable,
@@ -98,7 +108,9 @@ func mcnCondition(mcn *mcfgv1.MachineConfigNode, t string) *metav1.Condition {
 // it does not. As upstream's IsUnavailableForUpdate: a node that is not
 // ready, or whose daemon is still working (or has not started), may go
 // unschedulable, so another update must not start; a node whose daemon
-// failed (isFailing) is available, as it can be retargeted. nodeconfd adds
+// failed (isFailing) is available, as it can be retargeted, and so is a
+// fresh node (isFresh), which upstream never sees: its nodes boot with
+// their pool's config. nodeconfd adds
 // a node that is done but whose MachineConfigNode says NodeDegraded (a
 // config drift, an unreadable progress record): it is not known healthy.
 func unavailable(n *corev1.Node, mcn *mcfgv1.MachineConfigNode) string {
@@ -108,7 +120,7 @@ func unavailable(n *corev1.Node, mcn *mcfgv1.MachineConfigNode) string {
 	if rebootGranted(n) {
 		return "rebooting on request"
 	}
-	if isFailing(n) {
+	if isFailing(n) || isFresh(n) {
 		return ""
 	}
 	if !isDone(n) {

@@ -41,6 +41,15 @@ func Status(in Input, renderErr error) mcfgv1.MachineConfigPoolStatus {
 	line := "MachineConfig " + in.Target
 	allUpdated := c.updated == c.total && c.ready == c.total && c.unavailable == 0
 	switch {
+	case allUpdated && c.total == 0:
+		// Upstream says "All nodes are updated" here too; an administrator
+		// whose nodes carry none of the labels the pool selects must read
+		// why nothing happened.
+		set(mcfgv1.MachineConfigPoolUpdated, corev1.ConditionTrue, "NoNodes", "No node is in this pool: its "+
+			"spec.nodeSelector selects none, or each node it selects is in another pool; nothing to update to "+line)
+		set(mcfgv1.MachineConfigPoolUpdating, corev1.ConditionFalse, "", "")
+		st.Configuration = *pool.Spec.Configuration.DeepCopy()
+		st.Configuration.Name = in.Target
 	case allUpdated:
 		set(mcfgv1.MachineConfigPoolUpdated, corev1.ConditionTrue, "", "All nodes are updated with "+line)
 		set(mcfgv1.MachineConfigPoolUpdating, corev1.ConditionFalse, "", "")

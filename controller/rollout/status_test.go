@@ -172,3 +172,17 @@ func typesOf(st mcfgv1.MachineConfigPoolStatus) []mcfgv1.MachineConfigPoolCondit
 	}
 	return out
 }
+
+// TestStatusNoNodes: a pool that selects no node is Updated, as upstream,
+// and says that it has no node rather than that all its nodes are updated
+// (on a cluster whose nodes carry none of the labels the pool selects).
+func TestStatusNoNodes(t *testing.T) {
+	st := Status(Input{Pool: mkPool("infra", "node-role/infra"), Target: v1, Now: time.Unix(100, 0)}, nil)
+	c := condOf(st, mcfgv1.MachineConfigPoolUpdated)
+	if c.Status != corev1.ConditionTrue || c.Reason != "NoNodes" || !strings.Contains(c.Message, "No node is in this pool") {
+		t.Errorf("Updated %+v, want True, NoNodes, saying no node is in the pool", c)
+	}
+	if st.Configuration.Name != v1 {
+		t.Errorf("configuration %q, want %q", st.Configuration.Name, v1)
+	}
+}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	nodepools "github.com/nodeconfd/nodeconfd/phases/pools"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -41,8 +42,6 @@ const (
 	ControlPlaneTopology = AnnotationPrefix + "controlPlaneTopology"
 	State                = AnnotationPrefix + "state"
 	Reason               = AnnotationPrefix + "reason"
-	roleLabelPrefix      = "node-role.kubernetes.io/"
-	defaultPool          = "worker"
 	mcnMaxMessageSize    = 32768
 	// SingleReplica is ControlPlaneTopology's value on a single-node
 	// cluster.
@@ -73,28 +72,18 @@ func (c *Client) MachineConfig(ctx context.Context, name string) (*mcfgv1.Machin
 	return c.API.MachineConfigs().Get(ctx, name, metav1.GetOptions{})
 }
 
-// Pool is the node's pool: the flag if set, else its first
-// node-role.kubernetes.io/<role> label (worker preferred), else worker.
-func Pool(labels map[string]string, flag string) string {
-	if flag != "" {
-		return flag
+// Pool is the node's pool: the flag (--pool) when set; else, with a node,
+// the pool the shared rule (phases/pools) gives among the cluster's pools,
+// the one the controller hands the node configs of, or an error that says
+// why the node has none; without a node (a config read from files), worker.
+func Pool(pools []*mcfgv1.MachineConfigPool, node *corev1.Node, flag string) (string, error) {
+	switch {
+	case flag != "":
+		return flag, nil
+	case node == nil:
+		return nodepools.Worker, nil
 	}
-	pool := ""
-	for k := range labels {
-		if len(k) > len(roleLabelPrefix) && k[:len(roleLabelPrefix)] == roleLabelPrefix {
-			role := k[len(roleLabelPrefix):]
-			if role == defaultPool {
-				return role
-			}
-			if pool == "" || role < pool {
-				pool = role
-			}
-		}
-	}
-	if pool == "" {
-		return defaultPool
-	}
-	return pool
+	return nodepools.NameFor(pools, node)
 }
 
 // EnsureMCN creates the node's MachineConfigNode if missing (one create, or

@@ -18,12 +18,15 @@ import (
 )
 
 // Watch watches the daemon's own Node and own MachineConfigNode (one
-// list+watch each, filtered by name) and signals every change.
+// list+watch each, filtered by name) and the cluster's MachineConfigPools
+// (a handful of small objects: which pool the node is in, Pool), and
+// signals every change that matters to the loop.
 type Watch struct {
 	Client  *Client
 	changes chan struct{}
 	node    cache.SharedIndexInformer
 	mcn     cache.SharedIndexInformer
+	pools   cache.SharedIndexInformer
 
 	// written is the Node as this daemon's own last write returned it,
 	// kept until the watch shows that version or a later one (Node).
@@ -41,6 +44,8 @@ func NewWatch(c *Client) *Watch {
 		cache.Indexers{})
 	w.mcn = cache.NewSharedIndexInformer(byName(c.NodeName, c.Retry(), mcns),
 		&mcfgv1.MachineConfigNode{}, 0, cache.Indexers{})
+	w.pools = cache.NewSharedIndexInformer(listWatch("", c.Retry(), c.API.MachineConfigPools()),
+		&mcfgv1.MachineConfigPool{}, 0, cache.Indexers{})
 	return w
 }
 
@@ -54,20 +59,26 @@ func watchTimeout() *int64 {
 	return &s
 }
 
-// byName is a list+watch of the one object with the given name, through
-// res's single attempts (attemptsOf). After a failed list or watch (the API
-// server gone, or refusing while it starts) the next attempt waits as
-// retry says first (see reconnect.go).
+// byName is a list+watch of the one object with the given name (listWatch).
 func byName[T object, L runtime.Object](name string, retry Retry, res Resource[T, L]) *cache.ListWatch {
+	return listWatch(fields.OneTermEqualSelector("metadata.name", name).String(), retry, res)
+}
+
+// listWatch is a list+watch of the objects the field selector selects
+// (all for ""), through res's single attempts (attemptsOf). After a failed
+// list or watch (the API server gone, or refusing while it starts) the next
+// attempt waits as retry says first (see reconnect.go).
+func listWatch[T object, L runtime.Object](selector string, retry Retry, res Resource[T, L]) *cache.ListWatch {
 	list, watchFn := attemptsOf(res)
-	selector := fields.OneTermEqualSelector("metadata.name", name).String()
 	r := newReconnect(retry)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			if err := r.before(ctx); err != nil {
 				return nil, err
 			}
-			o.FieldSelector = selector
+			if selector != "" {
+				o.FieldSelector = selector
+			}
 			l, err := list(ctx, o)
 			r.after(err, 0)
 			return l, err
@@ -76,7 +87,9 @@ func byName[T object, L runtime.Object](name string, retry Retry, res Resource[T
 			if err := r.before(ctx); err != nil {
 				return nil, err
 			}
-			o.FieldSelector = selector
+			if selector != "" {
+				o.FieldSelector = selector
+			}
 			o.TimeoutSeconds = watchTimeout()
 			w, err := watchFn(ctx, o)
 			r.after(err, timeout(o))
@@ -128,12 +141,28 @@ func (w *Watch) Start(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	if _, err := w.pools.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		// The controller writes the pools' status at every rollout step;
+		// only a new pool, a spec change (a nodeSelector: the node may be
+		// in another pool now) or a deletion can change the node's pool.
+		AddFunc: func(any) { w.signal() },
+		UpdateFunc: func(o, n any) {
+			if o.(*mcfgv1.MachineConfigPool).Generation != n.(*mcfgv1.MachineConfigPool).Generation {
+				w.signal()
+			}
+		},
+		DeleteFunc: func(any) { w.signal() },
+	}); err != nil {
+		return err
+	}
 	go w.node.RunWithContext(ctx)
 	go w.mcn.RunWithContext(ctx)
+	go w.pools.RunWithContext(ctx)
 	syncCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	if !cache.WaitForCacheSync(syncCtx.Done(), w.node.HasSynced, w.mcn.HasSynced) {
-		return fmt.Errorf("waiting for the first list of node %s and its MachineConfigNode", w.Client.NodeName)
+	if !cache.WaitForCacheSync(syncCtx.Done(), w.node.HasSynced, w.mcn.HasSynced, w.pools.HasSynced) {
+		return fmt.Errorf("waiting for the first list of node %s, its MachineConfigNode and the MachineConfigPools",
+			w.Client.NodeName)
 	}
 	w.signal()
 	return nil
@@ -201,4 +230,13 @@ func (w *Watch) MCN() (*mcfgv1.MachineConfigNode, bool) {
 		return nil, false
 	}
 	return obj.(*mcfgv1.MachineConfigNode).DeepCopy(), true
+}
+
+// Pools returns the cluster's MachineConfigPools as last seen.
+func (w *Watch) Pools() []*mcfgv1.MachineConfigPool {
+	var out []*mcfgv1.MachineConfigPool
+	for _, o := range w.pools.GetStore().List() {
+		out = append(out, o.(*mcfgv1.MachineConfigPool))
+	}
+	return out
 }

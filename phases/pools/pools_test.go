@@ -1,4 +1,4 @@
-package rollout
+package pools
 
 import (
 	"strings"
@@ -7,7 +7,6 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/util/intstr"
 )
 
 // TestPoolForNode ports upstream's TestGetPrimaryPoolForNode, with the
@@ -45,9 +44,8 @@ func TestPoolForNode(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			n := mkNode("node-0", v0, v0)
-			n.Labels = tt.labels
-			got, err := NewMembership(tt.pools).PoolFor(n)
+			n := mkNode("node-0", tt.labels)
+			got, err := NewMembership(tt.pools).For(n)
 			if tt.wantErr != nil {
 				if err == nil || got != nil {
 					t.Fatalf("got %v, %v; want an error", got, err)
@@ -79,8 +77,7 @@ func TestNodesForPool(t *testing.T) {
 	set := func(n int, prefix string, labels map[string]string) []*corev1.Node {
 		var out []*corev1.Node
 		for i := range n {
-			node := mkNode(prefix+string(rune('a'+i)), "", "")
-			node.Labels = labels
+			node := mkNode(prefix+string(rune('a'+i)), labels)
 			out = append(out, node)
 		}
 		return out
@@ -106,7 +103,7 @@ func TestNodesForPool(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			got := 0
 			for _, n := range tt.nodes {
-				p, err := NewMembership([]*mcfgv1.MachineConfigPool{tt.pool}).PoolFor(n)
+				p, err := NewMembership([]*mcfgv1.MachineConfigPool{tt.pool}).For(n)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -121,47 +118,16 @@ func TestNodesForPool(t *testing.T) {
 	}
 }
 
-// TestMaxUnavailable ports upstream's TestMaxUnavailable (4 nodes), and
-// adds nodeconfd's refusal of a negative value.
-func TestMaxUnavailable(t *testing.T) {
-	tests := []struct {
-		name    string
-		pool    string
-		max     *intstr.IntOrString
-		total   int
-		want    int
-		wantErr bool
-	}{
-		{"unset", "worker", nil, 4, 1, false},
-		{"2", "worker", ptr(intstr.FromInt32(2)), 4, 2, false},
-		{"0 is 1", "worker", ptr(intstr.FromInt32(0)), 4, 1, false},
-		{"50%", "worker", ptr(intstr.FromString("50%")), 4, 2, false},
-		{"60% rounds down", "worker", ptr(intstr.FromString("60%")), 4, 2, false},
-		{"10% of 4 is 1", "worker", ptr(intstr.FromString("10%")), 4, 1, false},
-		{"50 percent", "worker", ptr(intstr.FromString("50 percent")), 4, 0, true},
-		{"60 without %", "worker", ptr(intstr.FromString("60")), 4, 0, true},
-		{"40 %", "worker", ptr(intstr.FromString("40 %")), 4, 0, true},
-		{"negative", "worker", ptr(intstr.FromInt32(-1)), 4, 0, true},
-		{"negative percent", "worker", ptr(intstr.FromString("-50%")), 4, 0, true},
-		{"arbiter is always 1", "arbiter", ptr(intstr.FromInt32(3)), 4, 1, false},
-		{"no nodes", "worker", ptr(intstr.FromString("50%")), 0, 1, false},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			p := mkPool(tt.pool, "")
-			p.Spec.MaxUnavailable = tt.max
-			got, err := MaxUnavailable(p, tt.total)
-			if tt.wantErr {
-				if err == nil || !strings.Contains(err.Error(), "MachineConfigPool "+tt.pool+": spec.maxUnavailable") {
-					t.Fatalf("got %d, %v; want an error naming the field", got, err)
-				}
-				return
-			}
-			if err != nil || got != tt.want {
-				t.Errorf("got %d, %v; want %d", got, err, tt.want)
-			}
-		})
-	}
+func mkNode(name string, labels map[string]string) *corev1.Node {
+	return &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}}
 }
 
-func ptr[T any](v T) *T { return &v }
+// mkPool is a pool selecting nodes with the label key (any value), none
+// when key is empty.
+func mkPool(name, key string) *mcfgv1.MachineConfigPool {
+	p := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: name}}
+	if key != "" {
+		p.Spec.NodeSelector = metav1.AddLabelToSelector(&metav1.LabelSelector{}, key, "")
+	}
+	return p
+}
