@@ -69,8 +69,8 @@ func parseControllerFlags(args []string) (controllerOptions, error) {
 	if o.workers < 1 {
 		return o, fmt.Errorf("--workers=%d: want at least 1", o.workers)
 	}
-	if o.surgeMax < 0 || o.surgeMax > 100 {
-		return o, fmt.Errorf("--drain-surge-max %d: want 0 to 100", o.surgeMax)
+	if err := checkSurgeMax(o.surgeMax); err != nil {
+		return o, err
 	}
 	if o.identity == "" {
 		return o, errors.New("--identity: empty (set $POD_NAME)")

@@ -1,9 +1,11 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
@@ -44,5 +46,23 @@ func TestDrainLastSelectorFlag(t *testing.T) {
 	}
 	if o, err := parseFlags([]string{"--node-name", "n1", "--drain-last-selector", ""}); err != nil || o.drainLast != nil {
 		t.Errorf("an empty selector: %v, %v; want none", o.drainLast, err)
+	}
+}
+
+// --drain-surge-max past the slots the admission policy admits is refused
+// at start, by the daemon and the controller alike, naming the flag and
+// the bound; the bound itself is accepted.
+func TestDrainSurgeMaxBound(t *testing.T) {
+	over := strconv.Itoa(drain.MaxSurgeSlots + 1)
+	if _, err := parseFlags([]string{"--node-name", "n1", "--drain-surge-max", over}); err == nil ||
+		!strings.Contains(err.Error(), "--drain-surge-max "+over+": want 0 to 100") {
+		t.Errorf("daemon, --drain-surge-max %s: %v, want an error naming the flag and its bound", over, err)
+	}
+	if _, err := parseControllerFlags([]string{"--identity", "c1", "--drain-surge-max", over}); err == nil ||
+		!strings.Contains(err.Error(), "--drain-surge-max "+over) {
+		t.Errorf("controller, --drain-surge-max %s: %v, want an error naming the flag", over, err)
+	}
+	if _, err := parseFlags([]string{"--node-name", "n1", "--drain-surge-max", strconv.Itoa(drain.MaxSurgeSlots)}); err != nil {
+		t.Errorf("--drain-surge-max %d: %v, want accepted", drain.MaxSurgeSlots, err)
 	}
 }

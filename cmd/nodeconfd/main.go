@@ -191,8 +191,8 @@ func checkOptions(o *options, pattern string) error {
 	if o.drainTimeoutAction != "retry" && o.drainTimeoutAction != "fail" {
 		return fmt.Errorf("--drain-timeout-action %q: want retry or fail", o.drainTimeoutAction)
 	}
-	if o.surgeMax < 0 || o.surgeMax > 100 {
-		return fmt.Errorf("--drain-surge-max %d: want 0 to 100", o.surgeMax)
+	if err := checkSurgeMax(o.surgeMax); err != nil {
+		return err
 	}
 	if o.drainTimeout < 0 {
 		return fmt.Errorf("--drain-timeout %s: must not be negative", o.drainTimeout)

@@ -54,3 +54,14 @@ func (f forecastOptions) forecast(ctx context.Context, api kube.API, node string
 	}
 	return &fc, nil
 }
+
+// checkSurgeMax refuses a --drain-surge-max past drain.MaxSurgeSlots: the
+// admission policy admits only that many slot Leases, so a daemon told to
+// use more would be refused the slots past them at every surge.
+func checkSurgeMax(n int) error {
+	if n < 0 || n > drain.MaxSurgeSlots {
+		return fmt.Errorf("--drain-surge-max %d: want 0 to %d (the admission policy nodeconfd-surge admits only the "+
+			"surge slot Leases nodeconfd-surge-0 … nodeconfd-surge-%d)", n, drain.MaxSurgeSlots, drain.MaxSurgeSlots-1)
+	}
+	return nil
+}

@@ -42,7 +42,15 @@ type SurgeOptions struct {
 	Count func(result string)
 }
 
-// The slot Lease's record of a surge.
+// MaxSurgeSlots bounds SurgeOptions.Max (--drain-surge-max): the
+// admission policy nodeconfd-surge (manifests/04-admission-policy.yaml)
+// lets a daemon write only the slot Leases nodeconfd-surge-0 …
+// nodeconfd-surge-99, so that a stolen daemon token cannot fill etcd with
+// Leases. Raise it only with the policy's name pattern.
+const MaxSurgeSlots = 100
+
+// The slot Lease's record of a surge. The policy bounds what a slot Lease
+// may hold to this: a change here needs one there.
 const (
 	surgeLeasePrefix = "nodeconfd-surge-"
 	surgeNodeLabel   = "nodeconfd.io/surge-node"

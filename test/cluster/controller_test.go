@@ -16,11 +16,16 @@ import (
 
 // controllerRuns checks the controller's Deployment as shipped on the real
 // nodes: both replicas run (as user 65532, read-only root, the image built
-// here), one is elected leader with its pod's projected token, and the
-// leader reconciles the shipped pools (the bed's configs carry no pool role,
-// so it renders nothing and hands no node a config: the test sets them).
-func controllerRuns(ctx context.Context, t *testing.T) {
+// here) on node, the one labelled control-plane (the Deployment's required
+// node affinity), one is elected leader with its pod's projected token, and
+// the leader reconciles the shipped pools (the bed's configs carry no pool
+// role, so it renders nothing and hands no node a config: the test sets
+// them).
+func controllerRuns(ctx context.Context, t *testing.T, node string) {
 	t.Helper()
+	if err := bed.LabelControlPlane(ctx, node); err != nil {
+		t.Fatal(err)
+	}
 	var d *appsv1.Deployment
 	err := wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
 		var err error
@@ -37,6 +42,11 @@ func controllerRuns(ctx context.Context, t *testing.T) {
 		LabelSelector: "app.kubernetes.io/name=" + testbed.ControllerName})
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if p.Spec.NodeName != node {
+			t.Errorf("controller pod %s runs on node %s, want %s, the only control-plane node", p.Name, p.Spec.NodeName, node)
+		}
 	}
 	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
 		for _, p := range pods.Items {

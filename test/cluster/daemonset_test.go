@@ -67,7 +67,7 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 		}
 		reportStart(ctx, t, name, logs[name])
 	}
-	controllerRuns(ctx, t)
+	controllerRuns(ctx, t, names[0])
 	workload(ctx, t, "web", 2)
 
 	createConfig(t, "rendered-worker-1", testbed.Ignition(map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n"},

@@ -45,6 +45,12 @@ func (d *demo) boot(ctx context.Context, base string) error {
 	if d.node, err = d.bed.AddKubeNode(ctx, nodeName); err != nil {
 		return fmt.Errorf("adding node %s: %w", nodeName, err)
 	}
+	// The cluster's one node runs the control plane's pods too, as a single-node cluster's does:
+	// the controller's Deployment runs only on control-plane nodes.
+	fmt.Printf("kubectl label node %s node-role.kubernetes.io/control-plane= node-role.kubernetes.io/worker=\n", nodeName)
+	if err := d.bed.LabelControlPlane(ctx, nodeName); err != nil {
+		return err
+	}
 	patch := map[string]string{annotationPrefix + "currentConfig": base, annotationPrefix + "desiredConfig": base}
 	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
 		err := d.annotate(ctx, patch)

@@ -62,6 +62,8 @@ func TestOwnNodeOnly(t *testing.T) {
 	}
 
 	t.Run("Surge", func(t *testing.T) { surgeWrites(ctx, t, b, k) })
+	t.Run("SurgeSpec", func(t *testing.T) { surgeSpecPinned(ctx, t, b, k) })
+	t.Run("SurgeSlots", func(t *testing.T) { surgeSlotsBounded(ctx, t, k) })
 
 	t.Run("UnboundToken", func(t *testing.T) {
 		u := kubernetes.NewForConfigOrDie(b.unbound)

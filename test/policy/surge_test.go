@@ -101,7 +101,7 @@ func surgeWrites(ctx context.Context, t *testing.T, b *bed, k kubernetes.Interfa
 		{"OtherLease", func() error {
 			_, err := leases.Create(ctx, lease("nodeconfd-disruption-0", nodeA), metav1.CreateOptions{})
 			return err
-		}, ownSlots},
+		}, outOfSet},
 		{"FreeSlotOfNodeB", func() error { return leases.Delete(ctx, held.Name, metav1.DeleteOptions{}) }, ownSlots},
 		{"EventFromNodeB", func() error { return workloadEvent(ctx, k, "DrainSurge", nodeB) }, "may only write the surge's Events"},
 		{"ScaleByTwo", func() error { return scaleBare(ctx, k, "surge-ns", 1, 3) }, "a surge through a scale subresource"},

@@ -2,6 +2,7 @@ package testbed
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -13,6 +14,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // ControllerName is the controller's Deployment (manifests/05-controller.yaml).
@@ -113,4 +116,36 @@ func (c *Controller) PID() int {
 func (c *Controller) Log() string {
 	data, _ := os.ReadFile(c.logPath)
 	return string(data)
+}
+
+// ControlPlaneLabels make a node one the controller's Deployment may run
+// on (its required node affinity: manifests/05-controller.yaml), as on a
+// cluster whose control-plane nodes also run workloads (kubeadm's single
+// node, OpenShift's compact clusters). The worker label keeps the node's
+// daemon in the worker pool (kube.Pool prefers worker), where the bed's
+// configs are.
+var ControlPlaneLabels = map[string]string{
+	"node-role.kubernetes.io/control-plane": "",
+	"node-role.kubernetes.io/worker":        "",
+}
+
+// LabelControlPlane puts ControlPlaneLabels on node, waiting for its
+// kubelet to register it, so that the controller's pods can be scheduled
+// there.
+func (b *Bed) LabelControlPlane(ctx context.Context, node string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": ControlPlaneLabels}})
+	if err != nil {
+		return err
+	}
+	err = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
+		_, err := b.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, patch, metav1.PatchOptions{})
+		if apierrors.IsNotFound(err) {
+			return false, nil // not registered yet
+		}
+		return err == nil, err
+	})
+	if err != nil {
+		return fmt.Errorf("labelling node %s for the controller's pods (control-plane, worker): %w", node, err)
+	}
+	return nil
 }
