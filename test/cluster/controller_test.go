@@ -16,14 +16,14 @@ import (
 
 // controllerRuns checks the controller's Deployment as shipped on the real
 // nodes: both replicas run (as user 65532, read-only root, the image built
-// here) on node, the one labelled control-plane (the Deployment's required
-// node affinity), one is elected leader with its pod's projected token, and
+// here) on node, the one set aside for it (testbed.ControllerNodeLabel, a
+// term of the Deployment's required node affinity), one is elected leader with its pod's projected token, and
 // the leader reconciles the shipped pools (the bed's configs carry no pool
 // role, so it renders nothing and hands no node a config: the test sets
 // them).
 func controllerRuns(ctx context.Context, t *testing.T, node string) {
 	t.Helper()
-	if err := bed.LabelControlPlane(ctx, node); err != nil {
+	if err := bed.LabelControllerNode(ctx, node); err != nil {
 		t.Fatal(err)
 	}
 	var d *appsv1.Deployment
@@ -45,7 +45,7 @@ func controllerRuns(ctx context.Context, t *testing.T, node string) {
 	}
 	for _, p := range pods.Items {
 		if p.Spec.NodeName != node {
-			t.Errorf("controller pod %s runs on node %s, want %s, the only control-plane node", p.Name, p.Spec.NodeName, node)
+			t.Errorf("controller pod %s runs on node %s, want %s, the only node set aside for it", p.Name, p.Spec.NodeName, node)
 		}
 	}
 	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {

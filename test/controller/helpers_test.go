@@ -105,7 +105,10 @@ func workers(ctx context.Context, t *testing.T, names, zones []string) map[strin
 // leader election times and the extra flags, stopped when t ends.
 func controllers(ctx context.Context, t *testing.T, extra ...string) []*testbed.Controller {
 	t.Helper()
-	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ctl-host"}}
+	// A control-plane node, where the controller runs (manifests/05-controller.yaml): in the
+	// master pool, not the workers' the tests roll out.
+	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "ctl-host",
+		Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}
 	if _, err := bed.Kube.CoreV1().Nodes().Create(ctx, host, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		t.Fatal(err)
 	}

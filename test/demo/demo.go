@@ -45,10 +45,10 @@ func (d *demo) boot(ctx context.Context, base string) error {
 	if d.node, err = d.bed.AddKubeNode(ctx, nodeName); err != nil {
 		return fmt.Errorf("adding node %s: %w", nodeName, err)
 	}
-	// The cluster's one node runs the control plane's pods too, as a single-node cluster's does:
-	// the controller's Deployment runs only on control-plane nodes.
-	fmt.Printf("kubectl label node %s node-role.kubernetes.io/control-plane= node-role.kubernetes.io/worker=\n", nodeName)
-	if err := d.bed.LabelControlPlane(ctx, nodeName); err != nil {
+	// The controller's Deployment runs only on control-plane nodes or on nodes set aside for it:
+	// the demo's cluster has no control-plane node, so its one node is set aside.
+	fmt.Printf("kubectl label node %s %s=\n", nodeName, testbed.ControllerNodeLabel)
+	if err := d.bed.LabelControllerNode(ctx, nodeName); err != nil {
 		return err
 	}
 	patch := map[string]string{annotationPrefix + "currentConfig": base, annotationPrefix + "desiredConfig": base}

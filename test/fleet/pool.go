@@ -55,7 +55,8 @@ func startPool(ctx context.Context, bed *testbed.Bed, run string, maxUnavailable
 	if err := p.setFragment(ctx, "v0"); err != nil {
 		return nil, "", err
 	}
-	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ctlHost}}
+	host := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: ctlHost, // a control plane: not in the worker pool
+		Labels: map[string]string{"node-role.kubernetes.io/control-plane": ""}}}
 	if _, err := bed.Kube.CoreV1().Nodes().Create(ctx, host, metav1.CreateOptions{}); err != nil && !apierrors.IsAlreadyExists(err) {
 		return nil, "", fmt.Errorf("registering the controller's node: %w", err)
 	}

@@ -118,22 +118,18 @@ func (c *Controller) Log() string {
 	return string(data)
 }
 
-// ControlPlaneLabels make a node one the controller's Deployment may run
-// on (its required node affinity: manifests/05-controller.yaml), as on a
-// cluster whose control-plane nodes also run workloads (kubeadm's single
-// node, OpenShift's compact clusters). The worker label keeps the node's
-// daemon in the worker pool (kube.Pool prefers worker), where the bed's
+// ControllerNodeLabel sets a node aside for the controller's pods (the
+// third term of its required node affinity: manifests/05-controller.yaml),
+// as an administrator of a cluster whose control plane runs no pods does.
+// The node stays in the worker pool (phases/pools), where the bed's
 // configs are.
-var ControlPlaneLabels = map[string]string{
-	"node-role.kubernetes.io/control-plane": "",
-	"node-role.kubernetes.io/worker":        "",
-}
+const ControllerNodeLabel = "node-restriction.kubernetes.io/nodeconfd-controller"
 
-// LabelControlPlane puts ControlPlaneLabels on node, waiting for its
+// LabelControllerNode puts ControllerNodeLabel on node, waiting for its
 // kubelet to register it, so that the controller's pods can be scheduled
 // there.
-func (b *Bed) LabelControlPlane(ctx context.Context, node string) error {
-	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": ControlPlaneLabels}})
+func (b *Bed) LabelControllerNode(ctx context.Context, node string) error {
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{ControllerNodeLabel: ""}}})
 	if err != nil {
 		return err
 	}
@@ -145,7 +141,7 @@ func (b *Bed) LabelControlPlane(ctx context.Context, node string) error {
 		return err == nil, err
 	})
 	if err != nil {
-		return fmt.Errorf("labelling node %s for the controller's pods (control-plane, worker): %w", node, err)
+		return fmt.Errorf("labelling node %s %s for the controller's pods: %w", node, ControllerNodeLabel, err)
 	}
 	return nil
 }
