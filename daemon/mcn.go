@@ -22,12 +22,12 @@ func (d *Daemon) ensureMCN(ctx context.Context, current, desired string) error {
 	created := false
 	if !ok {
 		var err error
-		if mcn, created, err = d.API.EnsureMCN(ctx, status.NewMCN(d.node.Name, pool, desired)); err != nil {
+		if mcn, created, err = d.API.EnsureMCN(ctx, status.NewMCN(d.node.Name, pool, desired), d.node); err != nil {
 			return err
 		}
 		d.mcn = nil
-	} else if mcn.Spec.ConfigVersion.Desired != desired || mcn.Spec.Pool.Name != pool {
-		updated, err := d.API.SyncSpec(ctx, mcn, pool, desired)
+	} else {
+		updated, err := d.API.SyncSpec(ctx, mcn, d.node, pool, desired) // no request when in step
 		if err != nil {
 			return err
 		}

@@ -87,10 +87,12 @@ func Pool(pools []*mcfgv1.MachineConfigPool, node *corev1.Node, flag string) (st
 }
 
 // EnsureMCN creates the node's MachineConfigNode if missing (one create, or
-// one create and one GET when it exists) and keeps spec.configVersion.desired
-// and spec.pool in step. It returns the object as stored.
-func (c *Client) EnsureMCN(ctx context.Context, want *mcfgv1.MachineConfigNode) (mcn *mcfgv1.MachineConfigNode, created bool, err error) {
+// one create and one GET when it exists) and keeps spec.configVersion.desired,
+// spec.pool and its owner, node, in step. It returns the object as stored.
+func (c *Client) EnsureMCN(ctx context.Context, want *mcfgv1.MachineConfigNode, node *corev1.Node) (mcn *mcfgv1.MachineConfigNode, created bool, err error) {
 	api := c.API.MachineConfigNodes()
+	want = want.DeepCopy()
+	want.OwnerReferences = NodeOwner(node)
 	mcn, err = api.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
 	if err == nil {
 		return mcn, true, nil
@@ -102,19 +104,39 @@ func (c *Client) EnsureMCN(ctx context.Context, want *mcfgv1.MachineConfigNode) 
 	if err != nil {
 		return nil, false, fmt.Errorf("reading MachineConfigNode %s: %w", want.Name, err)
 	}
-	mcn, err = c.SyncSpec(ctx, mcn, want.Spec.Pool.Name, want.Spec.ConfigVersion.Desired)
+	mcn, err = c.SyncSpec(ctx, mcn, node, want.Spec.Pool.Name, want.Spec.ConfigVersion.Desired)
 	return mcn, false, err
 }
 
-// SyncSpec patches spec.configVersion.desired and spec.pool when they differ.
-func (c *Client) SyncSpec(ctx context.Context, mcn *mcfgv1.MachineConfigNode, pool, desired string) (*mcfgv1.MachineConfigNode, error) {
-	if mcn.Spec.ConfigVersion.Desired == desired && mcn.Spec.Pool.Name == pool {
+// NodeOwner makes the Node the owner of its MachineConfigNode, as upstream
+// does, so that the garbage collector deletes the MachineConfigNode of a
+// deleted Node. It does not block the Node's deletion: nothing of the Node
+// waits for its MachineConfigNode.
+func NodeOwner(node *corev1.Node) []metav1.OwnerReference {
+	if node == nil || node.UID == "" {
+		return nil
+	}
+	return []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: node.Name, UID: node.UID}}
+}
+
+// SyncSpec patches spec.configVersion.desired, spec.pool and the owner when
+// they differ (a MachineConfigNode of an older release has no owner).
+func (c *Client) SyncSpec(ctx context.Context, mcn *mcfgv1.MachineConfigNode, node *corev1.Node, pool, desired string) (*mcfgv1.MachineConfigNode, error) {
+	owner := NodeOwner(node)
+	ownerOK := owner == nil || slices.EqualFunc(mcn.OwnerReferences, owner, func(a, b metav1.OwnerReference) bool {
+		return a.UID == b.UID && a.Kind == b.Kind && a.Name == b.Name
+	})
+	if mcn.Spec.ConfigVersion.Desired == desired && mcn.Spec.Pool.Name == pool && ownerOK {
 		return mcn, nil
 	}
-	patch, _ := json.Marshal(map[string]any{"spec": map[string]any{
+	body := map[string]any{"spec": map[string]any{
 		"pool":          map[string]string{"name": pool},
 		"configVersion": map[string]string{"desired": desired},
-	}})
+	}}
+	if !ownerOK {
+		body["metadata"] = map[string]any{"ownerReferences": owner}
+	}
+	patch, _ := json.Marshal(body)
 	out, err := c.API.MachineConfigNodes().Patch(ctx, mcn.Name, types.MergePatchType, patch,
 		metav1.PatchOptions{FieldManager: FieldManager})
 	if err != nil {

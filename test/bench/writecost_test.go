@@ -39,7 +39,7 @@ func BenchmarkAPIServerWriteCost(b *testing.B) {
 		}
 		b.Cleanup(func() { _ = api.Nodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })
 		c := &kube.Client{API: api, NodeName: name}
-		if _, _, err := c.EnsureMCN(ctx, status.NewMCN(name, "worker", "rendered-a")); err != nil {
+		if _, _, err := c.EnsureMCN(ctx, status.NewMCN(name, "worker", "rendered-a"), nil); err != nil {
 			b.Fatal(err)
 		}
 		b.Cleanup(func() { _ = api.MachineConfigNodes().Delete(context.Background(), name, metav1.DeleteOptions{}) })

@@ -158,6 +158,12 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 			_, err := m.MachineconfigurationV1().MachineConfigNodes().Create(ctx, mcn, metav1.CreateOptions{})
 			return err
 		}, "refused create of machineconfignodes policy-c: the daemon of node " + nodeA + " may only write the MachineConfigNode " + nodeA},
+		{"MachineConfigNodeOwnedByNodeB", func() error {
+			mcn := status.NewMCN(nodeA, "worker", "rendered-worker-1")
+			mcn.OwnerReferences = []metav1.OwnerReference{{APIVersion: "v1", Kind: "Node", Name: nodeB, UID: "b"}}
+			_, err := m.MachineconfigurationV1().MachineConfigNodes().Create(ctx, mcn, metav1.CreateOptions{})
+			return err
+		}, "the owner of MachineConfigNode " + nodeA + " may only be Node " + nodeA},
 		// A failure report only for the config the node is given: another would hold back
 		// every node given that config.
 		{"FailedConfigOfAnotherConfig", func() error {
@@ -208,11 +214,18 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 		t.Fatal(err)
 	}
 	c := &kube.Client{API: api, NodeName: nodeA}
-	mcn, _, err := c.EnsureMCN(ctx, status.NewMCN(nodeA, "worker", "rendered-worker-1"))
+	node, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{})
 	if err != nil {
-		t.Fatalf("creating MachineConfigNode %s: %v", nodeA, err)
+		t.Fatal(err)
 	}
-	if _, err := c.SyncSpec(ctx, mcn, "worker", "rendered-worker-2"); err != nil {
+	mcn, _, err := c.EnsureMCN(ctx, status.NewMCN(nodeA, "worker", "rendered-worker-1"), node)
+	if err != nil {
+		t.Fatalf("creating MachineConfigNode %s owned by its Node: %v", nodeA, err)
+	}
+	if len(mcn.OwnerReferences) != 1 || mcn.OwnerReferences[0].UID != node.UID {
+		t.Errorf("MachineConfigNode %s's owners %+v, want Node %s (uid %s)", nodeA, mcn.OwnerReferences, nodeA, node.UID)
+	}
+	if _, err := c.SyncSpec(ctx, mcn, node, "worker", "rendered-worker-2"); err != nil {
 		t.Errorf("patching the spec of MachineConfigNode %s: %v", nodeA, err)
 	}
 	if err := c.WriteStatus(ctx, status.Snapshot{Conditions: status.Initial(metav1.NewTime(time.Now().Truncate(time.Second))),
