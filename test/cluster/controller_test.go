@@ -38,18 +38,36 @@ func controllerRuns(ctx context.Context, t *testing.T, node string) {
 	if got, want := d.Spec.Template.Spec.Containers[0].Image, bed.Images().DaemonRef; got != want {
 		t.Errorf("the controller runs image %s, want %s", got, want)
 	}
-	pods, err := bed.Kube.CoreV1().Pods(testbed.Namespace).List(ctx, metav1.ListOptions{
-		LabelSelector: "app.kubernetes.io/name=" + testbed.ControllerName})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range pods.Items {
-		if p.Spec.NodeName != node {
-			t.Errorf("controller pod %s runs on node %s, want %s, the only node set aside for it", p.Name, p.Spec.NodeName, node)
+	// Pods of a node deleted since (an earlier test's) linger until the pod
+	// garbage collector removes them: wait for the two on node.
+	var pods []corev1.Pod
+	err = wait.PollUntilContextCancel(ctx, 250*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		list, err := bed.Kube.CoreV1().Pods(testbed.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/name=" + testbed.ControllerName})
+		if err != nil {
+			return false, err
 		}
+		pods = pods[:0]
+		for _, p := range list.Items {
+			if p.DeletionTimestamp == nil {
+				pods = append(pods, p)
+			}
+		}
+		for _, p := range pods {
+			if p.Spec.NodeName != node || !podReady(p) {
+				return false, nil
+			}
+		}
+		return len(pods) == 2, nil
+	})
+	if err != nil {
+		for _, p := range pods {
+			t.Logf("controller pod %s: node %q, phase %s", p.Name, p.Spec.NodeName, p.Status.Phase)
+		}
+		t.Fatalf("waiting for the controller's two pods to run on node %s, the only node set aside for them: %v", node, err)
 	}
 	err = wait.PollUntilContextCancel(ctx, time.Second, true, func(ctx context.Context) (bool, error) {
-		for _, p := range pods.Items {
+		for _, p := range pods {
 			logs := podLogs(ctx, p)
 			if strings.Contains(logs, `"msg":"Became the leader"`) && strings.Contains(logs, `"msg":"Caches synced; reconciling pools"`) {
 				return true, nil
@@ -58,7 +76,7 @@ func controllerRuns(ctx context.Context, t *testing.T, node string) {
 		return false, nil
 	})
 	if err != nil {
-		for _, p := range pods.Items {
+		for _, p := range pods {
 			t.Logf("log of %s:\n%s", p.Name, podLogs(ctx, p))
 		}
 		t.Fatalf("no controller replica led and reconciled: %v", err)

@@ -22,8 +22,10 @@ import (
 
 // startNodes starts real nodes at once, records their MachineConfigNode
 // status from before their daemons start, and annotates each, as soon as
-// its kubelet has registered it, as running config base. The nodes are
-// stopped when the test ends.
+// its kubelet has registered it, as running config base (with base "",
+// leaves it as its kubelet registered it, as on a fresh cluster). When
+// the test ends, the nodes are stopped and their Node objects deleted, as
+// machines taken out of the cluster are.
 func startNodes(ctx context.Context, t *testing.T, base string, names ...string) (map[string]*testbed.KubeNode, map[string]*testbed.StatusLog) {
 	t.Helper()
 	wctx, wcancel := context.WithCancel(context.Background())
@@ -67,6 +69,9 @@ func startNodes(ctx context.Context, t *testing.T, base string, names ...string)
 			if err := n.Stop(sctx); err != nil {
 				t.Error(err)
 			}
+			if err := bed.Kube.CoreV1().Nodes().Delete(sctx, n.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				t.Errorf("deleting Node %s: %v", n.Name, err)
+			}
 		}
 	})
 	for err := range errs {
@@ -85,6 +90,10 @@ func annotateOnRegistration(ctx context.Context, name, config string) error {
 		"machineconfiguration.openshift.io/currentConfig": config,
 	}}})
 	return wait.PollUntilContextCancel(ctx, 100*time.Millisecond, true, func(ctx context.Context) (bool, error) {
+		if config == "" {
+			_, err := bed.Kube.CoreV1().Nodes().Get(ctx, name, metav1.GetOptions{})
+			return err == nil, nil
+		}
 		_, err := bed.Kube.CoreV1().Nodes().Patch(ctx, name, "application/merge-patch+json", patch, metav1.PatchOptions{})
 		if apierrors.IsNotFound(err) {
 			return false, nil

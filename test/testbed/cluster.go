@@ -73,6 +73,9 @@ type KubeNode struct {
 	// IP is the node's address, its InternalIP.
 	IP      netip.Addr
 	console *os.File
+
+	stopOnce sync.Once
+	stopErr  error
 }
 
 // AddKubeNode starts node name on a cluster bed. It returns once the
@@ -126,12 +129,15 @@ func (b *Bed) AddKubeNode(ctx context.Context, name string) (*KubeNode, error) {
 	return &KubeNode{Name: name, Sys: sys, IP: cfg.IP, console: console}, nil
 }
 
-// Stop powers the node off. Its Node object stays, as a powered-off
-// machine's does.
+// Stop powers the node off; once, however often it is called (a test may
+// take a node out before its cleanup stops every node). Its Node object
+// stays, as a powered-off machine's does.
 func (n *KubeNode) Stop(ctx context.Context) error {
-	err := n.Sys.Stop(ctx)
-	n.console.Close()
-	return err
+	n.stopOnce.Do(func() {
+		n.stopErr = n.Sys.Stop(ctx)
+		n.console.Close()
+	})
+	return n.stopErr
 }
 
 // tail returns the end of a log file, for errors.
