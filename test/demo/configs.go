@@ -1,45 +1,70 @@
 package main
 
 import (
-	"encoding/base64"
 	"fmt"
+	"net/url"
 	"strings"
 )
 
-// config is one rendered MachineConfig of the demo.
-type config struct{ name, ignition string }
+// fragment is one MachineConfig an administrator writes and applies with
+// kubectl: the controller renders its pool's fragments into a rendered
+// config and hands it to the pool's nodes.
+type fragment struct{ file, yaml string }
 
 const (
 	mirrorFile  = "/etc/containers/registries.d/mirror.yaml"
 	mirrorYAML  = "docker:\n  registry.example.com:\n    lookaside: https://sigs.example.com\n"
+	infraFile   = "/etc/containers/registries.d/infra.yaml"
+	infraYAML   = "docker:\n  infra.example.com: {}\n"
 	etcFile     = "/etc/nodeconfd-demo.conf"
-	etcContent  = "# written by nodeconfd from rendered-worker-3\ngreeting = hello\n"
+	etcContent  = "# written by nodeconfd\ngreeting = hello\n"
 	unitName    = "nodeconfd-demo.service"
 	unitContent = "[Unit]\nDescription=nodeconfd demo unit\n\n[Service]\nType=oneshot\nExecStart=/bin/true\nRemainAfterExit=yes\n\n[Install]\nWantedBy=multi-user.target\n"
 )
 
-// demoConfigs returns the base the node starts at, update 1 and update 2,
-// each built on the one before.
-func demoConfigs() []config {
-	return []config{
-		{"rendered-worker-0", ignition(nil, "")},
-		{"rendered-worker-1", ignition(map[string]string{mirrorFile: mirrorYAML}, "")},
-		{"rendered-worker-3", ignition(map[string]string{mirrorFile: mirrorYAML, etcFile: etcContent},
-			fmt.Sprintf(`"systemd":{"units":[{"name":%q,"enabled":true,"contents":%q}]}`, unitName, unitContent))},
+// The demo's fragments, in the order it applies them.
+var (
+	// A registries.d file: CRI-O reads it on a reload, so no drain, no
+	// reboot.
+	mirrorFragment = fragment{"99-worker-mirror.yaml", machineConfig("99-worker-mirror", "worker", map[string]string{mirrorFile: mirrorYAML}, "")}
+	// The infra pool's own fragment; its nodes take the worker fragments
+	// too.
+	infraFragment = fragment{"99-infra-mirror.yaml", machineConfig("99-infra-mirror", "infra", map[string]string{infraFile: infraYAML}, "")}
+	// A systemd unit and an /etc file: drain and reboot.
+	unitFragment = fragment{"99-worker-demo-unit.yaml", machineConfig("99-worker-demo-unit", "worker", map[string]string{etcFile: etcContent},
+		"    systemd:\n      units:\n      - name: "+unitName+"\n        enabled: true\n        contents: "+quoteYAML(unitContent)+"\n")}
+)
+
+// infraPool is a custom pool as the OpenShift documentation makes one.
+var infraPool = fragment{"infra-pool.yaml", `apiVersion: machineconfiguration.openshift.io/v1
+kind: MachineConfigPool
+metadata:
+  name: infra
+spec:
+  machineConfigSelector:
+    matchExpressions:
+    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
+  nodeSelector:
+    matchLabels:
+      node-role.kubernetes.io/infra: ""
+`}
+
+// machineConfig is a MachineConfig of role writing files, and systemd
+// (already indented under spec.config) when not empty.
+func machineConfig(name, role string, files map[string]string, systemd string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "apiVersion: machineconfiguration.openshift.io/v1\nkind: MachineConfig\nmetadata:\n  name: %s\n"+
+		"  labels:\n    machineconfiguration.openshift.io/role: %s\nspec:\n  config:\n    ignition: {version: 3.4.0}\n"+
+		"    storage:\n      files:\n", name, role)
+	for path, content := range files {
+		fmt.Fprintf(&b, "      - path: %s\n        mode: 420\n        contents: {source: \"data:,%s\"}\n", path,
+			url.PathEscape(content))
 	}
+	b.WriteString(systemd)
+	return b.String()
 }
 
-// ignition builds an Ignition 3.4 config from files (path → contents) and
-// an optional extra top-level member.
-func ignition(files map[string]string, extra string) string {
-	var fs []string
-	for p, c := range files {
-		fs = append(fs, fmt.Sprintf(`{"path":%q,"mode":420,"overwrite":true,"contents":{"source":"data:;base64,%s"}}`,
-			p, base64.StdEncoding.EncodeToString([]byte(c))))
-	}
-	parts := []string{`"ignition":{"version":"3.4.0"}`, `"storage":{"files":[` + strings.Join(fs, ",") + `]}`}
-	if extra != "" {
-		parts = append(parts, extra)
-	}
-	return "{" + strings.Join(parts, ",") + "}"
+// quoteYAML quotes s as a YAML double-quoted scalar.
+func quoteYAML(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
 }

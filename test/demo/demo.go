@@ -3,13 +3,16 @@ package main
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
+	"sync"
 	"time"
 
-	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
@@ -17,136 +20,184 @@ import (
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
-const annotationPrefix = "machineconfiguration.openshift.io/"
-
-// demo drives one real node of a cluster bed.
+// demo drives the real nodes of a cluster bed as an administrator would:
+// kubectl apply, kubectl label, kubectl get.
 type demo struct {
-	bed  *testbed.Bed
-	node *testbed.KubeNode
-	log  *testbed.StatusLog
-	// bootsBefore and reloadsBefore are the node's counts when the last
-	// update started.
-	bootsBefore, reloadsBefore int
-	// statusesBefore is how many statuses the watch had seen then.
-	statusesBefore int
-	took           time.Duration
+	bed   *testbed.Bed
+	dir   string // where the manifests it applies are written
+	nodes map[string]*testbed.KubeNode
+	// boots and reloads are the nodes' counts when the last step started.
+	boots, reloads map[string]int
 }
 
-// boot starts the node, and marks it, as soon as its kubelet has
-// registered it, as running config base, as a freshly installed node runs
-// it. The status watch, started first so that it sees the daemon's first
-// write, lives as long as ctx.
-func (d *demo) boot(ctx context.Context, base string) error {
-	log, err := d.bed.RecordStatus(context.WithoutCancel(ctx), nodeName)
-	if err != nil {
-		return fmt.Errorf("watching the MachineConfigNode of %s: %w", nodeName, err)
+// boot starts the nodes at once and waits for their kubelets to register
+// them: fresh nodes, with no config, as on a cluster nodeconfd was just
+// installed on. One is set aside for the controller's pods.
+func (d *demo) boot(ctx context.Context) error {
+	d.nodes = map[string]*testbed.KubeNode{}
+	var mu sync.Mutex
+	errs := make(chan error, len(nodeNames))
+	var wg sync.WaitGroup
+	for _, name := range nodeNames {
+		wg.Go(func() {
+			n, err := d.bed.AddKubeNode(ctx, name)
+			if err != nil {
+				errs <- fmt.Errorf("adding node %s: %w", name, err)
+				return
+			}
+			mu.Lock()
+			d.nodes[name] = n
+			mu.Unlock()
+		})
 	}
-	d.log = log
-	if d.node, err = d.bed.AddKubeNode(ctx, nodeName); err != nil {
-		return fmt.Errorf("adding node %s: %w", nodeName, err)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		return err
 	}
 	// The controller's Deployment runs only on control-plane nodes or on nodes set aside for it:
-	// the demo's cluster has no control-plane node, so its one node is set aside.
-	fmt.Printf("kubectl label node %s %s=\n", nodeName, testbed.ControllerNodeLabel)
-	if err := d.bed.LabelControllerNode(ctx, nodeName); err != nil {
-		return err
-	}
-	patch := map[string]string{annotationPrefix + "currentConfig": base, annotationPrefix + "desiredConfig": base}
-	return wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		err := d.annotate(ctx, patch)
-		if apierrors.IsNotFound(err) {
-			return false, nil // not registered yet
-		}
-		return err == nil, err
-	})
+	// the demo's cluster has no control-plane node, so one node is set aside.
+	d.show(fmt.Sprintf("kubectl label node %s %s=", nodeNames[0], testbed.ControllerNodeLabel))
+	return d.bed.LabelControllerNode(ctx, nodeNames[0])
 }
 
-// join waits for the DaemonSet's pod on the node, then for the daemon to
-// report the node up to date.
-func (d *demo) join(ctx context.Context, base string) error {
+// stop powers the nodes off.
+func (d *demo) stop(ctx context.Context) {
+	for _, n := range d.nodes {
+		if err := n.Stop(ctx); err != nil {
+			fmt.Println(err)
+		}
+	}
+}
+
+// join waits for the DaemonSet's pods and the controller's to run.
+func (d *demo) join(ctx context.Context) error {
 	err := wait.PollUntilContextTimeout(ctx, 250*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
 		ds, err := d.bed.Kube.AppsV1().DaemonSets(testbed.Namespace).Get(ctx, testbed.DaemonSetName, metav1.GetOptions{})
-		return err == nil && ds.Status.NumberReady == 1, nil
+		if err != nil || ds.Status.CurrentNumberScheduled != int32(len(nodeNames)) {
+			return false, nil
+		}
+		dep, err := d.bed.Kube.AppsV1().Deployments(testbed.Namespace).Get(ctx, testbed.ControllerName, metav1.GetOptions{})
+		return err == nil && dep.Status.ReadyReplicas == 2, nil
 	})
 	if err != nil {
-		return fmt.Errorf("waiting for the DaemonSet's pod on %s: %w", nodeName, err)
+		return fmt.Errorf("waiting for the DaemonSet's pods and the controller: %w", err)
 	}
 	d.kubectl(ctx, "get", "nodes", "-o", "wide")
-	fmt.Printf("\nThe DaemonSet as shipped, its image the release image built here (%s) and imported into the node:\n",
+	fmt.Printf("\nThe DaemonSet and the controller as shipped, from the release image built here (%s):\n",
 		d.bed.Images().DaemonRef)
-	d.kubectl(ctx, "get", "daemonsets,pods", "-n", testbed.Namespace, "-o", "wide")
-	wctx, cancel := context.WithTimeout(ctx, updateTimeout)
-	defer cancel()
-	if err := d.waitUpdated(wctx, base); err != nil {
-		return err
-	}
-	fmt.Printf("\nNode %s runs %s and its daemon reports it up to date:\n", nodeName, base)
-	d.kubectl(ctx, "get", "machineconfignodes", "-o", "wide")
+	d.kubectl(ctx, "get", "daemonsets,deployments,pods", "-n", testbed.Namespace, "-o", "wide")
+	fmt.Println("\nThe shipped pools: master takes control-plane nodes, worker every other node; no config yet.")
+	d.kubectl(ctx, "get", "machineconfigpools")
 	return nil
 }
 
-// annotate merges ann into the node's annotations.
-func (d *demo) annotate(ctx context.Context, ann map[string]string) error {
-	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"annotations": ann}})
-	_, err := d.bed.Kube.CoreV1().Nodes().Patch(ctx, nodeName, types.MergePatchType, patch, metav1.PatchOptions{})
+// apply writes a manifest as the administrator's file, shows it and
+// applies it with kubectl.
+func (d *demo) apply(ctx context.Context, f fragment) error {
+	path := filepath.Join(d.dir, f.file)
+	if err := os.WriteFile(path, []byte(f.yaml), 0o644); err != nil {
+		return err
+	}
+	fmt.Printf("$ cat %s\n%s", f.file, f.yaml)
+	d.show("kubectl apply -f " + f.file)
+	out, err := d.bed.Kubectl(ctx, "apply", "-f", path)
+	os.Stdout.Write(out)
+	if err != nil {
+		return fmt.Errorf("kubectl apply -f %s: %w", f.file, err)
+	}
+	return nil
+}
+
+// label labels a node, as `kubectl label node` does.
+func (d *demo) label(ctx context.Context, node, key string) error {
+	d.show(fmt.Sprintf("kubectl label node %s %s=", node, key))
+	patch := fmt.Sprintf(`{"metadata":{"labels":{%q:""}}}`, key)
+	_, err := d.bed.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType, []byte(patch), metav1.PatchOptions{})
 	return err
 }
 
-// update sets the node's desiredConfig to config and prints the
-// MachineConfigNode table each time it changes until the daemon reports
-// Updated=True for config, or updateTimeout passes.
-func (d *demo) update(ctx context.Context, config string) error {
-	d.bootsBefore = d.node.Sys.Boots()
-	d.reloadsBefore, _ = d.node.Sys.CRIOReloads()
-	d.statusesBefore = d.log.Len()
-	fmt.Printf("kubectl annotate node %s %sdesiredConfig=%s\n", d.node.Name, annotationPrefix, config)
-	start := time.Now()
-	if err := d.annotate(ctx, map[string]string{annotationPrefix + "desiredConfig": config}); err != nil {
-		return fmt.Errorf("setting desiredConfig of %s: %w", d.node.Name, err)
-	}
-	wctx, cancel := context.WithTimeout(ctx, updateTimeout)
-	defer cancel()
-	pctx, stopPrinting := context.WithCancel(wctx)
-	printed := make(chan struct{})
-	go func() {
-		defer close(printed)
-		d.printTable(pctx, start)
-	}()
-	err := d.waitUpdated(wctx, config)
-	d.took = time.Since(start)
-	stopPrinting()
-	<-printed
-	if err != nil {
-		return fmt.Errorf("update to %s: %w", config, err)
-	}
-	return nil
+// poolGoal is a pool that must end with n nodes on a rendered config made
+// with fragment.
+type poolGoal struct {
+	pool     string
+	nodes    int32
+	fragment string
 }
 
-// printTable prints the wide MachineConfigNode table every time it changes
-// (polled every 200 ms), and once more when ctx ends, if it changed.
-func (d *demo) printTable(ctx context.Context, start time.Time) {
-	tick := time.NewTicker(200 * time.Millisecond)
-	defer tick.Stop()
-	var last []byte
-	show := func(c context.Context) {
-		out, err := d.bed.Kubectl(c, "get", "machineconfignodes", "-o", "wide")
-		if err != nil || bytes.Equal(withoutAge(out), last) {
-			return
-		}
-		last = withoutAge(out)
-		now := time.Now()
-		fmt.Printf("--- %s (+%.1fs)\n%s", now.Format("15:04:05.000"), now.Sub(start).Seconds(), out)
+// rollOut prints the pools and the MachineConfigNodes each time either
+// table changes (polled every 200 ms) until every goal is met, or
+// rolloutTimeout passes.
+func (d *demo) rollOut(ctx context.Context, goals ...poolGoal) error {
+	d.boots, d.reloads = map[string]int{}, map[string]int{}
+	for name, n := range d.nodes {
+		d.boots[name] = n.Sys.Boots()
+		d.reloads[name], _ = n.Sys.CRIOReloads()
 	}
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, rolloutTimeout)
+	defer cancel()
+	var last []byte
 	for {
+		done, why := d.met(ctx, goals)
+		var tables bytes.Buffer
+		for _, args := range [][]string{{"get", "machineconfigpools"}, {"get", "machineconfignodes", "-o", "wide"}} {
+			out, _ := d.bed.Kubectl(ctx, args...)
+			tables.Write(withoutAge(out))
+		}
+		if !bytes.Equal(tables.Bytes(), last) || done {
+			last = tables.Bytes()
+			now := time.Now()
+			fmt.Printf("--- %s (+%.1fs)\n%s", now.Format("15:04:05.000"), now.Sub(start).Seconds(), last)
+		}
+		if done {
+			d.summary(time.Since(start))
+			return nil
+		}
 		select {
 		case <-ctx.Done():
-			fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			show(fctx)
-			cancel()
-			return
-		case <-tick.C:
-			show(ctx)
+			return fmt.Errorf("%w after %s: %s", errTimeout, rolloutTimeout, why)
+		case <-time.After(200 * time.Millisecond):
 		}
+	}
+}
+
+// met says whether every goal is met, or why not.
+func (d *demo) met(ctx context.Context, goals []poolGoal) (bool, string) {
+	for _, g := range goals {
+		p, err := d.bed.MCfg.MachineconfigurationV1().MachineConfigPools().Get(ctx, g.pool, metav1.GetOptions{})
+		if err != nil {
+			return false, err.Error()
+		}
+		if !slices.ContainsFunc(p.Spec.Configuration.Source, func(r corev1.ObjectReference) bool { return r.Name == g.fragment }) {
+			return false, fmt.Sprintf("pool %s not rendered with %s yet", g.pool, g.fragment)
+		}
+		st := p.Status
+		if !updated(st) || st.MachineCount != g.nodes || st.UpdatedMachineCount != g.nodes ||
+			st.Configuration.Name != p.Spec.Configuration.Name {
+			return false, fmt.Sprintf("pool %s: %d of %d nodes updated to %s", g.pool, st.UpdatedMachineCount, g.nodes,
+				p.Spec.Configuration.Name)
+		}
+	}
+	return true, ""
+}
+
+func updated(st mcfgv1.MachineConfigPoolStatus) bool {
+	for _, c := range st.Conditions {
+		if c.Type == mcfgv1.MachineConfigPoolUpdated {
+			return c.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}
+
+// summary prints what the last step did to each node.
+func (d *demo) summary(took time.Duration) {
+	fmt.Printf("Done after %.1fs:\n", took.Seconds())
+	for _, name := range nodeNames {
+		n := d.nodes[name]
+		reloads, _ := n.Sys.CRIOReloads()
+		fmt.Printf("  %s: reboots %d, CRI-O reloads %d\n", name, n.Sys.Boots()-d.boots[name], reloads-d.reloads[name])
 	}
 }
 
@@ -155,77 +206,42 @@ func (d *demo) printTable(ctx context.Context, start time.Time) {
 // reboots.
 func withoutAge(table []byte) []byte {
 	lines := bytes.Split(table, []byte("\n"))
-	start := bytes.Index(lines[0], []byte(" AGE "))
+	head := lines[0]
+	start := bytes.Index(append(head[:len(head):len(head)], ' '), []byte(" AGE "))
 	if start < 0 {
 		return table
 	}
 	start++
 	end := start + len("AGE")
-	for end < len(lines[0]) && lines[0][end] == ' ' {
+	for end < len(head) && head[end] == ' ' {
 		end++
 	}
+	last := end >= len(head)
+	if last { // the last column: cut the spaces before it too
+		for start > 0 && head[start-1] == ' ' {
+			start--
+		}
+	}
 	for i, l := range lines {
-		if len(l) >= end {
+		switch {
+		case last && len(l) > start:
+			lines[i] = bytes.TrimRight(l[:start], " ")
+		case !last && len(l) >= end:
 			lines[i] = append(l[:start:start], l[end:]...)
 		}
 	}
 	return bytes.Join(lines, []byte("\n"))
 }
 
-// waitUpdated waits, on the status watch, until the node reports
-// Updated=True at config.
-func (d *demo) waitUpdated(ctx context.Context, config string) error {
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		st := d.log.Latest()
-		if c := d.log.Condition("Updated"); c != nil && c.Status == metav1.ConditionTrue &&
-			st.ConfigVersion != nil && st.ConfigVersion.Current == config {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return fmt.Errorf("%w (%v); latest status:\n%s", errTimeout, ctx.Err(), d.log.Describe())
-		case <-tick.C:
-		}
-	}
-}
-
-// summary prints what the last update did to the node, and every change of
-// a condition that the status watch saw (polling kubectl can miss some).
-func (d *demo) summary() {
-	fmt.Printf("Condition changes, in the order the watch saw them (%d status writes):\n  %s\n",
-		d.log.Len()-d.statusesBefore, strings.Join(d.log.Transitions(d.statusesBefore), " → "))
-	reloads, _ := d.node.Sys.CRIOReloads()
-	node, err := d.bed.Kube.CoreV1().Nodes().Get(context.Background(), d.node.Name, metav1.GetOptions{})
-	cordoned := "?"
-	if err == nil {
-		cordoned = fmt.Sprint(node.Spec.Unschedulable)
-	}
-	fmt.Printf("Updated=True after %.1fs: reboots %d, CRI-O reloads %d, node cordoned now: %s\n",
-		d.took.Seconds(), d.node.Sys.Boots()-d.bootsBefore, reloads-d.reloadsBefore, cordoned)
-}
+// show prints a command the administrator types.
+func (d *demo) show(cmd string) { fmt.Println("$ " + cmd) }
 
 // kubectl runs the bed's kubectl and prints its output (errors included).
 func (d *demo) kubectl(ctx context.Context, args ...string) {
-	fmt.Printf("$ kubectl %s\n", strings.Join(args, " "))
+	d.show("kubectl " + strings.Join(args, " "))
 	out, err := d.bed.Kubectl(ctx, args...)
 	os.Stdout.Write(out)
 	if err != nil {
 		fmt.Printf("(kubectl: %v)\n", err)
 	}
-}
-
-// annotations prints the node's annotations, one per line.
-func (d *demo) annotations(ctx context.Context) {
-	args := []string{"get", "node", d.node.Name, "-o", "jsonpath={.metadata.annotations}"}
-	fmt.Printf("$ kubectl %s\n", strings.Join(args, " "))
-	out, err := d.bed.Kubectl(ctx, args...)
-	var pretty bytes.Buffer
-	if err != nil || json.Indent(&pretty, out, "", "  ") != nil {
-		os.Stdout.Write(out)
-		fmt.Println()
-		return
-	}
-	fmt.Println(pretty.String())
 }

@@ -1,12 +1,17 @@
-// Command demo shows the daemon as its users run it, on this machine: it
-// starts a local control plane (kube-apiserver, etcd, kube-scheduler,
-// kube-controller-manager), applies manifests/ as shipped (the image
-// reference rewritten to the release image built here), and boots one real
-// node, worker-0, whose kubelet registers it and whose containerd runs the
-// DaemonSet's pod. It then rolls out two rendered MachineConfigs, a CRI-O
-// reload and a drain and reboot, printing the node's MachineConfigNode
-// table each time it changes, and shows the daemon's log with kubectl. It
-// tears everything down at the end, on error, and on Ctrl-C or SIGTERM.
+// Command demo shows nodeconfd as its users run it, on this machine, and
+// as the README tells them to: it starts a local control plane
+// (kube-apiserver, etcd, kube-scheduler, kube-controller-manager), applies
+// manifests/ as shipped (the image reference rewritten to the release
+// image built here), and boots three real nodes whose kubelets register
+// them as kubeadm's do (no role labels) and whose containerd runs the
+// DaemonSet's pods and the controller's. Then, with kubectl only: the first
+// rollout (a MachineConfig fragment applied; the controller renders the
+// worker pool's config and hands it to one node at a time; a CRI-O reload),
+// a custom pool infra beside worker, and an update that drains and reboots,
+// printing `kubectl get machineconfigpools` and `kubectl get
+// machineconfignodes -o wide` each time they change. No desiredConfig is
+// written by hand. It tears everything down at the end, on error, and on
+// Ctrl-C or SIGTERM.
 //
 // Run it as root with `make demo`, which first builds what the bed needs
 // (hack/setup.sh; cached in ~/.cache/nodeconfd after the first run).
@@ -24,11 +29,13 @@ import (
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
-const (
-	nodeName = "worker-0"
-	// updateTimeout bounds each update, from desiredConfig to Updated=True.
-	updateTimeout = 4 * time.Minute
-)
+// nodeNames are the demo's nodes; the first runs the controller's pods,
+// the last becomes the infra pool's.
+var nodeNames = []string{"worker-0", "worker-1", "infra-0"}
+
+// rolloutTimeout bounds each step, from kubectl apply to every pool
+// updated.
+const rolloutTimeout = 8 * time.Minute
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
@@ -59,89 +66,97 @@ func run(ctx context.Context) (err error) {
 		return fmt.Errorf("starting the cluster: %w", err)
 	}
 	defer bed.Stop()
-	configs := demoConfigs()
-	for _, c := range configs {
-		if err := bed.CreateConfig(startCtx, testbed.MachineConfig(c.name, c.ignition)); err != nil {
-			return err
-		}
-	}
-	d := &demo{bed: bed}
-	header("Booting node " + nodeName + ": systemd, containerd and a kubelet that registers it with its own certificate")
-	if err := d.boot(startCtx, configs[0].name); err != nil {
-		return err
-	}
+	d := &demo{bed: bed, dir: dir}
+	header(fmt.Sprintf("Booting nodes %v: systemd, containerd and a kubelet that registers each with its own certificate",
+		nodeNames))
 	defer func() {
 		if err != nil && ctx.Err() == nil {
-			fmt.Println("\nThe daemon's log:")
-			d.kubectl(context.Background(), "logs", "-n", testbed.Namespace, "ds/"+testbed.DaemonSetName)
+			fmt.Println("\nThe daemons' logs:")
+			d.kubectl(context.Background(), "logs", "-n", testbed.Namespace, "-l", "app.kubernetes.io/name=nodeconfd",
+				"--prefix", "--tail", "40")
 		}
 		header("Tearing down")
 		sctx, scancel := context.WithTimeout(context.Background(), time.Minute)
 		defer scancel()
-		if err := d.node.Stop(sctx); err != nil {
-			fmt.Println(err)
-		}
+		d.stop(sctx)
 	}()
-	if err := d.join(startCtx, configs[0].name); err != nil {
+	if err := d.boot(startCtx); err != nil {
 		return err
 	}
-	if err := d.updates(ctx, configs); err != nil {
+	if err := d.join(startCtx); err != nil {
+		return err
+	}
+	if err := d.steps(ctx); err != nil {
 		return err
 	}
 	d.report(ctx)
 	return ctx.Err()
 }
 
-// updates rolls out update 1 (CRI-O reload) and update 2 (drain and
-// reboot, with a Deployment's pods on the node to evict).
-func (d *demo) updates(ctx context.Context, configs []config) error {
-	header("Update 1: registries.d file → CRI-O reload, no drain, no reboot")
-	if err := d.update(ctx, configs[1].name); err != nil {
+// steps are the README's first rollout, a custom pool, and an update that
+// drains and reboots, each through the controller.
+func (d *demo) steps(ctx context.Context) error {
+	header("The first rollout: one fragment for the worker pool (a registries.d file → CRI-O reload, no drain, no reboot)")
+	if err := d.apply(ctx, mirrorFragment); err != nil {
 		return err
 	}
-	d.summary()
+	if err := d.rollOut(ctx, poolGoal{"worker", 3, "99-worker-mirror"}); err != nil {
+		return err
+	}
 
-	header("Update 2: systemd unit + /etc file → cordon, drain, reboot, uncordon")
+	infra := nodeNames[2]
+	header("A custom pool: " + infra + " labelled infra takes the worker fragments and its own")
+	for _, f := range []fragment{infraPool, infraFragment} {
+		if err := d.apply(ctx, f); err != nil {
+			return err
+		}
+	}
+	if err := d.label(ctx, infra, "node-role.kubernetes.io/infra"); err != nil {
+		return err
+	}
+	if err := d.rollOut(ctx, poolGoal{"worker", 2, "99-worker-mirror"}, poolGoal{"infra", 1, "99-infra-mirror"}); err != nil {
+		return err
+	}
+
+	header("An update that drains and reboots (a systemd unit and an /etc file), one node of each pool at a time")
 	if err := createWorkload(ctx, d.bed.Kube); err != nil {
 		return err
 	}
-	fmt.Println("A Deployment's pods for the drain to evict:")
+	fmt.Println("A Deployment's pods for the drains to evict:")
 	d.kubectl(ctx, "get", "pods", "-n", workloadNamespace, "-o", "wide")
-	if err := d.update(ctx, configs[2].name); err != nil {
+	if err := d.apply(ctx, unitFragment); err != nil {
 		return err
 	}
-	d.summary()
+	if err := d.rollOut(ctx, poolGoal{"worker", 2, "99-worker-demo-unit"}, poolGoal{"infra", 1, "99-worker-demo-unit"}); err != nil {
+		return err
+	}
 	if err := waitRunning(ctx, d.bed.Kube); err != nil {
 		return err
 	}
-	fmt.Println("The pods after the update: evicted by the drain, recreated by the Deployment, run again once the node is back:")
+	fmt.Println("The pods after the update: evicted by the drains, recreated by the Deployment, run again once a node is back:")
 	d.kubectl(ctx, "get", "pods", "-n", workloadNamespace, "-o", "wide")
-	fmt.Println("The daemon's pod: the kubelet restarted its container after the reboot, and the new one finished the update:")
-	d.kubectl(ctx, "get", "pods", "-n", testbed.Namespace, "-o", "wide")
 	return nil
 }
 
-// report shows what the daemon said and where the node is.
+// report shows what the daemon and the controller said and where the nodes are.
 func (d *demo) report(ctx context.Context) {
-	ds := "ds/" + testbed.DaemonSetName
-	header("kubectl logs -n " + testbed.Namespace + " " + ds + " --previous: the container before the reboot")
-	d.kubectl(ctx, "logs", "-n", testbed.Namespace, ds, "--previous")
-	header("kubectl logs -n " + testbed.Namespace + " " + ds + ": the container after it")
-	d.kubectl(ctx, "logs", "-n", testbed.Namespace, ds)
-	header("kubectl describe machineconfignode/" + nodeName)
-	d.kubectl(ctx, "describe", "machineconfignode/"+nodeName)
-	header("Node annotations")
-	d.annotations(ctx)
-	header("Where the node is: kubectl get machineconfignodes -o wide")
+	header("The daemons' logs, one line per decision (their containers after the reboots)")
+	d.kubectl(ctx, "logs", "-n", testbed.Namespace, "-l", "app.kubernetes.io/name=nodeconfd", "--prefix", "--tail", "25")
+	header("kubectl logs -n " + testbed.Namespace + " deploy/" + testbed.ControllerName + ": the controller")
+	d.kubectl(ctx, "logs", "-n", testbed.Namespace, "deploy/"+testbed.ControllerName, "--tail", "25")
+	header("kubectl describe machineconfignode/" + nodeNames[2])
+	d.kubectl(ctx, "describe", "machineconfignode/"+nodeNames[2])
+	header("Where the pools and nodes are")
+	d.kubectl(ctx, "get", "machineconfigpools")
 	d.kubectl(ctx, "get", "machineconfignodes", "-o", "wide")
 	header("Events of the updates, with their durations")
-	d.kubectl(ctx, "get", "events", "-A", "--field-selector", "involvedObject.kind=MachineConfigNode,involvedObject.name="+nodeName,
-		"--sort-by=.lastTimestamp", "-o", "custom-columns=LAST SEEN:.lastTimestamp,REASON:.reason,MESSAGE:.message")
+	d.kubectl(ctx, "get", "events", "-A", "--field-selector", "involvedObject.kind=MachineConfigNode",
+		"--sort-by=.lastTimestamp", "-o", "custom-columns=LAST SEEN:.lastTimestamp,OBJECT:.involvedObject.name,REASON:.reason,MESSAGE:.message")
 }
 
 func header(s string) {
 	fmt.Printf("\n=== %s ===\n", s)
 }
 
-// errTimeout marks an update that did not finish in time.
-var errTimeout = errors.New("update did not reach Updated=True in time")
+// errTimeout marks a step that did not finish in time.
+var errTimeout = errors.New("the rollout did not finish in time")
