@@ -219,7 +219,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		pause = &h
 	}
 	plan := decidePass(passFacts{current: current, desired: desired, rec: rec, recordLost: rec == nil && d.recordLost(),
-		retry: node.Annotations[kube.RetryFailedConfig], paused: pause != nil})
+		retry: node.Annotations[kube.RetryFailedConfig], paused: pause != nil, reapply: node.Annotations[kube.Reapply] != ""})
 	return d.carryOut(ctx, plan, rec, pause)
 }
 
@@ -258,6 +258,11 @@ func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record,
 	case whyRecordLost:
 		log.Info("Updating the node without its lost progress record", zap.String("from", p.from))
 		rec = d.lostRecord(p.from, p.to) // records.go
+	case whyReapply:
+		var err error
+		if rec, err = d.startReapply(ctx, p.to); err != nil { // records.go
+			return d.nextDelay(), err
+		}
 	}
 	if pause == nil && p.from != "" && (rec == nil || rec.Done(progress.StepResume)) {
 		d.pauseEnded(p.to) // pause.go: the update starts; one under way has its own waits

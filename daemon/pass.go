@@ -41,6 +41,9 @@ type passFacts struct {
 	recordLost bool
 	retry      string // the node's retry annotation (kube.RetryFailedConfig)
 	paused     bool   // the node is paused, from the watch cache
+	// reapply: the administrator asks the node to be brought back to the
+	// config it runs (kube.Reapply).
+	reapply bool
 }
 
 // passPlan is a pass's decision.
@@ -58,6 +61,7 @@ type passPlan struct {
 const (
 	whyRollbackFirst = "the health gate's rollback finishes before the new desired config"
 	whyRecordLost    = "the progress record was lost"
+	whyReapply       = "the administrator asks for the config to be applied again"
 )
 
 // decidePass decides what a pass does with its node.
@@ -86,6 +90,10 @@ func decidePass(f passFacts) passPlan {
 			return passPlan{kind: passPaused, from: from, to: f.desired}
 		}
 		return passPlan{kind: passUpdate, from: from, to: f.desired, why: whyRecordLost}
+	case f.desired == from && notStarted && f.reapply && !f.paused:
+		// As after a lost record: from no config, so that every file,
+		// unit and key is checked, the node adopted when all match.
+		return passPlan{kind: passUpdate, from: "", to: f.desired, why: whyReapply}
 	case f.desired == from && notStarted:
 		return passPlan{kind: passIdle, from: from, to: from}
 	case f.paused && from != "" && notStarted:

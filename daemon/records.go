@@ -130,3 +130,29 @@ func (d *Daemon) lostRecord(from, to string) *progress.Record {
 	rec.CordonedByUs = d.node.Annotations[drain.CordonedBy] != "" && d.node.Spec.Unschedulable
 	return rec
 }
+
+// startReapply starts the update an administrator's reapply annotation
+// asks for: a new record from no config (as lostRecord's), saved before the
+// annotation is removed, so that a crash in between resumes the update
+// rather than forgetting the request.
+func (d *Daemon) startReapply(ctx context.Context, config string) (*progress.Record, error) {
+	why := d.node.Annotations[kube.Reapply]
+	rec := d.lostRecord("", config)
+	data, err := rec.Marshal()
+	if err == nil {
+		err = d.Env.Host.WriteState(progress.FileName, data)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("starting to apply %s again: saving progress: %w", config, err)
+	}
+	if err := d.API.ClearReapply(ctx, why); err != nil {
+		return nil, fmt.Errorf("removing annotation %s: %w", kube.Reapply, err)
+	}
+	d.Log.Info("Applying the node's config again, as the reapply annotation asks", zap.String("node", d.node.Name),
+		zap.String("config", config), zap.String("reapply", phases.Truncate(why, 256)))
+	if d.events != nil {
+		d.events.Event(true, false, "Reapply", fmt.Sprintf("Applying config %s again on node %s (%s=%q)", config,
+			d.node.Name, kube.Reapply, phases.Truncate(why, 256)))
+	}
+	return rec, nil
+}

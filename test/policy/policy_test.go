@@ -144,6 +144,10 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 		{"RebootRequestOfNodeB", func() error {
 			return patchNode(ctx, k, nodeB, `{"metadata":{"annotations":{"nodeconfd.io/reboot-requested":"x"}}}`)
 		}, "may only write its own Node"},
+		// An administrator's request: the daemon may remove it, never make one.
+		{"ReapplyAnnotation", func() error {
+			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"nodeconfd.io/reapply":"me"}}}`)
+		}, "may change only the annotations machineconfiguration.openshift.io/state"},
 		{"RetryAnnotation", func() error {
 			return patchNode(ctx, k, nodeA, `{"metadata":{"annotations":{"machineconfiguration.openshift.io/retryFailedConfig":"1"}}}`)
 		}, "may change only the annotations machineconfiguration.openshift.io/state"},
@@ -231,6 +235,16 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	if err := c.WriteStatus(ctx, status.Snapshot{Conditions: status.Initial(metav1.NewTime(time.Now().Truncate(time.Second))),
 		ObservedGeneration: 2}); err != nil {
 		t.Errorf("writing the status of MachineConfigNode %s: %v", nodeA, err)
+	}
+	// An administrator's reapply request, removed by the daemon as its update starts.
+	if err := patchNode(ctx, b.admin, nodeA, `{"metadata":{"annotations":{"nodeconfd.io/reapply":"alice: drift"}}}`); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ClearReapply(ctx, "alice: drift"); err != nil {
+		t.Errorf("removing the reapply request: %v", err)
+	}
+	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[kube.Reapply] != "" {
+		t.Errorf("the reapply request is still there (%v)", err)
 	}
 	if err := c.SetNodeState(ctx, "rendered-worker-1", "Working", "updating"); err != nil {
 		t.Errorf("writing the state annotations of node %s: %v", nodeA, err)
