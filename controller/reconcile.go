@@ -3,6 +3,7 @@ package controller
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"reflect"
 	"strings"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/controller/rollout"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/phases/render"
 )
 
 // Reconcile brings one pool to what its MachineConfigs and nodes call for:
@@ -84,7 +86,7 @@ func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigP
 		refused, err = c.ensureRendered(ctx, pool, res.Config, log)
 	}
 	if refused != nil || err != nil {
-		if refused != nil && !reported(pool, refused) {
+		if refused != nil && !reported(pool, refused) && !unconfigured(pool, refused) {
 			log.Info("Cannot render the pool's config; its rollout stops", zap.Error(refused))
 		}
 		return refused, err
@@ -113,6 +115,13 @@ func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigP
 
 // reported says whether the pool's status already shows err, so that a
 // refusal is logged once, not at every reconcile.
+// unconfigured reports whether the pool never had a config and selects no
+// MachineConfig: nothing to render, which its status says (rollout.Status),
+// not a failure to log at every reconcile.
+func unconfigured(pool *mcfgv1.MachineConfigPool, err error) bool {
+	return pool.Spec.Configuration.Name == "" && errors.Is(err, render.ErrNothingSelected)
+}
+
 func reported(pool *mcfgv1.MachineConfigPool, err error) bool {
 	for _, c := range pool.Status.Conditions {
 		if c.Type == mcfgv1.MachineConfigPoolRenderDegraded {

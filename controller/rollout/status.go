@@ -1,6 +1,7 @@
 package rollout
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -8,6 +9,8 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/render"
 )
 
 // Status is the pool's status after this reconcile, as upstream's
@@ -40,7 +43,18 @@ func Status(in Input, renderErr error) mcfgv1.MachineConfigPoolStatus {
 	}
 	line := "MachineConfig " + in.Target
 	allUpdated := c.updated == c.total && c.ready == c.total && c.unavailable == 0
+	// A pool that never had a config and selects no MachineConfig is not
+	// broken: a kubeadm cluster's master pool before any master fragment.
+	// Upstream has no such pool (it ships fragments for both).
+	unconfigured := in.Target == "" && errors.Is(renderErr, render.ErrNothingSelected)
+	if unconfigured {
+		renderErr = nil
+	}
 	switch {
+	case unconfigured:
+		set(mcfgv1.MachineConfigPoolUpdated, corev1.ConditionFalse, "NoMachineConfigs", "No MachineConfig matches the pool's "+
+			"spec.machineConfigSelector yet; its nodes are handed no config")
+		set(mcfgv1.MachineConfigPoolUpdating, corev1.ConditionFalse, "", "")
 	case allUpdated && c.total == 0:
 		// Upstream says "All nodes are updated" here too; an administrator
 		// whose nodes carry none of the labels the pool selects must read

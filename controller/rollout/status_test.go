@@ -2,6 +2,7 @@ package rollout
 
 import (
 	"errors"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -9,6 +10,8 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/render"
 )
 
 // want is a status's counts and condition statuses (Updated, Updating,
@@ -184,5 +187,30 @@ func TestStatusNoNodes(t *testing.T) {
 	}
 	if st.Configuration.Name != v1 {
 		t.Errorf("configuration %q, want %q", st.Configuration.Name, v1)
+	}
+}
+
+// TestStatusNoMachineConfigs: a pool that never had a config and selects no
+// MachineConfig (a kubeadm cluster's master pool before any master
+// fragment) is not degraded and says why nothing rolls out; once it had a
+// config, losing every fragment is a render failure as before.
+func TestStatusNoMachineConfigs(t *testing.T) {
+	nothing := fmt.Errorf("pool master: %w: the selector role=master", render.ErrNothingSelected)
+	st := Status(Input{Pool: mkPool("master", "node-role/master"), Now: time.Unix(100, 0)}, nothing)
+	for _, c := range []struct {
+		t      mcfgv1.MachineConfigPoolConditionType
+		status corev1.ConditionStatus
+	}{{mcfgv1.MachineConfigPoolUpdated, corev1.ConditionFalse}, {mcfgv1.MachineConfigPoolUpdating, corev1.ConditionFalse},
+		{mcfgv1.MachineConfigPoolRenderDegraded, corev1.ConditionFalse}, {mcfgv1.MachineConfigPoolDegraded, corev1.ConditionFalse}} {
+		if got := condOf(st, c.t); got.Status != c.status {
+			t.Errorf("%s %+v, want %s", c.t, got, c.status)
+		}
+	}
+	if c := condOf(st, mcfgv1.MachineConfigPoolUpdated); c.Reason != "NoMachineConfigs" {
+		t.Errorf("Updated %+v, want reason NoMachineConfigs", c)
+	}
+	st = Status(Input{Pool: mkPool("master", "node-role/master"), Target: v1, Now: time.Unix(100, 0)}, nothing)
+	if c := condOf(st, mcfgv1.MachineConfigPoolRenderDegraded); c.Status != corev1.ConditionTrue {
+		t.Errorf("a pool that had a config and lost its fragments: RenderDegraded %+v, want True", c)
 	}
 }

@@ -1,6 +1,7 @@
 package render
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -8,6 +9,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 )
+
+// ErrNothingSelected is a pool whose selector selects no MachineConfig: a
+// pool with nothing to render, not a broken one (a cluster's master pool
+// before its first master fragment).
+var ErrNothingSelected = errors.New("no MachineConfigs match")
 
 // PoolSelector is the machineConfigSelector of upstream's pool of that
 // name: the fragments whose role is the pool.
@@ -41,7 +47,7 @@ func Select(pool string, selector *metav1.LabelSelector, configs []*mcfgv1.Machi
 		}
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("pool %s: no MachineConfigs match the selector %s", pool, sel)
+		return nil, fmt.Errorf("pool %s: %w: the selector %s", pool, ErrNothingSelected, sel)
 	}
 	return out, nil
 }

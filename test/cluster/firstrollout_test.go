@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -85,7 +86,7 @@ spec:
       files:
       - path: ` + path + `
         mode: 420
-        contents: {source: "data:,` + strings.ReplaceAll(strings.ReplaceAll(content, "\n", "%0A"), " ", "%20") + `"}
+        contents: {source: "data:,` + url.PathEscape(content) + `"}
 `
 }
 
