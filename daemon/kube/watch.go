@@ -52,7 +52,7 @@ func NewWatch(c *Client) *Watch {
 // watchTimeout is the timeout of each watch: in [30, 60) minutes, what the
 // API server gives a watch that names none, rather than client-go's 5 to 10
 // minutes. Each renewal of a watch is a request; a fleet of 5,000 daemons
-// renewing their two watches every 7.5 minutes on average would send 22
+// renewing two watches every 7.5 minutes on average would send 22
 // requests a second while idle, every 45 minutes 3.7.
 func watchTimeout() *int64 {
 	s := int64(30*60 + rand.IntN(30*60))

@@ -40,14 +40,14 @@ spec:
 // and its MachineConfigNode names the pool; the workers keep theirs.
 func customPool(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, node string, workers []string) {
 	t.Helper()
-	workerTarget := waitPoolRendered(ctx, t, "worker")
+	workerTarget := waitPoolRendered(ctx, t, "worker", "99-worker-first")
 	kubectlApply(ctx, t, infraPoolYAML)
 	kubectlApply(ctx, t, fragmentYAML("99-infra-first", "infra", infraFile, "docker:\n  infra.example: {}\n"))
 	if _, err := bed.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"node-role.kubernetes.io/infra":""}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	target := waitPoolRendered(ctx, t, "infra")
+	target := waitPoolRendered(ctx, t, "infra", "99-infra-first")
 	waitRunning(ctx, t, []string{node}, target)
 	waitPoolCounts(ctx, t, "infra", 1)
 	waitPoolCounts(ctx, t, "worker", int32(len(workers)))

@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -47,7 +48,7 @@ func TestFirstRollout(t *testing.T) {
 	s := startSampling(names)
 	nodes, _ := startNodes(ctx, t, "", names...)
 	controllerRuns(ctx, t, names[0])
-	target := waitPoolRendered(ctx, t, "worker")
+	target := waitPoolRendered(ctx, t, "worker", "99-worker-first")
 	waitRunning(ctx, t, names, target)
 	s.stop(t, 1)
 	waitPoolCounts(ctx, t, "worker", 3)
@@ -102,9 +103,9 @@ func kubectlApply(ctx context.Context, t *testing.T, manifest string) {
 	}
 }
 
-// waitPoolRendered waits for the controller to render the pool and returns
-// its rendered config's name.
-func waitPoolRendered(ctx context.Context, t *testing.T, pool string) string {
+// waitPoolRendered waits for the controller to render the pool with the
+// fragment and returns its rendered config's name.
+func waitPoolRendered(ctx context.Context, t *testing.T, pool, fragment string) string {
 	t.Helper()
 	var name string
 	err := wait.PollUntilContextCancel(ctx, 200*time.Millisecond, true, func(ctx context.Context) (bool, error) {
@@ -113,10 +114,11 @@ func waitPoolRendered(ctx context.Context, t *testing.T, pool string) string {
 			return false, err
 		}
 		name = p.Spec.Configuration.Name
-		return strings.HasPrefix(name, "rendered-"+pool+"-"), nil
+		return strings.HasPrefix(name, "rendered-"+pool+"-") && slices.ContainsFunc(p.Spec.Configuration.Source,
+			func(r corev1.ObjectReference) bool { return r.Name == fragment }), nil
 	})
 	if err != nil {
-		t.Fatalf("waiting for the controller to render pool %s: %v", pool, err)
+		t.Fatalf("waiting for the controller to render pool %s with %s: %v", pool, fragment, err)
 	}
 	return name
 }
