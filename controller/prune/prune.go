@@ -22,6 +22,7 @@ package prune
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"sort"
 	"strings"
 
@@ -143,7 +144,7 @@ func newer(a, b *mcfgv1.MachineConfig) bool {
 func references(in Input) map[string][]string {
 	refs := map[string][]string{}
 	add := func(config, by string) {
-		if config != "" {
+		if config != "" && !slices.Contains(refs[config], by) { // a pool may be given twice (cache and fresh)
 			refs[config] = append(refs[config], by)
 		}
 	}
