@@ -51,6 +51,10 @@ type Controller struct {
 	// finish now, "" when it could (drain.Drainer.WouldBlock). The rollout
 	// hands its config to such nodes last.
 	DrainBlocked func(ctx context.Context, node string) (string, error)
+	// Retention is how many of each pool's unused rendered configs are
+	// kept, the newest; the older ones are deleted (gc.go). 0 deletes
+	// none.
+	Retention int
 
 	pools, configs, nodes, mcns cache.SharedIndexInformer
 	queue                       workqueue.TypedRateLimitingInterface[string]
@@ -65,6 +69,9 @@ type Controller struct {
 	// unpooled are the nodes in no single pool, with why, as last logged:
 	// every reconcile of every pool meets them, and the log says it once.
 	unpooled map[string]string
+	// pruneFailed are the rendered configs whose delete failed, with the
+	// error as last logged.
+	pruneFailed map[string]string
 }
 
 // Result is what a reconcile asks of the queue: to look again after a
@@ -77,6 +84,7 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		c.Now = time.Now
 	}
 	c.handed, c.renders, c.unpooled = map[string]handoff{}, map[string]renderMemo{}, map[string]string{}
+	c.pruneFailed = map[string]string{}
 	c.queue = workqueue.NewTypedRateLimitingQueueWithConfig(workqueue.DefaultTypedControllerRateLimiter[string](),
 		workqueue.TypedRateLimitingQueueConfig[string]{Name: "pools"})
 	defer c.queue.ShutDown()

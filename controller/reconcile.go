@@ -72,6 +72,7 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error)
 	if err := c.writeStatus(ctx, pool, rollout.Status(in, stopErr)); err != nil {
 		return Result{}, err
 	}
+	c.pruneRendered(ctx, pool, log)
 	return Result{RequeueAfter: d.RequeueAfter}, nil
 }
 
@@ -140,9 +141,7 @@ func (c *Controller) ensureRendered(ctx context.Context, pool *mcfgv1.MachineCon
 		return sameRendered(obj.(*mcfgv1.MachineConfig), mc), nil
 	}
 	mc = mc.DeepCopy()
-	yes := true
-	mc.OwnerReferences = []metav1.OwnerReference{{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool",
-		Name: pool.Name, UID: pool.UID, Controller: &yes}}
+	mc.OwnerReferences = renderedOwner(pool)
 	_, err = c.API.MachineConfigs().Create(ctx, mc, metav1.CreateOptions{})
 	if apierrors.IsAlreadyExists(err) {
 		got, err := c.API.MachineConfigs().Get(ctx, mc.Name, metav1.GetOptions{})
@@ -156,6 +155,16 @@ func (c *Controller) ensureRendered(ctx context.Context, pool *mcfgv1.MachineCon
 	}
 	log.Info("Created the rendered config", zap.String("config", mc.Name))
 	return nil, nil
+}
+
+// renderedOwner is the owner reference of a pool's rendered config: the
+// pool, as its controller. With the name rendered-<pool>-<hash> it is the
+// marker of the configs this controller created, the only ones it ever
+// deletes (prune.CreatedBy, and the admission policy nodeconfd-controller).
+func renderedOwner(pool *mcfgv1.MachineConfigPool) []metav1.OwnerReference {
+	yes := true
+	return []metav1.OwnerReference{{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool",
+		Name: pool.Name, UID: pool.UID, Controller: &yes}}
 }
 
 // sameRendered refuses a rendered config of the right name with other

@@ -35,6 +35,7 @@ type controllerOptions struct {
 	prometheusURL                              string
 	drainForecast                              bool
 	surgeMax                                   int
+	retention                                  int
 }
 
 func parseControllerFlags(args []string) (controllerOptions, error) {
@@ -58,10 +59,16 @@ func parseControllerFlags(args []string) (controllerOptions, error) {
 	fs.BoolVar(&o.drainForecast, "drain-forecast", true, "hand a pool's config to nodes whose drains could finish "+
 		"before nodes a PodDisruptionBudget at zero would hold (a forecast per candidate: a few LISTs)")
 	fs.IntVar(&o.surgeMax, "drain-surge-max", 1, "as the daemons' (0: they never surge, so a forecast counts no surge)")
+	fs.IntVar(&o.retention, "rendered-config-retention", defaultRetention, "how many of each pool's unused rendered "+
+		"configs to keep, the newest; older ones the controller created are deleted (0: keep every rendered config, "+
+		"pruning off; docs/controller.md, \"Pruning rendered configs\")")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if o.retention < 0 {
+		return o, fmt.Errorf("--rendered-config-retention %d: must not be negative (0 keeps every rendered config)", o.retention)
 	}
 	if fs.NArg() > 0 {
 		return o, fmt.Errorf("controller: unexpected argument %q", fs.Arg(0))
@@ -84,6 +91,11 @@ func parseControllerFlags(args []string) (controllerOptions, error) {
 	}
 	return o, o.limits.Check()
 }
+
+// defaultRetention is --rendered-config-retention's default: the unused
+// rendered configs kept per pool, beyond those in use, so that a recent
+// config can be handed back by hand without rendering it again.
+const defaultRetention = 5
 
 // runController is `nodeconfd controller`: the pools' render and rollout,
 // while this replica is the leader.
@@ -111,7 +123,7 @@ func runController(args []string) error {
 	defer stop()
 	events := kube.NewEvents(api, log, "", "")
 	defer events.Shutdown()
-	c := &controller.Controller{API: api, Log: log, Events: events, OwnNode: os.Getenv("NODE_NAME"),
+	c := &controller.Controller{API: api, Log: log, Events: events, OwnNode: os.Getenv("NODE_NAME"), Retention: o.retention,
 		Render: render.Options{BaseOSImageURL: o.osImage, BaseOSExtensionsImage: o.extensionsImage,
 			ControllerVersion: version, Limits: o.limits}}
 	if o.drainForecast {
@@ -126,7 +138,7 @@ func runController(args []string) error {
 		}
 	}
 	log.Info("Starting the controller", zap.String("version", version), zap.String("identity", o.identity),
-		zap.Bool("leaderElect", o.leaderElect))
+		zap.Bool("leaderElect", o.leaderElect), zap.Int("renderedConfigRetention", o.retention))
 	if !o.leaderElect {
 		removeLeaseBudget(ctx, api, o.namespace, log)
 		return c.Run(ctx, o.workers)

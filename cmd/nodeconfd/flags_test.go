@@ -66,3 +66,18 @@ func TestDrainSurgeMaxBound(t *testing.T) {
 		t.Errorf("--drain-surge-max %d: %v, want accepted", drain.MaxSurgeSlots, err)
 	}
 }
+
+// --rendered-config-retention: 5 by default, 0 accepted (pruning off), a
+// negative count refused naming the flag.
+func TestRenderedConfigRetentionFlag(t *testing.T) {
+	if o, err := parseControllerFlags([]string{"--identity", "c1"}); err != nil || o.retention != 5 {
+		t.Errorf("default: %d, %v; want 5", o.retention, err)
+	}
+	if o, err := parseControllerFlags([]string{"--identity", "c1", "--rendered-config-retention", "0"}); err != nil || o.retention != 0 {
+		t.Errorf("0: %d, %v; want accepted", o.retention, err)
+	}
+	if _, err := parseControllerFlags([]string{"--identity", "c1", "--rendered-config-retention", "-1"}); err == nil ||
+		!strings.Contains(err.Error(), "--rendered-config-retention -1: must not be negative") {
+		t.Errorf("-1: %v, want an error naming the flag", err)
+	}
+}

@@ -37,6 +37,9 @@ func commands() []command {
 			}},
 		{"controller", "[flags]", "render each MachineConfigPool's config and roll it out to the pool's nodes, " +
 			"as the elected leader of the controller's replicas (see nodeconfd controller --help)", runController},
+		{"prune", "[--kubeconfig FILE] [--keep N] [--confirm]",
+			"list the rendered MachineConfigs nothing uses past the newest N of each pool, and why the others are kept; " +
+				"delete them with --confirm (see nodeconfd prune --help)", runPrunes},
 		{"version", "", "print the release this binary was built from", func([]string) error {
 			fmt.Println(version)
 			return nil
@@ -61,7 +64,7 @@ func writeUsage(w io.Writer) {
 // referencePages are the docs/ pages the usage points to; the README links
 // the same ones.
 var referencePages = []struct{ path, what string }{
-	{"docs/operations.md", "flags, refusals, pause, windows, blocking pods, alerts, reboots, surge, plan, once-from"},
+	{"docs/operations.md", "flags, refusals, pause, windows, blocking pods, alerts, reboots, surge, plan, once-from, prune"},
 	{"docs/status.md", "the MachineConfigNode status: conditions, reasons, Events, annotations"},
 	{"docs/controller.md", "pools, rendering, rollout order and budget"},
 	{"docs/metrics.md", "metrics and alerting rules"},

@@ -18,9 +18,10 @@ import (
 
 // The controller's ServiceAccount, with a token bound to its pod, may write what it decides
 // and nothing else: a node's desiredConfig (to a rendered config's name), a pool's
-// spec.configuration and status, new MachineConfigs. RBAC refuses what it never does
-// (deleting or updating MachineConfigs, creating nodes); the policy nodeconfd-controller refuses
-// every other change of a Node or a pool, naming what it may change.
+// spec.configuration and status, new MachineConfigs, the delete of a rendered config it created.
+// RBAC refuses what it never does (updating MachineConfigs, creating nodes); the policy
+// nodeconfd-controller refuses every other change of a Node or a pool, and the delete of any
+// other MachineConfig, naming what it may change.
 func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
@@ -156,12 +157,8 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 		})
 	}
 
-	// What RBAC alone refuses: it never changes or deletes a MachineConfig, never deletes a
-	// Node or a pool.
+	// What RBAC alone refuses: it never changes a MachineConfig, never deletes a Node or a pool.
 	t.Run("RBAC", func(t *testing.T) {
-		if err := m.MachineconfigurationV1().MachineConfigs().Delete(ctx, rendered2, metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
-			t.Errorf("deleting a MachineConfig: %v, want Forbidden", err)
-		}
 		if _, err := m.MachineconfigurationV1().MachineConfigs().Patch(ctx, rendered2, types.MergePatchType,
 			[]byte(`{"spec":{"osImageURL":"x"}}`), metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("changing a MachineConfig: %v, want Forbidden", err)
@@ -182,6 +179,59 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 		if _, err := k.CoordinationV1().Leases(namespace).Get(ctx, "another", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("reading a Lease other than its own: %v, want Forbidden", err)
 		}
+	})
+
+	// The pruning of rendered configs (--rendered-config-retention): the controller deletes a
+	// rendered config it created (its marker: the pool as controlling owner and the name
+	// rendered-<pool>-<hash>, controller/prune.CreatedBy), and no other MachineConfig.
+	t.Run("Delete", func(t *testing.T) {
+		mcs := b.mcfg.MachineconfigurationV1().MachineConfigs()
+		const refused = "deletes only rendered configs it created"
+		notController := rendered("rendered-worker-"+strings.Repeat("d", 32), "worker")
+		notController.OwnerReferences[0].Controller = nil
+		unowned := rendered("rendered-worker-"+strings.Repeat("e", 32), "worker")
+		unowned.OwnerReferences = nil
+		fragment := rendered("99-worker-ssh", "worker")
+		fragment.OwnerReferences = nil
+		fragment.Labels = map[string]string{"machineconfiguration.openshift.io/role": "worker"}
+		for _, c := range []struct {
+			name string
+			mc   *mcfgv1.MachineConfig
+		}{
+			{"Fragment", fragment},
+			{"FragmentOwnedByThePool", rendered("99-worker-owned", "worker")},
+			{"RenderedUnowned", unowned},
+			{"RenderedOwnedNotAsController", notController},
+			{"RenderedOfAnotherPoolsName", rendered("rendered-master-"+strings.Repeat("f", 32), "worker")},
+			{"RenderedShortHash", rendered("rendered-worker-abc", "worker")},
+		} {
+			t.Run("Denied/"+c.name, func(t *testing.T) {
+				if _, err := mcs.Create(ctx, c.mc, metav1.CreateOptions{}); err != nil {
+					t.Fatalf("creating %s as admin: %v", c.mc.Name, err)
+				}
+				if err := wantDeniedBy(m.MachineconfigurationV1().MachineConfigs().Delete(ctx, c.mc.Name, metav1.DeleteOptions{}),
+					denied, refused); err != nil {
+					t.Error(err)
+				}
+				if _, err := mcs.Get(ctx, c.mc.Name, metav1.GetOptions{}); err != nil {
+					t.Errorf("%s after the refused delete: %v", c.mc.Name, err)
+				}
+			})
+		}
+		t.Run("Allowed", func(t *testing.T) {
+			got, err := mcs.Get(ctx, rendered2, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// With the preconditions the controller sends.
+			if err := m.MachineconfigurationV1().MachineConfigs().Delete(ctx, rendered2, metav1.DeleteOptions{
+				Preconditions: &metav1.Preconditions{UID: &got.UID, ResourceVersion: &got.ResourceVersion}}); err != nil {
+				t.Errorf("deleting rendered config %s it created: %v", rendered2, err)
+			}
+			if _, err := mcs.Get(ctx, rendered2, metav1.GetOptions{}); !apierrors.IsNotFound(err) {
+				t.Errorf("%s after its delete: %v, want NotFound", rendered2, err)
+			}
+		})
 	})
 }
 
