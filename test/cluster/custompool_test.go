@@ -20,28 +20,13 @@ const (
 	annState   = "machineconfiguration.openshift.io/state"
 )
 
-// infraPoolYAML is a custom pool as the OpenShift documentation makes one:
-// the worker MachineConfigs and its own, the nodes labelled infra.
-const infraPoolYAML = `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata:
-  name: infra
-spec:
-  machineConfigSelector:
-    matchExpressions:
-    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
-  nodeSelector:
-    matchLabels:
-      node-role.kubernetes.io/infra: ""
-`
-
 // customPool moves node into a new infra pool: labelled infra, it is
 // handed the infra pool's config (the worker fragment and the infra one)
 // and its MachineConfigNode names the pool; the workers keep theirs.
 func customPool(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, node string, workers []string) {
 	t.Helper()
 	workerTarget := waitPoolRendered(ctx, t, "worker", "99-worker-first")
-	kubectlApply(ctx, t, infraPoolYAML)
+	kubectlApply(ctx, t, testbed.CustomPoolYAML("infra"))
 	kubectlApply(ctx, t, fragmentYAML("99-infra-first", "infra", infraFile, "docker:\n  infra.example: {}\n"))
 	if _, err := bed.Kube.CoreV1().Nodes().Patch(ctx, node, types.MergePatchType,
 		[]byte(`{"metadata":{"labels":{"node-role.kubernetes.io/infra":""}}}`), metav1.PatchOptions{}); err != nil {

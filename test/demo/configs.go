@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
 // fragment is one MachineConfig an administrator writes and applies with
@@ -36,18 +38,7 @@ var (
 )
 
 // infraPool is a custom pool as the OpenShift documentation makes one.
-var infraPool = fragment{"infra-pool.yaml", `apiVersion: machineconfiguration.openshift.io/v1
-kind: MachineConfigPool
-metadata:
-  name: infra
-spec:
-  machineConfigSelector:
-    matchExpressions:
-    - {key: machineconfiguration.openshift.io/role, operator: In, values: [worker, infra]}
-  nodeSelector:
-    matchLabels:
-      node-role.kubernetes.io/infra: ""
-`}
+var infraPool = fragment{"infra-pool.yaml", testbed.CustomPoolYAML("infra")}
 
 // machineConfig is a MachineConfig of role writing files, and systemd
 // (already indented under spec.config) when not empty.

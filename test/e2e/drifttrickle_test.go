@@ -18,15 +18,7 @@ func TestDriftReportedDuringTrickle(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	path := "/etc/containers/registries.d/trickle.yaml"
-	config(t, "rendered-dt-a", ign(nil))
-	config(t, "rendered-dt-b", ign(map[string]string{path: "managed: true\n"}))
-	n, log := node(t, "dt", "rendered-dt-a")
-	if err := n.SetDesired(ctx, "rendered-dt-b"); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitCurrent(ctx, log, "rendered-dt-b"); err != nil {
-		t.Fatal(err)
-	}
+	n, log := managedFileNode(ctx, t, "dt", path)
 	host := filepath.Join(n.Sys.Root, path)
 	stop := make(chan struct{})
 	done := make(chan struct{})

@@ -21,15 +21,7 @@ func TestReapplyAfterDrift(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	path := "/etc/containers/registries.d/reapply.yaml"
-	config(t, "rendered-reapply-base", ign(nil))
-	config(t, "rendered-reapply-a", ign(map[string]string{path: "managed: true\n"}))
-	n, log := node(t, "reapply", "rendered-reapply-base")
-	if err := n.SetDesired(ctx, "rendered-reapply-a"); err != nil {
-		t.Fatal(err)
-	}
-	if err := waitCurrent(ctx, log, "rendered-reapply-a"); err != nil {
-		t.Fatal(err)
-	}
+	n, log := managedFileNode(ctx, t, "reapply", path)
 	host := filepath.Join(n.Sys.Root, path)
 	if err := os.WriteFile(host, []byte("edited by hand\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -43,17 +35,17 @@ func TestReapplyAfterDrift(t *testing.T) {
 	if err := log.WaitFor(ctx, "NodeDegraded", "False", ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitReapplied(ctx, "reapply", "rendered-reapply-a"); err != nil {
+	if err := waitReapplied(ctx, "reapply", "rendered-reapply-b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitCurrent(ctx, log, "rendered-reapply-a"); err != nil {
+	if err := waitCurrent(ctx, log, "rendered-reapply-b"); err != nil {
 		t.Fatal(err)
 	}
 	if got, _ := os.ReadFile(host); string(got) != "managed: true\n" {
 		t.Errorf("%s = %q after the reapply, want the config's", path, got)
 	}
 	a := getNode(t, "reapply").Annotations
-	if a["nodeconfd.io/reapply"] != "" || a["machineconfiguration.openshift.io/currentConfig"] != "rendered-reapply-a" ||
+	if a["nodeconfd.io/reapply"] != "" || a["machineconfiguration.openshift.io/currentConfig"] != "rendered-reapply-b" ||
 		a["machineconfiguration.openshift.io/state"] != "Done" {
 		t.Errorf("annotations after the reapply: %v", a)
 	}
@@ -67,10 +59,10 @@ func TestReapplyAfterDrift(t *testing.T) {
 	if err := n.Annotate(ctx, map[string]string{"nodeconfd.io/reapply": "again"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitReapplied(ctx, "reapply", "rendered-reapply-a"); err != nil {
+	if err := waitReapplied(ctx, "reapply", "rendered-reapply-b"); err != nil {
 		t.Fatal(err)
 	}
-	if err := waitCurrent(ctx, log, "rendered-reapply-a"); err != nil {
+	if err := waitCurrent(ctx, log, "rendered-reapply-b"); err != nil {
 		t.Fatal(err)
 	}
 	if after, _ := os.Stat(host); !os.SameFile(before, after) {
