@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 )
 
@@ -38,6 +39,7 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 		Now: d.Now, Phases: d.phaseList(), Record: rec, Node: d.node.Name,
 		NodeCurrent: d.node.Annotations[kube.CurrentConfig], Fault: d.Fault,
 		SingleNode: d.node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica,
+		Runtime:    plan.RuntimeOf(d.node.Status.NodeInfo.ContainerRuntimeVersion),
 	}
 }
 

@@ -289,6 +289,10 @@ type Update struct {
 	// SingleNode says the cluster has this node only (its Node's
 	// controlPlaneTopology annotation is SingleReplica): no drain.
 	SingleNode bool
+	// Runtime is the node's container runtime (its Node's
+	// containerRuntimeVersion): the default rules are its
+	// (plan.Policy.ForRuntime).
+	Runtime plan.Runtime
 
 	// DesiredObject is the desired config as fetched, kept on the node
 	// once the update is complete (SaveApplied).

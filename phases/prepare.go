@@ -100,7 +100,7 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 	if err != nil {
 		return err
 	}
-	u.Action = policy.PostAction(current, desired, diff)
+	u.Action = policy.ForRuntime(u.Runtime).PostAction(current, desired, diff)
 	if why := d.Progress().RebootRequest; why != "" {
 		u.Action = plan.RebootOnRequest(rebootRequestText(why))
 	}

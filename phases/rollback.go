@@ -76,14 +76,14 @@ func reverse(d Data) reversed {
 	diff.OSImageChanged, diff.KernelArgsRemoved, diff.KernelArgsAdded = false, nil, nil
 	diff.ExtensionsChanged, diff.KernelTypeChanged = false, false
 	r := &Update{Node: u.Node, CurrentName: u.DesiredName, DesiredName: u.CurrentName,
-		Current: u.Desired, Desired: u.Current, Diff: diff}
+		Current: u.Desired, Desired: u.Current, Diff: diff, Runtime: u.Runtime}
 	// The rollback must run whatever the policy's state: without one in
 	// force (refused, none good before), the defaults decide.
 	policy, err := d.Ports().PolicyInForce()
 	if err != nil {
 		policy = plan.DefaultPolicy()
 	}
-	r.Action = policy.PostAction(u.Desired, u.Current, diff)
+	r.Action = policy.ForRuntime(u.Runtime).PostAction(u.Desired, u.Current, diff)
 	return reversed{Data: d, u: r}
 }
 

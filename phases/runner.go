@@ -86,6 +86,8 @@ type Runner struct {
 	Node, NodeCurrent string
 	// SingleNode says the cluster has this node only (Update.SingleNode).
 	SingleNode bool
+	// Runtime is the node's container runtime (Update.Runtime).
+	Runtime plan.Runtime
 	// Stop is where the update's stop comes from (a shutdown, a new
 	// desired config; a pause comes from Env.Waits). The runner watches
 	// them in one Stop (stop.go); the zero value never stops.
@@ -124,7 +126,7 @@ func (e *StepError) Unwrap() error { return e.Err }
 func (r *Runner) Update() *Update {
 	if r.update == nil {
 		r.update = &Update{Node: r.Node, NodeCurrent: r.NodeCurrent, CurrentName: r.Record.Current,
-			DesiredName: r.Record.Desired, SingleNode: r.SingleNode}
+			DesiredName: r.Record.Desired, SingleNode: r.SingleNode, Runtime: r.Runtime}
 	}
 	return r.update
 }

@@ -118,7 +118,7 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "nodeconfd plan:", err)
 		return planUsage
 	}
-	current, desired, policy := in.current, in.desired, in.policy
+	current, desired, policy := in.current, in.desired, in.policy.ForRuntime(in.runtime) // as prepare on that node
 	dec, perr := phases.PlanConfigs(current, desired, policy, o.configPattern.For(in.pool), o.limits)
 	if perr == nil && in.policyErr != nil {
 		perr = in.policyErr // prepare refuses the update while the policy is refused
@@ -188,8 +188,10 @@ type planInput struct {
 	pool             string
 	// singleNode: the node says the cluster has it only (no drain).
 	singleNode bool
-	policy     plan.Policy
-	policyErr  error
+	// runtime: the node's container runtime, whose default rules apply.
+	runtime   plan.Runtime
+	policy    plan.Policy
+	policyErr error
 	// api is the cluster's, with --node (the drain's forecast reads it).
 	api kube.API
 }
@@ -249,6 +251,7 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 			return in, err
 		}
 		in.singleNode = node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica
+		in.runtime = plan.RuntimeOf(node.Status.NodeInfo.ContainerRuntimeVersion)
 	}
 	if err != nil || o.policyFile != "" {
 		return in, err

@@ -68,6 +68,12 @@ type NodeOptions struct {
 	// page cache yet, as a container runs from its image: the cgroup is
 	// then charged with all the memory the daemon costs.
 	Cgroup *Cgroup
+	// ContainerRuntimeVersion is what the stand-in kubelet reports as the
+	// Node's containerRuntimeVersion (kubelet.Options).
+	ContainerRuntimeVersion string
+	// Setup, if set, adds files to the node's root before its first boot
+	// (after the OS fake's, with OS).
+	Setup func(root string) error
 }
 
 // AddNode starts a node named name with its kubelet and daemon. The daemon
@@ -97,7 +103,8 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 		}
 	}
 	var kubeconfig string
-	n.Kubelet, err = kubelet.Start(ctx, b.Kube, name, kubelet.Options{GracePeriodScale: 0.01, Labels: opts.Labels})
+	n.Kubelet, err = kubelet.Start(ctx, b.Kube, name, kubelet.Options{GracePeriodScale: 0.01, Labels: opts.Labels,
+		ContainerRuntimeVersion: opts.ContainerRuntimeVersion})
 	if err != nil {
 		return nil, err
 	}
@@ -114,6 +121,17 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 			return nil, err
 		}
 		setup = func(root string) error { return osfake.Install(root, bin, *opts.OS) }
+	}
+	if extra := opts.Setup; extra != nil {
+		first := setup
+		setup = func(root string) error {
+			if first != nil {
+				if err := first(root); err != nil {
+					return err
+				}
+			}
+			return extra(root)
+		}
 	}
 	n.Sys, err = nspawn.Start(ctx, nspawn.Options{
 		Name: name, ImageDir: img, WorkDir: filepath.Join(dir, "sys"), Log: io.Discard, Setup: setup,

@@ -32,6 +32,10 @@ type Options struct {
 	// HeartbeatInterval is how often the Node's Ready condition is refreshed (and the Node
 	// recreated if it was deleted). Zero means 10s.
 	HeartbeatInterval time.Duration
+	// ContainerRuntimeVersion is the Node's status.nodeInfo.containerRuntimeVersion
+	// ("containerd://2.1.0"); empty means "testbed://1.0", a runtime no
+	// rules are written for.
+	ContainerRuntimeVersion string
 }
 
 // Kubelet runs until Stop.
@@ -151,7 +155,7 @@ func (k *Kubelet) nodeStatus(old corev1.NodeStatus) corev1.NodeStatus {
 		OperatingSystem:         "linux",
 		Architecture:            "amd64",
 		KubeletVersion:          "v1.37.2-testbed",
-		ContainerRuntimeVersion: "testbed://1.0",
+		ContainerRuntimeVersion: k.runtimeVersion(),
 		OSImage:                 "nodeconfd testbed",
 	}
 	ready := corev1.NodeCondition{
@@ -174,6 +178,13 @@ func (k *Kubelet) nodeStatus(old corev1.NodeStatus) corev1.NodeStatus {
 	}
 	s.Conditions = append(conds, ready)
 	return s
+}
+
+func (k *Kubelet) runtimeVersion() string {
+	if k.opts.ContainerRuntimeVersion != "" {
+		return k.opts.ContainerRuntimeVersion
+	}
+	return "testbed://1.0"
 }
 
 func (k *Kubelet) nodeIP() string { return fmt.Sprintf("10.1.%d.1", k.subnet) }
