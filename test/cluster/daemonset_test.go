@@ -31,16 +31,17 @@ var rebootSequence = []string{
 	"Resumed=True", "Updated=True",
 }
 
-// crioSequence is that of an update that only reloads CRI-O, after an
-// update that rebooted the node: the new update first sets the previous
-// one's conditions back to False.
-var crioSequence = []string{
+// runtimeSequence is that of an update after one that rebooted the node,
+// on the bed's containerd nodes, whose post action is containerd's (a
+// restart, or nothing: no ReloadedCRIO): the new update first sets the
+// previous one's conditions back to False.
+var runtimeSequence = []string{
 	"Updated=False", "UpdatePrepared=Unknown", "UpdateCompatible=Unknown",
 	"UpdateExecuted=False", "Cordoned=False", "Drained=False", "AppliedFilesAndOS=False", "UpdatePostActionComplete=False",
 	"RebootedNode=False", "UpdateComplete=False", "HealthChecked=False", "Uncordoned=False", "Resumed=False",
 	"UpdateCompatible=True", "UpdatePrepared=True",
 	"UpdateExecuted=Unknown", "AppliedFilesAndOS=Unknown", "AppliedFilesAndOS=True", "UpdateExecuted=True",
-	"UpdatePostActionComplete=Unknown", "ReloadedCRIO=Unknown", "ReloadedCRIO=True", "UpdatePostActionComplete=True",
+	"UpdatePostActionComplete=Unknown", "UpdatePostActionComplete=True",
 	"UpdateComplete=Unknown", "UpdateComplete=True", "Resumed=True", "Updated=True",
 }
 
@@ -87,16 +88,25 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 		wantEvents(ctx, t, name, "Node", "Cordoned", "Drained", "RebootedNode")
 	}
 
-	createConfig(t, "rendered-worker-2", testbed.Ignition(map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
-		"/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n"},
+	// containerd's own files on its real nodes: a registry host file (read per pull: nothing to do) and a
+	// config drop-in (containerd restarted, its containers running on).
+	ctrdFiles := map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
+		"/etc/containerd/certs.d/registry.example.com/hosts.toml": "server = \"https://registry.example.com\"\n",
+		"/etc/containerd/conf.d/90-nodeconfd-test.toml": "# a drop-in nodeconfd wrote\n"}
+	createConfig(t, "rendered-worker-2", testbed.Ignition(ctrdFiles,
 		`"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":`+quote(helloUnit)+`}]}`))
-	rollOut(ctx, t, nodes, logs, "rendered-worker-2", crioSequence)
+	before := runtimeStateOf(ctx, t, nodes)
+	rollOut(ctx, t, nodes, logs, "rendered-worker-2", runtimeSequence)
+	checkRuntimeRestarted(ctx, t, nodes, before)
 	for _, name := range names {
-		if c, _ := nodes[name].Sys.CRIOReloads(); c != 1 {
-			t.Errorf("node %s: CRI-O reloads = %d, want 1", name, c)
+		if c, _ := nodes[name].Sys.CRIOReloads(); c != 0 {
+			t.Errorf("node %s: CRI-O reloads = %d on a containerd node, want 0", name, c)
 		}
 		if b := nodes[name].Sys.Boots(); b != 2 {
 			t.Errorf("node %s: boots = %d, want still 2", name, b)
+		}
+		if got := logs[name].Condition("UpdatePostActionComplete").Message; got != "Restarted containerd.service" {
+			t.Errorf("node %s: post action %q, want a restart of containerd.service", name, got)
 		}
 		checkLogs(ctx, t, name)
 		reportWorkingSet(ctx, t, name)
@@ -302,4 +312,54 @@ func createConfig(t *testing.T, name, ignition string) {
 func quote(s string) string {
 	b, _ := json.Marshal(s)
 	return string(b)
+}
+
+// runtimeState is each node's containerd main PID and the containers of
+// the Deployment web, before containerd's restart.
+type runtimeState struct {
+	pids       map[string]string
+	containers map[string]string // pod name -> container ID
+}
+
+func runtimeStateOf(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode) runtimeState {
+	t.Helper()
+	st := runtimeState{pids: map[string]string{}, containers: map[string]string{}}
+	for name, n := range nodes {
+		out, err := n.Sys.Exec(ctx, "systemctl", "show", "-p", "MainPID", "--value", "containerd.service")
+		if err != nil {
+			t.Fatalf("node %s: containerd's main PID: %v", name, err)
+		}
+		st.pids[name] = strings.TrimSpace(string(out))
+	}
+	pods, err := bed.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range pods.Items {
+		if len(p.Status.ContainerStatuses) == 1 && p.DeletionTimestamp == nil {
+			st.containers[p.Name] = p.Status.ContainerStatuses[0].ContainerID
+		}
+	}
+	return st
+}
+
+// checkRuntimeRestarted checks that containerd was restarted on every node
+// (a new main PID) and that the Deployment's containers ran on through it:
+// the same pods, the same containers, still ready.
+func checkRuntimeRestarted(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, before runtimeState) {
+	t.Helper()
+	after := runtimeStateOf(ctx, t, nodes)
+	for name, pid := range before.pids {
+		if after.pids[name] == pid {
+			t.Errorf("node %s: containerd's main PID is still %s: not restarted", name, pid)
+		}
+	}
+	for pod, id := range before.containers {
+		if after.containers[pod] != id {
+			t.Errorf("pod %s: container %q before containerd's restart, %q after: its container did not run on", pod, id,
+				after.containers[pod])
+		}
+	}
+	waitDeployment(ctx, t, "web", 2)
+	t.Logf("containerd restarted on %d nodes; %d containers of Deployment web ran on", len(before.pids), len(before.containers))
 }

@@ -14,10 +14,10 @@ import (
 type fragment struct{ file, yaml string }
 
 const (
-	mirrorFile  = "/etc/containers/registries.d/mirror.yaml"
-	mirrorYAML  = "docker:\n  registry.example.com:\n    lookaside: https://sigs.example.com\n"
-	infraFile   = "/etc/containers/registries.d/infra.yaml"
-	infraYAML   = "docker:\n  infra.example.com: {}\n"
+	mirrorFile  = "/etc/containerd/certs.d/registry.example.com/hosts.toml"
+	mirrorYAML  = "server = \"https://registry.example.com\"\n\n[host.\"https://mirror.example.com\"]\n  capabilities = [\"pull\", \"resolve\"]\n"
+	infraFile   = "/etc/containerd/certs.d/infra.example.com/hosts.toml"
+	infraYAML   = "server = \"https://infra.example.com\"\n"
 	etcFile     = "/etc/nodeconfd-demo.conf"
 	etcContent  = "# written by nodeconfd\ngreeting = hello\n"
 	unitName    = "nodeconfd-demo.service"
@@ -26,8 +26,8 @@ const (
 
 // The demo's fragments, in the order it applies them.
 var (
-	// A registries.d file: CRI-O reads it on a reload, so no drain, no
-	// reboot.
+	// A registry host file of containerd, the nodes' runtime: containerd
+	// reads it at each pull, so no drain, no reboot, no restart.
 	mirrorFragment = fragment{"99-worker-mirror.yaml", machineConfig("99-worker-mirror", "worker", map[string]string{mirrorFile: mirrorYAML}, "")}
 	// The infra pool's own fragment; its nodes take the worker fragments
 	// too.

@@ -6,7 +6,8 @@
 // them as kubeadm's do (no role labels) and whose containerd runs the
 // DaemonSet's pods and the controller's. Then, with kubectl only: the first
 // rollout (a MachineConfig fragment applied; the controller renders the
-// worker pool's config and hands it to one node at a time; a CRI-O reload),
+// worker pool's config and hands it to one node at a time; a containerd
+// registry host file, which needs nothing after its write),
 // a custom pool infra beside worker, and an update that drains and reboots,
 // printing `kubectl get machineconfigpools` and `kubectl get
 // machineconfignodes -o wide` each time they change. No desiredConfig is
@@ -96,7 +97,7 @@ func run(ctx context.Context) (err error) {
 // steps are the README's first rollout, a custom pool, and an update that
 // drains and reboots, each through the controller.
 func (d *demo) steps(ctx context.Context) error {
-	header("The first rollout: one fragment for the worker pool (a registries.d file → CRI-O reload, no drain, no reboot)")
+	header("The first rollout: one fragment for the worker pool (a containerd registry host file: no drain, no reboot, no restart)")
 	if err := d.apply(ctx, mirrorFragment); err != nil {
 		return err
 	}
