@@ -98,11 +98,17 @@ func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigP
 	if reflect.DeepEqual(pool.Spec.Configuration, want) {
 		return nil, nil
 	}
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"configuration": want}})
+	// The pool as this reconcile read it, or nothing: a pool paused since
+	// (an administrator who pauses, then applies a fragment) fails the
+	// patch with a conflict, and the queue decides again from the pool as
+	// it is, instead of handing out the new config from a stale cache.
+	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{"resourceVersion": pool.ResourceVersion},
+		"spec": map[string]any{"configuration": want}})
 	if err != nil {
 		return nil, fmt.Errorf("encoding the configuration of MachineConfigPool %s: %w", pool.Name, err)
 	}
-	if _, err := c.API.MachineConfigPools().Patch(ctx, pool.Name, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+	updated, err := c.API.MachineConfigPools().Patch(ctx, pool.Name, types.MergePatchType, patch, metav1.PatchOptions{})
+	if err != nil {
 		return nil, fmt.Errorf("setting MachineConfigPool %s spec.configuration to %s: %w", pool.Name, mc.Name, err)
 	}
 	if pool.Spec.Configuration.Name != mc.Name {
@@ -110,7 +116,7 @@ func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigP
 			zap.String("previous", pool.Spec.Configuration.Name), zap.Int("sources", len(res.Sources)))
 		c.event(pool, false, "RenderedConfig", fmt.Sprintf("Rendered %s from %d MachineConfigs", mc.Name, len(res.Sources)))
 	}
-	pool.Spec.Configuration = want
+	pool.Spec.Configuration, pool.ResourceVersion, pool.Generation = want, updated.ResourceVersion, updated.Generation
 	return nil, nil
 }
 
