@@ -43,6 +43,7 @@ func TestFirstRollout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
 	names := []string{"first-a", "first-b", "first-c"}
+	disarmPause(ctx, t) // TestDaemonSetOnRealNodes's, run before
 	kubectlApply(ctx, t, fragmentYAML("99-worker-first", "worker", workerFile, "docker:\n  first.example: {}\n"))
 
 	s := startSampling(names)

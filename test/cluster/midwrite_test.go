@@ -32,8 +32,8 @@ const pauseMidWrite = "file-written:1"
 // undisturbed update that needs no reboot. files is the node's config
 // before; changed is what config changes, which must need nothing on the
 // bed's containerd nodes (CRI-O's registries.d files). The pause stays armed
-// on the DaemonSet (a later write of the bed would stop there), so this
-// runs last.
+// on the DaemonSet (a later write of the bed would stop there): a test that
+// runs after it calls disarmPause.
 func deleteMidWrite(ctx context.Context, t *testing.T, n *testbed.KubeNode, log *testbed.StatusLog, config string,
 	files, changed map[string]string, extra string) {
 	t.Helper()
@@ -90,6 +90,16 @@ func deleteMidWrite(ctx context.Context, t *testing.T, n *testbed.KubeNode, log 
 	}
 	if b := n.Sys.Boots(); b != boots {
 		t.Errorf("node %s: boots %d, want still %d", n.Name, b, boots)
+	}
+}
+
+// disarmPause takes deleteMidWrite's pause off the DaemonSet (a no-op when
+// it is not set), for a test that runs after it on other nodes.
+func disarmPause(ctx context.Context, t *testing.T) {
+	t.Helper()
+	if out, err := bed.Kubectl(ctx, "set", "env", "-n", testbed.Namespace, "ds/"+testbed.DaemonSetName,
+		faultpoint.PauseEnvVar+"-"); err != nil {
+		t.Fatalf("kubectl set env %s-: %v\n%s", faultpoint.PauseEnvVar, err, out)
 	}
 }
 
