@@ -4,7 +4,6 @@ import (
 	"context"
 	"flag"
 	"fmt"
-	"net/http"
 	"net/url"
 	"os"
 	"strings"
@@ -77,7 +76,7 @@ func (n *notifyOptions) notifier(ctx context.Context, node string, objects *kube
 			}
 			return ""
 		},
-		Client: &http.Client{Timeout: 15 * time.Second}, Result: m.NotificationResult, Log: log.Named("notify"), Now: time.Now}
+		Client: notify.NewClient(15 * time.Second), Result: m.NotificationResult, Log: log.Named("notify"), Now: time.Now}
 	nt.Start(ctx)
 	return nt
 }

@@ -61,6 +61,17 @@ type Message struct {
 	Time   time.Time `json:"time"`
 }
 
+// NewClient is the webhook's HTTP client: it never follows a redirect.
+// A followed redirect would re-post the update's details (and, for a
+// redirect to another host, whatever the body carries) to wherever the
+// webhook's host, or anyone who can answer for it, points; the 3xx is
+// reported as the webhook's answer instead.
+func NewClient(timeout time.Duration) *http.Client {
+	return &http.Client{Timeout: timeout, CheckRedirect: func(*http.Request, []*http.Request) error {
+		return http.ErrUseLastResponse
+	}}
+}
+
 // Notifier posts notifications to a webhook.
 type Notifier struct {
 	// URL is the webhook; it may hold a secret (a Slack webhook's path
@@ -70,6 +81,7 @@ type Notifier struct {
 	Node     string
 	// Config is the node's desired config now, for the message.
 	Config func() string
+	// Client sends the posts: NewClient's.
 	Client *http.Client
 	// Result counts each notification's result (a metric).
 	Result func(result string)

@@ -40,7 +40,7 @@ func newNotifier(t *testing.T, url string, res *results, log *zap.Logger) *Notif
 		t.Fatal(err)
 	}
 	n := &Notifier{URL: url, Template: tpl, Node: "w1", Config: func() string { return "rendered-worker-1" },
-		Client: &http.Client{Timeout: 5 * time.Second}, Result: res.add, Log: log, Now: time.Now}
+		Client: NewClient(5 * time.Second), Result: res.add, Log: log, Now: time.Now}
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	n.Start(ctx)
@@ -154,6 +154,23 @@ func TestNotifierDown(t *testing.T) {
 	if d := res.get(ResultDropped); d < 9 {
 		t.Errorf("%d dropped, want at least 9 of %d with a queue of %d", d, queueLen+10, queueLen)
 	}
+}
+
+// A webhook that redirects is not followed: the post counts as failed and
+// the redirect's target never hears of the update.
+func TestNotifierNoRedirect(t *testing.T) {
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {
+		t.Error("the redirect's target was posted to")
+	}))
+	defer target.Close()
+	redirect := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, target.URL+"/elsewhere", http.StatusTemporaryRedirect)
+	}))
+	defer redirect.Close()
+	res := &results{n: map[string]int{}}
+	n := newNotifier(t, redirect.URL, res, zap.NewNop())
+	n.Notify(EventCordoned, "was cordoned")
+	waitFor(t, "the redirect counted as a failure", func() bool { return res.get(ResultFailed) == 1 })
 }
 
 func TestParseTemplate(t *testing.T) {
