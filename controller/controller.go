@@ -19,10 +19,13 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	opv1 "github.com/openshift/api/operator/v1"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
@@ -58,6 +61,11 @@ type Controller struct {
 
 	pools, configs, nodes, mcns cache.SharedIndexInformer
 	queue                       workqueue.TypedRateLimitingInterface[string]
+	// mcfgs watches the MachineConfiguration named cluster, whose status
+	// gets the merged node disruption policy (machineconfiguration.go);
+	// nil when the API client has no such resource.
+	mcfgs   cache.SharedIndexInformer
+	mcfgRes kube.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
 
 	// handed are the nodes given a config whose change the node cache has
 	// not shown yet: a reconcile right after a handoff must count them as
@@ -102,6 +110,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 		}
 		go inf.RunWithContext(ctx)
 	}
+	if err := c.watchMachineConfiguration(ctx); err != nil {
+		return err
+	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.pools.HasSynced, c.configs.HasSynced, c.nodes.HasSynced, c.mcns.HasSynced) {
 		return ctx.Err()
 	}
@@ -121,6 +132,29 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	return nil
 }
 
+// watchMachineConfiguration watches the MachineConfiguration named cluster
+// (a list and watch by name, which RBAC grants by resourceNames); each of
+// its changes queues its own key. The pools do not wait for its cache: a
+// cluster without the resource (no CRD) still rolls out, and the watch
+// keeps trying.
+func (c *Controller) watchMachineConfiguration(ctx context.Context) error {
+	res, err := kube.MachineConfigurations(c.API)
+	if err != nil {
+		c.Log.Info("Not writing the node disruption policy's status", zap.Error(err))
+		return nil
+	}
+	c.mcfgRes = res
+	c.mcfgs = informerByName(res, &opv1.MachineConfiguration{}, kube.MachineConfigurationName)
+	if _, err := c.mcfgs.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    func(any) { c.queue.Add(machineConfigurationKey) },
+		UpdateFunc: func(any, any) { c.queue.Add(machineConfigurationKey) },
+	}); err != nil {
+		return fmt.Errorf("watching %s: %w", machineConfiguration, err)
+	}
+	go c.mcfgs.RunWithContext(ctx)
+	return nil
+}
+
 // enqueueAll queues every pool. Pools are few (a handful per cluster) and
 // any object may change any pool's decision (a node's readiness counts
 // against its pool's bound; a MachineConfig may be selected by several
@@ -131,17 +165,24 @@ func (c *Controller) enqueueAll() {
 	}
 }
 
-// next processes one pool from the queue; false once the queue shut down.
+// next processes one key from the queue (a pool, or the MachineConfiguration);
+// false once the queue shut down.
 func (c *Controller) next(ctx context.Context) bool {
 	pool, quit := c.queue.Get()
 	if quit {
 		return false
 	}
 	defer c.queue.Done(pool)
-	res, err := c.Reconcile(ctx, pool)
+	var res Result
+	var err error
+	if pool == machineConfigurationKey {
+		res, err = c.ReconcileMachineConfiguration(ctx)
+	} else {
+		res, err = c.Reconcile(ctx, pool)
+	}
 	switch {
 	case err != nil && ctx.Err() == nil:
-		c.Log.Info("Reconcile failed; retrying with backoff", zap.String("pool", pool), zap.Error(err))
+		c.Log.Info("Reconcile failed; retrying with backoff", zap.String("key", pool), zap.Error(err))
 		c.queue.AddRateLimited(pool)
 	case res.RequeueAfter > 0:
 		c.queue.Forget(pool)
@@ -159,6 +200,22 @@ func informer[T runtime.Object, L runtime.Object](r kube.Resource[T, L], obj run
 			return r.List(ctx, o)
 		},
 		WatchFuncWithContext: r.Watch,
+	}
+	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
+}
+
+// informerByName is an informer over the one object of r named name.
+func informerByName[T runtime.Object, L runtime.Object](r kube.Resource[T, L], obj runtime.Object, name string) cache.SharedIndexInformer {
+	sel := fields.OneTermEqualSelector("metadata.name", name).String()
+	lw := &cache.ListWatch{
+		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
+			o.FieldSelector = sel
+			return r.List(ctx, o)
+		},
+		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
+			o.FieldSelector = sel
+			return r.Watch(ctx, o)
+		},
 	}
 	return cache.NewSharedIndexInformer(lw, obj, 0, cache.Indexers{})
 }

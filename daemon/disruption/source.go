@@ -1,6 +1,10 @@
 // Package disruption gives the daemon the node disruption policy in force:
-// the cluster's MachineConfiguration named cluster (operator.openshift.io/v1,
-// spec.nodeDisruptionPolicy), watched, merged over the upstream defaults. A
+// the cluster's MachineConfiguration named cluster (operator.openshift.io/v1),
+// watched. As upstream's daemons, it reads the merged policy the controller
+// wrote to status.nodeDisruptionPolicyStatus.clusterPolicies once the
+// controller has seen the current spec (status.observedGeneration is
+// metadata.generation); until then (no controller, or one lagging) it
+// merges spec.nodeDisruptionPolicy over the upstream defaults itself. A
 // policy that breaks the CRD's rules is refused, naming the field, and the
 // last good one stays in force.
 package disruption
@@ -44,6 +48,9 @@ type Source struct {
 	good     *plan.Policy
 	goodFrom string // the resourceVersion good was read from
 	refused  string // the resourceVersion last refused (logged once)
+	// badStatus is the resourceVersion whose status was last unreadable
+	// (logged once).
+	badStatus string
 }
 
 // Start runs the watch until ctx ends.
@@ -60,7 +67,9 @@ func (s *Source) Start(ctx context.Context) {
 	go inf.RunWithContext(ctx)
 }
 
-// Policy is the policy in force: the object's, merged over the defaults;
+// Policy is the policy in force: the object's (its status' merged policy
+// when the controller has seen the current spec, else its spec merged over
+// the defaults here: policyOf);
 // the defaults when the cluster has no such object (or no such resource:
 // a cluster without the CRD); the last good one while the object breaks
 // the rules. It fails while none can be had: the object not read yet, or
@@ -100,17 +109,42 @@ func (s *Source) Policy() (plan.Policy, error) {
 	if s.good != nil && s.goodFrom == mc.ResourceVersion {
 		return *s.good, nil
 	}
-	p, err := plan.PolicyFromAPI(mc.Spec.NodeDisruptionPolicy, Object)
+	p, from, err := s.policyOf(mc)
 	if err != nil {
 		return s.refuse(mc.ResourceVersion, err)
 	}
 	s.good, s.goodFrom = &p, mc.ResourceVersion
 	if s.Log != nil {
-		s.Log.Info("Read the node disruption policy", zap.String("object", Object),
-			zap.String("resourceVersion", mc.ResourceVersion), zap.Int("files", len(mc.Spec.NodeDisruptionPolicy.Files)),
-			zap.Int("units", len(mc.Spec.NodeDisruptionPolicy.Units)))
+		s.Log.Info("Read the node disruption policy", zap.String("object", Object), zap.String("from", from),
+			zap.String("resourceVersion", mc.ResourceVersion), zap.Int64("generation", mc.Generation),
+			zap.Int("files", len(mc.Spec.NodeDisruptionPolicy.Files)), zap.Int("units", len(mc.Spec.NodeDisruptionPolicy.Units)))
 	}
 	return p, nil
+}
+
+// policyOf is the object's policy: the merged one the controller wrote to
+// the status, once it has seen the current spec (status.observedGeneration
+// is metadata.generation) and written a policy; else (no controller, or
+// one that has not caught up with the spec yet, or a status that breaks
+// the rules) the spec merged here over the defaults, as before there was a
+// controller. from says which. While the controller refuses the spec, its
+// status keeps the last good merged policy, and so does the daemon.
+func (s *Source) policyOf(mc *opv1.MachineConfiguration) (p plan.Policy, from string, err error) {
+	cp := mc.Status.NodeDisruptionPolicyStatus.ClusterPolicies
+	written := len(cp.Files) > 0 || len(cp.Units) > 0 || len(cp.SSHKey.Actions) > 0
+	if mc.Generation != 0 && mc.Status.ObservedGeneration == mc.Generation && written {
+		p, err := plan.PolicyFromStatus(cp, mc.Spec.NodeDisruptionPolicy, Object)
+		if err == nil {
+			return p, plan.StatusField, nil
+		}
+		if s.Log != nil && s.badStatus != mc.ResourceVersion {
+			s.badStatus = mc.ResourceVersion
+			s.Log.Warn("The status' node disruption policy breaks the rules; merging the spec instead",
+				zap.String("object", Object), zap.String("resourceVersion", mc.ResourceVersion), zap.Error(err))
+		}
+	}
+	p, err = plan.PolicyFromAPI(mc.Spec.NodeDisruptionPolicy, Object)
+	return p, "spec.nodeDisruptionPolicy", err
 }
 
 // refuse keeps the last good policy in force, or fails without one; it

@@ -121,7 +121,7 @@ func actionsFromAPI(in []opv1.NodeDisruptionPolicySpecAction, field string) ([]A
 		if msg != "" {
 			return nil, &fieldMsg{f + "." + strings.ToLower(string(t)), msg}
 		}
-		if unit != "" {
+		if t == ActReload || t == ActRestart { // an empty name too: the CRD's pattern refuses it
 			if m := checkServiceName(unit); m != "" {
 				return nil, &fieldMsg{f + "." + strings.ToLower(string(t)) + ".serviceName", m}
 			}

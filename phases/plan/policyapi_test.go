@@ -79,6 +79,7 @@ func TestPolicyFromAPIRefuses(t *testing.T) {
 		{"restart on a drain", file("/etc/a", opv1.NodeDisruptionPolicySpecAction{Type: "Drain", Restart: &opv1.RestartService{ServiceName: "a.service"}}),
 			"spec.nodeDisruptionPolicy.files[0].actions[0].drain", "restart is forbidden"},
 		{"service without type", file("/etc/a", restart("foo")), "spec.nodeDisruptionPolicy.files[0].actions[0].restart.serviceName", "has no unit type"},
+		{"empty service", file("/etc/a", restart("")), "spec.nodeDisruptionPolicy.files[0].actions[0].restart.serviceName", "has no unit type"},
 		{"service with a slash", file("/etc/a", restart("../x.service")), "spec.nodeDisruptionPolicy.files[0].actions[0].restart.serviceName", "characters other than"},
 		{"service with a space", file("/etc/a", restart("a b.service")), "spec.nodeDisruptionPolicy.files[0].actions[0].restart.serviceName", "may only hold"},
 		{"long service", file("/etc/a", restart(strings.Repeat("a", 250)+".service")), "spec.nodeDisruptionPolicy.files[0].actions[0].restart.serviceName", "at most 255"},

@@ -8,12 +8,15 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	opv1 "github.com/openshift/api/operator/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // The controller's ServiceAccount, with a token bound to its pod, may write what it decides
@@ -232,6 +235,66 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 				t.Errorf("%s after its delete: %v, want NotFound", rendered2, err)
 			}
 		})
+	})
+
+	// The MachineConfiguration named cluster: the controller reads it and writes the merged node
+	// disruption policy, the generation and the conditions to its status; nothing else of it,
+	// nothing of another one.
+	t.Run("MachineConfiguration", func(t *testing.T) {
+		adminAPI, err := kube.NewAPI(b.cp.RestConfig())
+		check(t, err)
+		admin, err := kube.MachineConfigurations(adminAPI)
+		check(t, err)
+		ctlAPI, err := kube.NewAPI(cfg)
+		check(t, err)
+		ctl, err := kube.MachineConfigurations(ctlAPI)
+		check(t, err)
+		for _, name := range []string{"cluster", "other"} {
+			mc := &opv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}
+			mc.Spec.ManagementState = "Managed"
+			mc.Spec.NodeDisruptionPolicy.SSHKey.Actions = []opv1.NodeDisruptionPolicySpecAction{{Type: opv1.NoneSpecAction}}
+			_, err := admin.Create(ctx, mc, metav1.CreateOptions{})
+			check(t, err)
+		}
+		status := func(name, body string) error {
+			_, err := ctl.Patch(ctx, name, types.MergePatchType, []byte(body), metav1.PatchOptions{}, "status")
+			return err
+		}
+		if _, err := ctl.Get(ctx, "cluster", metav1.GetOptions{}); err != nil {
+			t.Errorf("reading MachineConfiguration cluster: %v", err)
+		}
+		if _, err := ctl.List(ctx, metav1.ListOptions{FieldSelector: "metadata.name=cluster"}); err != nil {
+			t.Errorf("listing MachineConfiguration cluster by name: %v", err)
+		}
+		if err := status("cluster", `{"status":{"observedGeneration":1,"conditions":[{"type":"Degraded","status":"False",`+
+			`"reason":"NodeDisruptionPolicyMerged","message":"x","lastTransitionTime":"2026-01-01T00:00:00Z"}],`+
+			`"nodeDisruptionPolicyStatus":{"clusterPolicies":{"files":[{"path":"/etc/a","actions":[{"type":"Special"}]}],`+
+			`"sshkey":{"actions":[{"type":"None"}]}}}}}`); err != nil {
+			t.Errorf("writing MachineConfiguration cluster's node disruption policy status: %v", err)
+		}
+		// What the policy refuses: the status' boot image fields.
+		err = status("cluster", `{"status":{"managedBootImagesStatus":{"machineManagers":[{"resource":"machinesets",`+
+			`"apiGroup":"machine.openshift.io","selection":{"mode":"All"}}]}}}`)
+		if err := wantDeniedBy(err, denied, "may change only the status of MachineConfiguration cluster"); err != nil {
+			t.Errorf("the status' managedBootImagesStatus: %v", err)
+		}
+		// What RBAC refuses: the spec, another object, its deletion, every object's list.
+		if _, err := ctl.Patch(ctx, "cluster", types.MergePatchType,
+			[]byte(`{"spec":{"nodeDisruptionPolicy":{"sshkey":{"actions":[{"type":"Reboot"}]}}}}`), metav1.PatchOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("changing MachineConfiguration cluster's spec: %v, want Forbidden", err)
+		}
+		if err := status("other", `{"status":{"observedGeneration":1}}`); !apierrors.IsForbidden(err) {
+			t.Errorf("writing MachineConfiguration other's status: %v, want Forbidden", err)
+		}
+		if _, err := ctl.Get(ctx, "other", metav1.GetOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("reading MachineConfiguration other: %v, want Forbidden", err)
+		}
+		if _, err := ctl.List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("listing every MachineConfiguration: %v, want Forbidden", err)
+		}
+		if err := ctl.Delete(ctx, "cluster", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
+			t.Errorf("deleting MachineConfiguration cluster: %v, want Forbidden", err)
+		}
 	})
 }
 
