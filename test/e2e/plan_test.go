@@ -11,6 +11,9 @@ import (
 	"testing"
 	"time"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nodeconfd/nodeconfd/phases/preview"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
@@ -127,13 +130,24 @@ func planRefused(t *testing.T, n *testbed.Node, log *testbed.StatusLog, policyFi
 			t.Errorf("%s: the plan names fields %q, want %q", name, fields, c.fields)
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		from := log.Len()
 		if err := n.SetDesired(ctx, name); err != nil {
 			t.Fatal(err)
 		}
 		if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
 			t.Fatal(err)
 		}
-		if got := log.Condition("UpdateCompatible").Message; got != r.Refusal.Message {
+		// The refusal's status, whichever try wrote it: a retry, right after the first
+		// failure's Node write, stages UpdateCompatible Unknown again before refusing again.
+		wctx, wcancel := context.WithTimeout(ctx, 30*time.Second)
+		if _, err := log.WaitStatus(wctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
+			c := testbed.Find(st, "UpdateCompatible")
+			return c != nil && c.Status == metav1.ConditionFalse
+		}); err != nil {
+			t.Fatalf("%s: no UpdateCompatible=False: %v", name, err)
+		}
+		wcancel()
+		if got := falseMessage(log, "UpdateCompatible"); got != r.Refusal.Message {
 			t.Errorf("%s: UpdateCompatible says\n  %q\nthe plan said\n  %q", name, got, r.Refusal.Message)
 		}
 		if !strings.Contains(r.Refusal.Message, c.fields[0]) {
@@ -231,4 +245,15 @@ func runPlanCmd(ctx context.Context, t *testing.T, args []string) preview.Report
 		t.Errorf("plan %v: exit %d with apply=%v", args, code, r.Apply)
 	}
 	return r
+}
+
+// falseMessage is the message of the condition's latest False status.
+func falseMessage(log *testbed.StatusLog, t string) string {
+	h := log.History(t)
+	for i := len(h) - 1; i >= 0; i-- {
+		if h[i].Status == metav1.ConditionFalse {
+			return h[i].Message
+		}
+	}
+	return ""
 }
