@@ -92,7 +92,7 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 	// config drop-in (containerd restarted, its containers running on).
 	ctrdFiles := map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
 		"/etc/containerd/certs.d/registry.example.com/hosts.toml": "server = \"https://registry.example.com\"\n",
-		"/etc/containerd/conf.d/90-nodeconfd-test.toml": "# a drop-in nodeconfd wrote\n"}
+		"/etc/containerd/conf.d/90-nodeconfd-test.toml":           "# a drop-in nodeconfd wrote\n"}
 	createConfig(t, "rendered-worker-2", testbed.Ignition(ctrdFiles,
 		`"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":`+quote(helloUnit)+`}]}`))
 	before := runtimeStateOf(ctx, t, nodes)
