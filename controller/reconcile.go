@@ -120,8 +120,6 @@ func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigP
 	return nil, nil
 }
 
-// reported says whether the pool's status already shows err, so that a
-// refusal is logged once, not at every reconcile.
 // unconfigured reports whether the pool never had a config and selects no
 // MachineConfig: nothing to render, which its status says (rollout.Status),
 // not a failure to log at every reconcile.
@@ -129,6 +127,8 @@ func unconfigured(pool *mcfgv1.MachineConfigPool, err error) bool {
 	return pool.Spec.Configuration.Name == "" && errors.Is(err, render.ErrNothingSelected)
 }
 
+// reported says whether the pool's status already shows err, so that a
+// refusal is logged once, not at every reconcile.
 func reported(pool *mcfgv1.MachineConfigPool, err error) bool {
 	for _, c := range pool.Status.Conditions {
 		if c.Type == mcfgv1.MachineConfigPoolRenderDegraded {

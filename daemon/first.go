@@ -5,9 +5,8 @@ import (
 	"fmt"
 	"time"
 
-	"go.uber.org/zap"
-
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	"go.uber.org/zap"
 )
 
 // awaitFirstConfig is a pass on a node that no one has handed a config
