@@ -62,6 +62,9 @@ type Daemon struct {
 	// ConfigPattern is the desired config names the node accepts (see
 	// plan.ConfigPattern); the zero value accepts every name.
 	ConfigPattern plan.ConfigPattern
+	// Provenance checks that a desired config is its pool's merge
+	// (provenance.go); nil for none.
+	Provenance *Provenance
 	// ImageModeStatus reports the split of AppliedFilesAndOS
 	// (--image-mode-status, imagemode.go).
 	ImageModeStatus bool

@@ -34,6 +34,7 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 	env := d.Env
 	env.Drift = &d.drift
 	env.ConfigRule = d.ConfigPattern.For(d.pool)
+	env.Provenance = d.Provenance.For(d.pool)
 	return &phases.Runner{
 		Env: env, Status: d.status, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
 		Now: d.Now, Phases: d.phaseList(), Record: rec, Node: d.node.Name,

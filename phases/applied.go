@@ -48,7 +48,7 @@ func SaveApplied(host Host, mc *mcfgv1.MachineConfig) error {
 	if err := host.WriteState(AppliedFileName, data); err != nil {
 		return fmt.Errorf("keeping MachineConfig %q on the node: %w", mc.Name, err)
 	}
-	return nil
+	return recordRan(host, mc) // provenance.go
 }
 
 // LoadApplied returns the copy of the config the node runs when it is

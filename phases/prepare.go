@@ -38,6 +38,16 @@ func Prepare() Phase {
 			if err := d.Ports().ConfigRule.Check(d.Update().DesiredName); err != nil {
 				return Outcome{}, err
 			}
+			// Nor is a config the pool's MachineConfigs do not render to
+			// applied: only its provenance is checked here, its content
+			// below.
+			mc, err := d.Ports().Configs.MachineConfig(ctx, d.Update().DesiredName)
+			if err != nil {
+				return Outcome{}, fmt.Errorf("fetching MachineConfig %q: %w", d.Update().DesiredName, err)
+			}
+			if err := verifyDesired(ctx, d, mc); err != nil {
+				return Outcome{}, err
+			}
 			if err := Plan(ctx, d, nil); err != nil {
 				return Outcome{}, err
 			}

@@ -36,6 +36,9 @@ type Ports struct {
 	// ConfigRule is the desired config names the node accepts; the zero
 	// value accepts every name.
 	ConfigRule plan.ConfigRule
+	// Provenance checks that a desired config is its pool's merge
+	// (provenance.go); nil for none.
+	Provenance Provenance
 	// Limits caps the decoded size of the configs parsed; the zero value
 	// means the defaults.
 	Limits plan.Limits

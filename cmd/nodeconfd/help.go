@@ -92,7 +92,7 @@ func startFlagGroups() []flagGroup {
 		{"Cluster", []string{"kubeconfig", "namespace"}},
 		{"Node", []string{"node-name", "pool", "root-mount", "system-bus-address", "release-memory-when-idle",
 			"start-jitter"}},
-		{"Updates", []string{"allowed-config-pattern", "node-disruption-policy", "post-action-policy", "max-file-size", "max-config-size",
+		{"Updates", []string{"allowed-config-pattern", "verify-rendered-configs", "base-os-image-url", "base-os-extensions-image", "node-disruption-policy", "post-action-policy", "max-file-size", "max-config-size",
 			"max-files", "max-units", "max-path-depth",
 			"retry-initial", "retry-max", "update-spread", "image-mode-status"}},
 		{"Health gate", []string{"health-timeout", "health-units", "health-command", "health-command-timeout"}},

@@ -95,6 +95,7 @@ type options struct {
 	health                                            healthOptions
 	reboot                                            *rebootOptions
 	notify                                            *notifyOptions
+	provenance                                        *provenanceOptions
 	removed                                           *[]string
 }
 
@@ -151,6 +152,7 @@ func parseFlags(args []string) (options, error) {
 	o.waits = addWaitFlags(fs)
 	o.reboot = addRebootFlags(fs)
 	o.notify = addNotifyFlags(fs)
+	o.provenance = addProvenanceFlags(fs)
 	o.removed = addRemovedFlags(fs)
 	fs.StringVar(&o.onceFrom, "once-from", "", "apply the rendered MachineConfig in this file (YAML or JSON) with no API server, record it as the node's config, and exit")
 	fs.BoolVar(&o.skipReboot, "skip-reboot", false, "with --once-from: do not reboot; what needs a reboot takes effect at the next boot")
@@ -288,6 +290,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		Env:           env,
 		Pool:          o.pool,
 		ConfigPattern: o.configPattern,
+		Provenance:    o.provenance.build(objects, api, o.limits),
 		Events: func(uid string) phases.Recorder {
 			events = kube.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
 			eventsReady.Store(events)

@@ -26,6 +26,54 @@ const quiet = time.Second
 // updates look cheaper than a real one; requests/update-mean averages them.
 func BenchmarkUpdate1(b *testing.B) {
 	n, _, trace := benchNode(b, "bench-u1")
+	benchUpdates(b, n, trace, func(ctx context.Context, i int) string {
+		name := fmt.Sprintf("rendered-bench-u1-%d", i)
+		if err := bed.CreateConfig(ctx, registriesConfig(name, fmt.Sprintf("mirror-%d.example.com", i))); err != nil {
+			b.Fatal(err)
+		}
+		return name
+	})
+}
+
+// BenchmarkUpdateVerified is BenchmarkUpdate1 on a node that checks each
+// desired config against its pool's MachineConfigs
+// (--verify-rendered-configs, the default as shipped): the pool bench-v
+// has ten fragments (a file each, as the controller merges them); each
+// iteration changes one and hands the node the new render. Its
+// requests/update and ms/update beside BenchmarkUpdate1's are the check's
+// cost per update.
+func BenchmarkUpdateVerified(b *testing.B) {
+	const pool = "bench-v"
+	if bed == nil {
+		b.Skip("no test bed")
+	}
+	ctx := context.Background()
+	createPool(ctx, b, pool)
+	for i := range 10 {
+		createFragment(ctx, b, fmt.Sprintf("9%d-%s-f", i, pool), pool, fmt.Sprintf("/etc/containers/registries.d/f%d.yaml", i),
+			"docker:\n  start.example.com: {}\n")
+	}
+	n, _, trace := benchNodeWith(b, pool, testbed.NodeOptions{ExtraArgs: []string{"--pool", pool,
+		"--verify-rendered-configs=true", "--allowed-config-pattern", "^rendered-{pool}-.+$"}})
+	// The pool's first render, untimed: it writes the ten files.
+	first := updateFragment(ctx, b, "90-"+pool+"-f", pool, registriesFile, "docker:\n  first.example.com: {}\n")
+	fctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	w := watchMCN(fctx, b, n.Name)
+	if err := n.SetDesired(fctx, first); err != nil {
+		b.Fatal(err)
+	}
+	if _, err := waitUpdated(fctx, w, first); err != nil {
+		b.Fatal(err)
+	}
+	benchUpdates(b, n, trace, func(ctx context.Context, i int) string {
+		return updateFragment(ctx, b, "90-"+pool+"-f", pool, registriesFile, fmt.Sprintf("docker:\n  mirror-%d.example.com: {}\n", i))
+	})
+}
+
+// benchUpdates times the updates to the configs next makes (the i-th from
+// 1) on n, for BenchmarkUpdate1 and BenchmarkUpdateVerified.
+func benchUpdates(b *testing.B, n *testbed.Node, trace *tracer, next func(ctx context.Context, i int) string) {
 	ctx := context.Background()
 	settle(ctx, b, n, quiet)
 	var took time.Duration
@@ -34,10 +82,7 @@ func BenchmarkUpdate1(b *testing.B) {
 	for b.Loop() {
 		b.StopTimer()
 		iters++
-		name := fmt.Sprintf("rendered-bench-u1-%d", iters)
-		if err := bed.CreateConfig(ctx, registriesConfig(name, fmt.Sprintf("mirror-%d.example.com", iters))); err != nil {
-			b.Fatal(err)
-		}
+		name := next(ctx, iters)
 		ictx, cancel := context.WithTimeout(ctx, time.Minute)
 		w := watchMCN(ictx, b, n.Name)
 		before, mark := requests(b, n), trace.mark()

@@ -71,9 +71,10 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 	controllerRuns(ctx, t, names[0])
 	workload(ctx, t, "web", 2)
 
-	createConfig(t, "rendered-worker-1", testbed.Ignition(map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n"},
+	pauseWorkers(ctx, t)
+	first := renderConfig(ctx, t, testbed.Ignition(map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n"},
 		`"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":`+quote(helloUnit)+`}]}`))
-	rollOut(ctx, t, nodes, logs, "rendered-worker-1", rebootSequence)
+	rollOut(ctx, t, nodes, logs, first, rebootSequence)
 	for _, name := range names {
 		if b := nodes[name].Sys.Boots(); b != 2 {
 			t.Errorf("node %s: boots = %d, want 2 (one reboot)", name, b)
@@ -93,10 +94,10 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 	ctrdFiles := map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
 		"/etc/containerd/certs.d/registry.example.com/hosts.toml": "server = \"https://registry.example.com\"\n",
 		"/etc/containerd/conf.d/90-nodeconfd-test.toml":           "# a drop-in nodeconfd wrote\n"}
-	createConfig(t, "rendered-worker-2", testbed.Ignition(ctrdFiles,
+	second := renderConfig(ctx, t, testbed.Ignition(ctrdFiles,
 		`"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":`+quote(helloUnit)+`}]}`))
 	before := runtimeStateOf(ctx, t, nodes)
-	rollOut(ctx, t, nodes, logs, "rendered-worker-2", runtimeSequence)
+	rollOut(ctx, t, nodes, logs, second, runtimeSequence)
 	checkRuntimeRestarted(ctx, t, nodes, before)
 	for _, name := range names {
 		if c, _ := nodes[name].Sys.CRIOReloads(); c != 0 {
@@ -112,13 +113,13 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 		reportWorkingSet(ctx, t, name)
 	}
 	unit := `"systemd":{"units":[{"name":"hello.service","enabled":true,"contents":` + quote(helloUnit) + `}]}`
-	surgeDrain(ctx, t, nodes, logs, "rendered-worker-surge", testbed.Ignition(map[string]string{
+	surgeDrain(ctx, t, nodes, logs, testbed.Ignition(map[string]string{
 		"/etc/motd.d/cluster": "updated by nodeconfd\n", "/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n",
 		"/etc/motd.d/surge": "after the surge\n"}, unit))
 	files := map[string]string{"/etc/motd.d/cluster": "updated by nodeconfd\n",
 		"/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n", "/etc/motd.d/pdb": "after the budget\n"}
-	name := blockedByPDB(ctx, t, nodes, logs, "rendered-worker-3", testbed.Ignition(files, unit))
-	deleteMidWrite(ctx, t, nodes[name], logs[name], "rendered-worker-4", files, map[string]string{
+	name := blockedByPDB(ctx, t, nodes, logs, testbed.Ignition(files, unit))
+	deleteMidWrite(ctx, t, nodes[name], logs[name], files, map[string]string{
 		"/etc/containers/registries.d/mirror.yaml": "docker:\n  example.com: {}\n  example.org: {}\n",
 		"/etc/containers/registries.d/second.yaml": "docker:\n  example.net: {}\n"}, unit)
 }

@@ -34,7 +34,7 @@ const pauseMidWrite = "file-written:1"
 // bed's containerd nodes (CRI-O's registries.d files). The pause stays armed
 // on the DaemonSet (a later write of the bed would stop there): a test that
 // runs after it calls disarmPause.
-func deleteMidWrite(ctx context.Context, t *testing.T, n *testbed.KubeNode, log *testbed.StatusLog, config string,
+func deleteMidWrite(ctx context.Context, t *testing.T, n *testbed.KubeNode, log *testbed.StatusLog,
 	files, changed map[string]string, extra string) {
 	t.Helper()
 	begin := time.Now()
@@ -45,7 +45,7 @@ func deleteMidWrite(ctx context.Context, t *testing.T, n *testbed.KubeNode, log 
 	for p, c := range changed {
 		want[p] = c
 	}
-	createConfig(t, config, testbed.Ignition(want, extra))
+	config := renderConfig(ctx, t, testbed.Ignition(want, extra))
 	if out, err := bed.Kubectl(ctx, "set", "env", "-n", testbed.Namespace, "ds/"+testbed.DaemonSetName,
 		faultpoint.PauseEnvVar+"="+pauseMidWrite); err != nil {
 		t.Fatalf("kubectl set env: %v\n%s", err, out)

@@ -24,7 +24,7 @@ import (
 // recreates the pods), completes, and the node ends uncordoned. It returns
 // the node's name.
 func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, logs map[string]*testbed.StatusLog,
-	config, ignition string) string {
+	ignition string) string {
 	t.Helper()
 	pods, err := bed.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
 	if err != nil || len(pods.Items) == 0 {
@@ -38,7 +38,7 @@ func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.K
 	if _, err := bed.Kube.PolicyV1().PodDisruptionBudgets("default").Create(ctx, pdb, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	createConfig(t, config, ignition)
+	config := renderConfig(ctx, t, ignition)
 	from := logs[name].Len()
 	rollOut := map[string]*testbed.KubeNode{name: nodes[name]}
 	setDesired(ctx, t, rollOut, config)

@@ -35,7 +35,7 @@ import (
 // it puts the replicas back, surges again, and the drain finishes. Sampled every 100 ms, the
 // Deployment never has zero Ready pods, and its replicas end where they began.
 func surgeDrain(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, logs map[string]*testbed.StatusLog,
-	config, ignition string) {
+	ignition string) {
 	t.Helper()
 	soloWorkload(ctx, t)
 	hpa := &autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "solo", Namespace: "default"},
@@ -45,7 +45,7 @@ func surgeDrain(ctx context.Context, t *testing.T, nodes map[string]*testbed.Kub
 		t.Fatal(err)
 	}
 	name := soloNode(ctx, t)
-	createConfig(t, config, ignition)
+	config := renderConfig(ctx, t, ignition)
 	from := logs[name].Len()
 	samples := sampleSolo(ctx, t)
 	setDesired(ctx, t, map[string]*testbed.KubeNode{name: nodes[name]}, config)

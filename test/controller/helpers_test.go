@@ -80,7 +80,9 @@ func workers(ctx context.Context, t *testing.T, names, zones []string) map[strin
 		nodes[name] = bed.AddTestNode(ctx, t, name, base, testbed.NodeOptions{
 			Labels: map[string]string{workerRole: "", zoneLabel: zones[i]},
 			ExtraArgs: []string{"--node-disruption-policy", p, "--health-command", "/usr/bin/test ! -e " + dir + "/broken",
-				"--health-timeout", "10s", "--reboot-check-interval", "1s"},
+				"--health-timeout", "10s", "--reboot-check-interval", "1s",
+				// Every config here is the controller's: each node checks it (on as shipped).
+				"--verify-rendered-configs=true"},
 		})
 	}
 	// A node counts as available once its daemon reported it Done, as upstream counts it; the

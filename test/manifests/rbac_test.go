@@ -37,6 +37,7 @@ func TestDaemonRBAC(t *testing.T) {
 		{"create", "", "pods", "eviction", "apps", true},
 		{"list", "policy", "poddisruptionbudgets", "", "apps", true},
 		{"get", mcfg, "machineconfigs", "", "", true},
+		{"list", mcfg, "machineconfigs", "", "", true}, // its pool's, to check a rendered config (daemon.Provenance)
 		{"create", mcfg, "machineconfignodes", "", "", true},
 		{"watch", mcfg, "machineconfignodes", "", "", true},
 		{"patch", mcfg, "machineconfignodes", "", "", true},
@@ -58,7 +59,6 @@ func TestDaemonRBAC(t *testing.T) {
 		{"update", mcfg, "machineconfignodes", "", "", false},
 		{"update", mcfg, "machineconfignodes", "status", "", false},
 		{"create", "events.k8s.io", "events", "", "default", false},
-		{"list", mcfg, "machineconfigs", "", "", false},
 		{"update", mcfg, "machineconfigs", "", "", false},
 		{"delete", mcfg, "machineconfignodes", "", "", false},
 		{"delete", "", "pods", "", "apps", false},
