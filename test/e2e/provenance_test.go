@@ -29,6 +29,7 @@ func TestRenderedConfigVerified(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	const pool, dir = "pv1", "/etc/machine-config-daemon/no-reboot/"
+	config(t, "rendered-pv1-base", ign(nil))
 	createPool(ctx, t, pool)
 	fragment := provenanceFragment(ctx, t, "99-pv1-a", pool, dir+"pv1", "first\n")
 	first := renderPool(ctx, t, pool, nil)

@@ -146,6 +146,14 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 				_, err := pools.Patch(ctx, "worker", types.MergePatchType, []byte(`{"spec":{"maxUnavailable":"100%"}}`), metav1.PatchOptions{})
 				return err
 			}},
+		// The daemons check every rendered config against the MachineConfigs this selector
+		// selects (daemon.Provenance): the controller's token must not move it.
+		{"PoolMachineConfigSelector", "may change only the pool's spec.configuration",
+			func() error {
+				_, err := pools.Patch(ctx, "worker", types.MergePatchType,
+					[]byte(`{"spec":{"machineConfigSelector":{"matchLabels":{"x":"y"}}}}`), metav1.PatchOptions{})
+				return err
+			}},
 		{"PoolSelector", "may change only the pool's spec.configuration",
 			func() error {
 				_, err := pools.Patch(ctx, "worker", types.MergePatchType,
