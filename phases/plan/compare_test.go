@@ -63,8 +63,11 @@ func TestCompare(t *testing.T) {
 			delete(c.Units, "bad.service")
 		}, Diff{RemovedUnits: []Unit{{Name: "bad.service", Mask: true}}}},
 		{"ssh keys reordered", func(c *Config) {
-			c.SSHKeys = []string{c.SSHKeys[1], c.SSHKeys[0]}
-		}, Diff{SSHKeysChanged: true}},
+			k := c.SSHKeys["core"]
+			k.Keys = []string{k.Keys[1], k.Keys[0]}
+			c.SSHKeys = map[string]UserKeys{"core": k}
+		}, Diff{SSHKeys: []UserKeys{{User: "core", Field: "spec.config.passwd.users[0].sshAuthorizedKeys",
+			Keys: []string{"ssh-ed25519 BBBB two", "ssh-ed25519 AAAA one"}}}}},
 		{"os image", func(c *Config) { c.OSImageURL = "quay.io/os@sha256:2" }, Diff{OSImageChanged: true}},
 		// Appending c a to a a would not give this order: every argument
 		// is deleted and the new ones appended, as upstream does.
@@ -187,7 +190,7 @@ func TestCompareAdoption(t *testing.T) {
 		t.Fatalf("Compare: %v", err)
 	}
 	if len(d.ChangedFiles) != 3 || len(d.ChangedUnits) != 3 || len(d.RemovedFiles) != 0 || len(d.RemovedUnits) != 0 ||
-		!d.SSHKeysChanged || !d.OSImageChanged || !reflect.DeepEqual(d.KernelArgsAdded, []string{"nosmt"}) ||
+		!d.SSHKeysChanged() || !d.OSImageChanged || !reflect.DeepEqual(d.KernelArgsAdded, []string{"nosmt"}) ||
 		!d.ExtensionsChanged || !d.KernelTypeChanged {
 		t.Errorf("adoption diff = %+v, want everything changed", d)
 	}
