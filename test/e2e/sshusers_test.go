@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -12,8 +11,8 @@ import (
 	"time"
 )
 
-// A node whose admin user is not core (a Debian node's): useradd makes
-// debadmin, who has a key of her own. A config with keys for core and
+// A node whose admin user is not core (a Debian node's): the node's own
+// useradd makes debadmin, who has a key of her own. A config with keys for core and
 // debadmin writes both, each user's and 0600 in a 0700 .ssh; her keys are
 // drift-checked; a config without her keys gives her own file back and
 // leaves core's; and when she points her ~/.ssh at /etc, a config with her
@@ -40,10 +39,9 @@ func TestSSHKeysOfAnotherUserOnNode(t *testing.T) {
 	n, log := node(t, "su", "rendered-su-a")
 	root := n.Sys.Root
 
-	out, err := exec.Command("chroot", root, "useradd", "--uid", fmt.Sprint(uid), "--user-group", "--create-home",
-		"--home-dir", "/home/debadmin", "--shell", "/bin/bash", "debadmin").CombinedOutput()
-	if err != nil {
-		t.Fatalf("useradd: %v: %s", err, out)
+	if _, err := n.Sys.Exec(ctx, "useradd", "--uid", fmt.Sprint(uid), "--user-group", "--create-home",
+		"--home-dir", "/home/debadmin", "--shell", "/bin/bash", "debadmin"); err != nil {
+		t.Fatal(err)
 	}
 	sshDir, keys := filepath.Join(root, "home/debadmin/.ssh"), filepath.Join(root, "home/debadmin/.ssh/authorized_keys")
 	for _, step := range []error{os.Mkdir(sshDir, 0o755), os.WriteFile(keys, []byte(ownKey+"\n"), 0o644),
