@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
 // A node whose admin user is not core (a Debian node's): the node's own
@@ -39,17 +41,7 @@ func TestSSHKeysOfAnotherUserOnNode(t *testing.T) {
 	n, log := node(t, "su", "rendered-su-a")
 	root := n.Sys.Root
 
-	if _, err := n.Sys.Exec(ctx, "useradd", "--uid", fmt.Sprint(uid), "--user-group", "--create-home",
-		"--home-dir", "/home/debadmin", "--shell", "/bin/bash", "debadmin"); err != nil {
-		t.Fatal(err)
-	}
-	sshDir, keys := filepath.Join(root, "home/debadmin/.ssh"), filepath.Join(root, "home/debadmin/.ssh/authorized_keys")
-	for _, step := range []error{os.Mkdir(sshDir, 0o755), os.WriteFile(keys, []byte(ownKey+"\n"), 0o644),
-		os.Chown(sshDir, uid, uid), os.Chown(keys, uid, uid)} {
-		if step != nil {
-			t.Fatal(step)
-		}
-	}
+	sshDir, keys := addDebadmin(ctx, t, n, uid, ownKey)
 	own := entryOf(t, keys)
 
 	// Both users' keys.
@@ -130,6 +122,95 @@ func TestSSHKeysOfAnotherUserOnNode(t *testing.T) {
 	wantEntry(t, coreKeys, entry{kind: "file", data: coreKey + "\n", perm: 0o600, uid: 1000, gid: 1000})
 	if b := n.Sys.Boots(); b != 1 {
 		t.Errorf("boots = %d, want 1", b)
+	}
+}
+
+// addDebadmin makes user debadmin (uid = gid) with the node's own useradd,
+// with ownKey in an authorized_keys of her own (0644 in a 0755 .ssh), and
+// returns the host paths of her .ssh and key file.
+func addDebadmin(ctx context.Context, t *testing.T, n *testbed.Node, uid int, ownKey string) (sshDir, keys string) {
+	t.Helper()
+	if _, err := n.Sys.Exec(ctx, "useradd", "--uid", fmt.Sprint(uid), "--user-group", "--create-home",
+		"--home-dir", "/home/debadmin", "--shell", "/bin/bash", "debadmin"); err != nil {
+		t.Fatal(err)
+	}
+	sshDir, keys = filepath.Join(n.Sys.Root, "home/debadmin/.ssh"), filepath.Join(n.Sys.Root, "home/debadmin/.ssh/authorized_keys")
+	for _, step := range []error{os.Mkdir(sshDir, 0o755), os.WriteFile(keys, []byte(ownKey+"\n"), 0o644),
+		os.Chown(sshDir, uid, uid), os.Chown(keys, uid, uid)} {
+		if step != nil {
+			t.Fatal(step)
+		}
+	}
+	return sshDir, keys
+}
+
+// The daemon is SIGKILLed in the write of debadmin's keys (her key file
+// renamed into place, core's before it, nothing committed), then in the
+// write that removes them (done, not yet recorded): each restart resumes
+// the update from its journal and ends on the config, her own key file
+// back after the removal, no journal or temporary file left.
+func TestSSHKeysOfAnotherUserCrash(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	const (
+		coreKey = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIScCore core@example"
+		ownKey  = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIScOwn debadmin@laptop"
+		key     = "ssh-ed25519 AAAAC3NzaC1lZDI1NTE5AAAAIScD1 d1@example"
+		uid     = 1602
+	)
+	config(t, "rendered-sc-a", ign(nil))
+	config(t, "rendered-sc-b", ign(nil, `"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["`+coreKey+`"]},`+
+		`{"name":"debadmin","sshAuthorizedKeys":["`+key+`"]}]}`))
+	config(t, "rendered-sc-c", ign(nil, `"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["`+coreKey+`"]}]}`))
+	n, log := node(t, "sc", "rendered-sc-a")
+	sshDir, keys := addDebadmin(ctx, t, n, uid, ownKey)
+	own := entryOf(t, keys)
+	for _, round := range []struct{ config, point string }{
+		{"rendered-sc-b", "file-written:2"}, // core's keys are file 1
+		{"rendered-sc-c", "ran:write"},
+	} {
+		if err := n.StopDaemon(); err != nil {
+			t.Fatal(err)
+		}
+		killed := n.ArmKill(round.point)
+		if err := n.SetDesired(ctx, round.config); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.StartDaemon(); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.WaitKilled(ctx, killed); err != nil {
+			t.Fatal(err)
+		}
+		if err := n.ResumeDaemon(); err != nil {
+			t.Fatal(err)
+		}
+		if err := waitCurrent(ctx, log, round.config); err != nil {
+			t.Fatal(err)
+		}
+		if c := log.Condition("NodeDegraded"); c == nil || c.Status != "False" {
+			t.Errorf("%s: NodeDegraded = %+v", round.point, c)
+		}
+		if round.config == "rendered-sc-b" {
+			wantEntry(t, keys, entry{kind: "file", data: key + "\n", perm: 0o600, uid: uid, gid: uid})
+			wantEntry(t, sshDir, entry{kind: "dir", perm: 0o700, uid: uid, gid: uid})
+		} else {
+			wantEntry(t, keys, own)
+		}
+		wantEntry(t, filepath.Join(n.Sys.Root, "home/core/.ssh/authorized_keys"),
+			entry{kind: "file", data: coreKey + "\n", perm: 0o600, uid: 1000, gid: 1000})
+		for _, dir := range []string{sshDir, filepath.Join(n.Sys.Root, "home/core/.ssh"), filepath.Join(n.Sys.Root, "var/lib/nodeconfd/txn")} {
+			names, err := os.ReadDir(dir)
+			if err != nil && !os.IsNotExist(err) {
+				t.Fatal(err)
+			}
+			for _, e := range names {
+				if e.Name() != "authorized_keys" {
+					t.Errorf("%s: %s left in %s", round.point, e.Name(), dir)
+				}
+			}
+		}
 	}
 }
 
