@@ -60,21 +60,7 @@ func TestSSHKeysOfAnotherUserOnNode(t *testing.T) {
 	wantEntry(t, coreKeys, entry{kind: "file", data: coreKey + "\n", perm: 0o600, uid: 1000, gid: 1000})
 
 	// Her keys drift like core's.
-	if err := os.WriteFile(keys, []byte(d1+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
-		t.Fatalf("drift of debadmin's keys not reported: %v", err)
-	}
-	if msg := log.Condition("NodeDegraded").Message; !strings.Contains(msg, "/home/debadmin/.ssh/authorized_keys") || strings.Contains(msg, "AAAA") {
-		t.Errorf("NodeDegraded message %q should name her key file and show no key", msg)
-	}
-	if err := os.WriteFile(keys, []byte(d1+"\n"+d2+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	if err := log.WaitFor(ctx, "NodeDegraded", "False", ""); err != nil {
-		t.Fatal(err)
-	}
+	keyDrift(ctx, t, log, keys, d1+"\n", d1+"\n"+d2+"\n")
 
 	// Her keys removed: her own file is back, core's stay.
 	if err := n.SetDesired(ctx, "rendered-su-c"); err != nil {
@@ -87,6 +73,42 @@ func TestSSHKeysOfAnotherUserOnNode(t *testing.T) {
 	wantEntry(t, coreKeys, entry{kind: "file", data: coreKey + "\n", perm: 0o600, uid: 1000, gid: 1000})
 
 	// She points her .ssh at /etc: refused before anything is touched.
+	refusedThroughSymlink(ctx, t, n, log, sshDir, uid)
+	wantEntry(t, coreKeys, entry{kind: "file", data: coreKey + "\n", perm: 0o600, uid: 1000, gid: 1000})
+	if b := n.Sys.Boots(); b != 1 {
+		t.Errorf("boots = %d, want 1", b)
+	}
+}
+
+// keyDrift edits the key file at keys (host path) to drifted: the node
+// reports the drift naming the file and no key, and is healthy again once
+// the file is back to fixed.
+func keyDrift(ctx context.Context, t *testing.T, log *testbed.StatusLog, keys, drifted, fixed string) {
+	t.Helper()
+	if err := os.WriteFile(keys, []byte(drifted), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
+		t.Fatalf("drift of debadmin's keys not reported: %v", err)
+	}
+	if msg := log.Condition("NodeDegraded").Message; !strings.Contains(msg, "/home/debadmin/.ssh/authorized_keys") || strings.Contains(msg, "AAAA") {
+		t.Errorf("NodeDegraded message %q should name her key file and show no key", msg)
+	}
+	if err := os.WriteFile(keys, []byte(fixed), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := log.WaitFor(ctx, "NodeDegraded", "False", ""); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// refusedThroughSymlink replaces debadmin's .ssh (host path sshDir) with a
+// symlink to ../../etc that she owns, and asks for rendered-su-d, which
+// gives her keys: prepare refuses it naming her entry and the symlink,
+// with no cordon, /etc untouched and nothing written.
+func refusedThroughSymlink(ctx context.Context, t *testing.T, n *testbed.Node, log *testbed.StatusLog, sshDir string, uid int) {
+	t.Helper()
+	root := n.Sys.Root
 	if err := os.RemoveAll(sshDir); err != nil {
 		t.Fatal(err)
 	}
@@ -118,10 +140,6 @@ func TestSSHKeysOfAnotherUserOnNode(t *testing.T) {
 		if _, err := os.Lstat(filepath.Join(root, p)); err == nil {
 			t.Errorf("/%s was written", p)
 		}
-	}
-	wantEntry(t, coreKeys, entry{kind: "file", data: coreKey + "\n", perm: 0o600, uid: 1000, gid: 1000})
-	if b := n.Sys.Boots(); b != 1 {
-		t.Errorf("boots = %d, want 1", b)
 	}
 }
 
