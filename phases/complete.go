@@ -52,8 +52,8 @@ func CheckOnDisk(ctx context.Context, host Host, units Units, cfg plan.Config) e
 			errs = append(errs, err)
 		}
 	}
-	if len(cfg.SSHKeys) > 0 {
-		if err := host.CheckSSHKeys(cfg.SSHKeys); err != nil {
+	for _, name := range plan.SortedKeys(cfg.SSHKeys) {
+		if err := host.CheckSSHKeys(name, cfg.SSHKeys[name].Keys); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -91,7 +91,10 @@ type Txn interface {
 	RemoveFile(path string) error
 	WriteUnit(u plan.Unit) error
 	RemoveUnit(u plan.Unit) error
-	WriteSSHKeys(keys []string) error
+	// WriteSSHKeys makes user's ~/.ssh/authorized_keys hold keys (home
+	// from the node's passwd; the user must exist); no keys removes the
+	// file, putting back what was there before the daemon first wrote it.
+	WriteSSHKeys(user string, keys []string) error
 	// SetPasswordHash sets user core's password hash in /etc/shadow, as
 	// `usermod -p` does; "" sets "*" (no password).
 	SetPasswordHash(hash string) error
@@ -120,10 +123,11 @@ type Host interface {
 	PendingTxns() ([]string, error)
 	CheckFile(f plan.File) error
 	CheckUnit(u plan.Unit) error
-	CheckSSHKeys(keys []string) error
+	// CheckSSHKeys checks user's authorized_keys: keys, mode and owner.
+	CheckSSHKeys(user string, keys []string) error
 	// Preflight checks, reading only, that the node can take diff from
 	// current to desired: owners against its passwd and group, every path
-	// to write or remove, core's SSH folder. It runs in prepare, before the
+	// to write or remove, each changed user's SSH folder. It runs in prepare, before the
 	// cordon; its refusals are *plan.ConfigError naming the field.
 	Preflight(current, desired plan.Config, diff plan.Diff) error
 	WriteState(name string, data []byte) error

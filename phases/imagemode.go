@@ -87,7 +87,7 @@ func filesMessage(diff plan.Diff) string {
 	if n := len(diff.ChangedUnits) + len(diff.RemovedUnits); n > 0 {
 		parts = append(parts, plan.Plural(n, "unit"))
 	}
-	if diff.SSHKeysChanged {
+	if diff.SSHKeysChanged() {
 		parts = append(parts, "SSH keys")
 	}
 	if diff.PasswordHashChanged {

@@ -144,8 +144,8 @@ func (t txn) WriteUnit(u plan.Unit) error {
 	return nil
 }
 func (t txn) RemoveUnit(u plan.Unit) error { delete(t.h.files, "unit:"+u.Name); return nil }
-func (t txn) WriteSSHKeys(keys []string) error {
-	t.h.files["ssh"] = strings.Join(keys, "\n")
+func (t txn) WriteSSHKeys(user string, keys []string) error {
+	t.h.files["ssh:"+user] = strings.Join(keys, "\n")
 	return nil
 }
 func (t txn) SetPasswordHash(hash string) error {
@@ -198,8 +198,8 @@ func (h *host) CheckFile(f plan.File) error {
 	}
 	return nil
 }
-func (h *host) CheckUnit(plan.Unit) error   { return nil }
-func (h *host) CheckSSHKeys([]string) error { return nil }
+func (h *host) CheckUnit(plan.Unit) error           { return nil }
+func (h *host) CheckSSHKeys(string, []string) error { return nil }
 func (h *host) Preflight(_, _ plan.Config, _ plan.Diff) error {
 	h.preflights++
 	return h.preflightErr

@@ -105,9 +105,9 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 			return "", fmt.Errorf("writing unit %s: %w", u.Name, err)
 		}
 	}
-	if diff.SSHKeysChanged {
-		if err := txn.WriteSSHKeys(d.Update().Desired.SSHKeys); err != nil {
-			return "", fmt.Errorf("writing SSH keys of user core: %w", err)
+	for _, k := range diff.SSHKeys {
+		if err := txn.WriteSSHKeys(k.User, k.Keys); err != nil {
+			return "", fmt.Errorf("writing SSH keys of user %s: %w", k.User, err)
 		}
 	}
 	if diff.PasswordHashChanged {
@@ -134,7 +134,7 @@ func write(ctx context.Context, d Data, txn Txn) (string, error) {
 	if n := len(diff.ChangedUnits) + len(diff.RemovedUnits); n > 0 {
 		parts = append(parts, plan.Plural(n, "unit"))
 	}
-	if diff.SSHKeysChanged {
+	if diff.SSHKeysChanged() {
 		parts = append(parts, "SSH keys")
 	}
 	if diff.PasswordHashChanged {

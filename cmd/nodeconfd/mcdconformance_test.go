@@ -164,14 +164,25 @@ func reconcilableCases() []mcdCase {
 		// nodeconfd refuses every file under /run (emptied at boot).
 		{name: u + "forcefile", new: files("/run/machine-config-daemon-force", "x"), want: refusedAt("spec.config.storage.files[0].path")},
 		{name: s + "core's keys set", new: mcdConfig{users: core("5678", "abc")}, want: wantNone},
+		// differs: upstream refuses any user but core; nodeconfd writes the
+		// keys of any user the node has, and its preflight on the node
+		// refuses a user the node lacks (docs/parity.md). Off the node,
+		// core's keys go and the other user's come: nothing after.
 		{name: s + "a user other than core", old: mcdConfig{users: core("1234")},
 			new:  mcdConfig{users: []map[string]any{{"name": "another user", "sshAuthorizedKeys": []string{"5678"}}}},
-			want: refusedAt("spec.config.passwd.users")},
+			want: wantNone},
 		{name: s + "another field of core", old: mcdConfig{users: core("1234")}, new: mcdConfig{users: coreHome},
 			want: refusedAt("spec.config.passwd.users[name=core]")},
+		// Refused for core's homeDir; the second user's keys alone would be
+		// applied (above).
 		{name: s + "a second user", old: mcdConfig{users: core("1234")},
 			new:  mcdConfig{users: append(coreHome, map[string]any{"name": "some user", "sshAuthorizedKeys": []string{"5678"}})},
-			want: refusedAt("spec.config.passwd.users")},
+			want: refusedAt("spec.config.passwd.users[name=core]")},
+		// Still refused as upstream refuses it: another field of a user
+		// other than core (docs/parity.md).
+		{name: s + "another field of another user", old: mcdConfig{users: core("1234")},
+			new:  mcdConfig{users: append(core("1234"), map[string]any{"name": "ops", "sshAuthorizedKeys": []string{"5678"}, "passwordHash": "$6$x"})},
+			want: refusedAt("spec.config.passwd.users[name=ops]")},
 		// differs: upstream refuses core with no key left and no password;
 		// nodeconfd removes the keys (docs/disruption-policy.md).
 		{name: s + "core's only key removed", old: mcdConfig{users: core("1234")}, new: mcdConfig{users: core()}, want: wantNone},

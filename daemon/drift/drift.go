@@ -41,10 +41,10 @@ type Monitor struct {
 	Units phases.Units
 	// Abs maps a node path to the host path to watch.
 	Abs func(nodePath string) string
-	// SSHKeysPath, when set, gives the node path of core's authorized_keys
-	// (its home is the node's), whose folders are watched for a config
-	// with SSH keys.
-	SSHKeysPath func() (string, error)
+	// SSHKeysPath, when set, gives the node path of a user's
+	// authorized_keys (its home is the node's), whose folders are watched
+	// for each user the config gives keys.
+	SSHKeysPath func(user string) (string, error)
 	Log         *zap.Logger
 	// Changed receives the drift state after every check that changes it:
 	// nil when the node matches the config again, else what differs.
@@ -81,12 +81,14 @@ func (m *Monitor) Watch(ctx context.Context, cfg plan.Config) error {
 	for _, d := range enablementDirs(m.Abs, cfg) {
 		dirs[d] = true
 	}
-	if len(cfg.SSHKeys) > 0 && m.SSHKeysPath != nil {
-		// The home too: core may replace ~/.ssh itself.
-		if p, err := m.SSHKeysPath(); err != nil {
-			m.Log.Warn("Cannot watch SSH keys for drift", zap.Error(err))
-		} else {
-			dirs[path.Dir(p)], dirs[path.Dir(path.Dir(p))] = true, true
+	if m.SSHKeysPath != nil {
+		for user := range cfg.SSHKeys {
+			// The home too: the user may replace ~/.ssh itself.
+			if p, err := m.SSHKeysPath(user); err != nil {
+				m.Log.Warn("Cannot watch SSH keys for drift", zap.String("user", user), zap.Error(err))
+			} else {
+				dirs[path.Dir(p)], dirs[path.Dir(path.Dir(p))] = true, true
+			}
 		}
 	}
 	for d := range dirs {

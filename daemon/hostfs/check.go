@@ -29,34 +29,6 @@ func (f *FS) CheckUnit(u plan.Unit) error {
 	return b.checkFiles(files, false)
 }
 
-// SSHKeysPath returns the node path of core's authorized_keys, from core's
-// home in the node's /etc/passwd.
-func (f *FS) SSHKeysPath() (string, error) {
-	b := f.newBatch()
-	defer b.close()
-	file, err := b.sshKeysFile(nil)
-	return file.Path, err
-}
-
-// CheckSSHKeys checks core's authorized_keys file: contents, mode 0600 and
-// owner core.
-func (f *FS) CheckSSHKeys(keys []string) error {
-	b := f.newBatch()
-	defer b.close()
-	file, err := b.sshKeysFile(keys)
-	if err != nil {
-		return err
-	}
-	core, err := b.user("core")
-	if err == nil {
-		_, err = b.checkSSH(core) // a symlinked ~/.ssh is not core's keys
-	}
-	if err != nil {
-		return fmt.Errorf("checking SSH keys: %w", err)
-	}
-	return b.checkFiles([]plan.File{file}, true)
-}
-
 // checkFiles checks files, and their mode and owner when meta is set; it
 // reports every file that differs.
 func (b *batch) checkFiles(files []plan.File, meta bool) error {

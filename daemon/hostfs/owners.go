@@ -69,6 +69,9 @@ func (b *batch) resolve(o plan.Owner, isUser bool) (int, error) {
 	return 0, fmt.Errorf("unknown group %q on the node", o.Name)
 }
 
+// errUnknownUser says that the node's account files have no such user.
+var errUnknownUser = errors.New("unknown user")
+
 // user returns the node's account of a user by name.
 func (b *batch) user(name string) (userEntry, error) {
 	if err := b.loadIDs(); err != nil {
@@ -76,7 +79,7 @@ func (b *batch) user(name string) (userEntry, error) {
 	}
 	u, ok := b.ids.users[name]
 	if !ok {
-		return userEntry{}, fmt.Errorf("unknown user %q on the node", name)
+		return userEntry{}, fmt.Errorf("%w %q on the node", errUnknownUser, name)
 	}
 	return u, nil
 }

@@ -12,7 +12,7 @@ import (
 // group, the folders of every path to write or remove (see checkParents),
 // what is at each path now, two entries reaching one file through the
 // node's symlinks, units to enable that have no unit file, and the SSH
-// folder of user core. It only reads.
+// folder of each user whose keys change (see preflightSSH). It only reads.
 // A refusal is a *plan.ConfigError naming the desired MachineConfig and the
 // field, e.g. spec.config.storage.files[3].user.name; further problems are
 // counted in its More.
@@ -47,21 +47,13 @@ func (f *FS) Preflight(current, desired plan.Config, diff plan.Diff) error {
 	for _, u := range diff.RemovedUnits {
 		b.preflightUnit(u, true, refuse)
 	}
-	if diff.SSHKeysChanged {
-		field := desired.SSHKeysField
-		if field == "" {
-			field = current.SSHKeysField // the keys are removed
-		}
-		if err := b.preflightSSH(); err != nil {
-			refuse(field, err)
+	for _, k := range diff.SSHKeys {
+		if err := b.preflightSSH(k); err != nil {
+			refuse(k.Field, err)
 		}
 	}
 	b.sameFiles(desired, refuse)
-	if len(desired.SSHKeys) > 0 {
-		if file, err := b.fileAtSSHKeys(desired); err != nil {
-			refuse(file.Field+".path", err)
-		}
-	}
+	b.sshClaims(desired, refuse)
 	if len(errs) == 0 {
 		return nil
 	}
@@ -133,36 +125,6 @@ func (b *batch) preflightUnit(u plan.Unit, removed bool, refuse func(string, err
 			refuse(field, fmt.Errorf("unit %s: writing %s: %w", u.Name, file.Path, err))
 		}
 	}
-}
-
-// preflightSSH checks that user core exists and that its SSH folder and key
-// file can be written without following anything core controls.
-func (b *batch) preflightSSH() error {
-	core, err := b.user("core")
-	if err != nil {
-		return err
-	}
-	_, err = b.checkSSH(core)
-	return err
-}
-
-// fileAtSSHKeys refuses a file of the config at core's ~/.ssh or its key
-// file (home from the node's passwd): the SSH keys go there.
-func (b *batch) fileAtSSHKeys(desired plan.Config) (plan.File, error) {
-	core, err := b.user("core")
-	if err != nil {
-		return plan.File{}, nil // refused with the keys' field when they change
-	}
-	p, err := sshRels(core)
-	if err != nil {
-		return plan.File{}, nil
-	}
-	for _, r := range []string{p.dir, p.keys} {
-		if file, ok := desired.Files["/"+r]; ok {
-			return file, fmt.Errorf("/%s is where the SSH keys of user core go (%s)", r, desired.SSHKeysField)
-		}
-	}
-	return plan.File{}, nil
 }
 
 // validID reports whether id can be a file's owner (see plan.MaxID).

@@ -1,79 +1,100 @@
 package hostfs
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
 	"os"
 	"path"
+	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
-// User core owns its home, so it can put anything at ~/.ssh between two
-// steps of the daemon, e.g. a symlink to ../../etc: the SSH folder and key
-// file are never reached through a symlink, and their owner and mode are
-// set through open handles.
+// A user owns its home, so it can put anything at ~/.ssh between two steps
+// of the daemon, e.g. a symlink to ../../etc: the SSH folder and key file
+// are never reached through a symlink, and their owner and mode are set
+// through open handles. The keys go to ~/.ssh/authorized_keys, the home
+// from the node's /etc/passwd, for core and for any other user the node
+// has: the daemon creates no users and no homes (docs/parity.md).
 
-// sshPaths are the paths of core's SSH keys, relative to the root.
-type sshPaths struct{ home, dir, keys string }
-
-func sshRels(core userEntry) (sshPaths, error) {
-	if !path.IsAbs(core.home) {
-		return sshPaths{}, fmt.Errorf("home of user core %q is not absolute", core.home)
-	}
-	home, err := rel(path.Clean(core.home))
-	if err != nil {
-		return sshPaths{}, fmt.Errorf("home of user core: %w", err)
-	}
-	return sshPaths{home: home, dir: home + "/.ssh", keys: home + "/.ssh/authorized_keys"}, nil
+// sshUser is one user's SSH key paths, relative to the root, and account.
+type sshUser struct {
+	name            string
+	acct            userEntry
+	home, dir, keys string
 }
 
-// checkSSH refuses core's SSH keys when the folders above its home are
-// unsafe (see checkParents), or when its home, ~/.ssh or the key file is a
-// symlink, is not the right type, or is owned by another user than core or
-// root. Missing ones are fine: the daemon creates them.
-func (b *batch) checkSSH(core userEntry) (sshPaths, error) {
-	p, err := sshRels(core)
+// keysPath is the node path of the user's authorized_keys.
+func (u sshUser) keysPath() string { return "/" + u.keys }
+
+// sshUserOf looks up name in the node's accounts and places its key file:
+// the home must be an absolute path outside the folders no file of a
+// config may be written to (plan.CheckNodePath).
+func (b *batch) sshUserOf(name string) (sshUser, error) {
+	acct, err := b.user(name)
 	if err != nil {
-		return p, err
+		return sshUser{}, err
 	}
-	if _, err := b.checkParents(p.home); err != nil {
-		return p, err
+	if !path.IsAbs(acct.home) {
+		return sshUser{}, fmt.Errorf("the home of user %s in the node's passwd, %q, is not an absolute path", name, acct.home)
+	}
+	clean := path.Clean(acct.home)
+	if msg := plan.CheckNodePath(path.Join(clean, ".ssh", "authorized_keys")); msg != "" {
+		return sshUser{}, fmt.Errorf("the SSH keys of user %s go under its home %s: %s", name, clean, msg)
+	}
+	home, err := rel(clean)
+	if err != nil {
+		return sshUser{}, fmt.Errorf("the home of user %s: %w", name, err)
+	}
+	return sshUser{name: name, acct: acct, home: home, dir: home + "/.ssh", keys: home + "/.ssh/authorized_keys"}, nil
+}
+
+// errNoHome says that a user's home is missing on the node.
+var errNoHome = errors.New("does not exist on the node (the daemon creates no homes)")
+
+// checkSSH refuses a user's SSH keys when the folders above its home are
+// unsafe (see checkParents), when its home is missing, or when its home,
+// ~/.ssh or the key file is a symlink, is not the right type, or is owned
+// by another user than the user or root. A missing ~/.ssh or key file is
+// fine: the daemon creates them.
+func (b *batch) checkSSH(u sshUser) error {
+	if _, err := b.checkParents(u.home); err != nil {
+		return err
 	}
 	for _, c := range []struct {
 		rel  string
 		want fs.FileMode
-	}{{p.home, fs.ModeDir}, {p.dir, fs.ModeDir}, {p.keys, 0}} {
+	}{{u.home, fs.ModeDir}, {u.dir, fs.ModeDir}, {u.keys, 0}} {
 		fi, err := b.lstat(c.rel)
+		if isNotExist(err) && c.rel == u.home {
+			return fmt.Errorf("/%s, the home of user %s, %w", u.home, u.name, errNoHome)
+		}
 		if isNotExist(err) {
-			return p, nil
+			return nil
 		}
 		if err != nil {
-			return p, err
+			return err
 		}
-		if err := checkSSHEntry(c.rel, fi, c.want, core.uid); err != nil {
-			return p, err
+		if err := checkSSHEntry(c.rel, fi, c.want, u); err != nil {
+			return err
 		}
 	}
-	return p, nil
+	return nil
 }
 
-// checkSSHEntry refuses a symlink, a wrong type or an owner other than
-// core (uid) and root.
-func checkSSHEntry(rel string, fi fs.FileInfo, want fs.FileMode, uid int) error {
+// checkSSHEntry refuses a symlink, a wrong type or an owner other than the
+// user and root.
+func checkSSHEntry(rel string, fi fs.FileInfo, want fs.FileMode, u sshUser) error {
 	switch t := fi.Mode().Type(); {
 	case t == fs.ModeSymlink:
-		return fmt.Errorf("/%s is a symlink: refusing to follow it for user core's SSH keys", rel)
+		return fmt.Errorf("/%s is a symlink: refusing to follow it for user %s's SSH keys", rel, u.name)
 	case t != want:
 		return fmt.Errorf("/%s is a %v, want a %v", rel, typeName(t), typeName(want))
 	}
-	if owner := int(fi.Sys().(*syscall.Stat_t).Uid); owner != 0 && owner != uid {
-		return fmt.Errorf("/%s is owned by uid %d, neither core (%d) nor root", rel, owner, uid)
+	if owner := int(fi.Sys().(*syscall.Stat_t).Uid); owner != 0 && owner != u.acct.uid {
+		return fmt.Errorf("/%s is owned by uid %d, neither %s (%d) nor root", rel, owner, u.name, u.acct.uid)
 	}
 	return nil
 }
@@ -88,125 +109,103 @@ func typeName(t fs.FileMode) string {
 	return t.String()
 }
 
-// openNoFollow opens the folder name in parent without following a
-// symlink there (O_NOFOLLOW: os.Root follows in-root symlinks). It wraps
-// fs.ErrNotExist when name is missing.
-func openNoFollow(parent *os.Root, name string) (*os.File, error) {
-	pf, err := parent.Open(".")
-	if err != nil {
-		return nil, err
+// keysFile is the user's authorized_keys holding keys: 0600, the user's.
+func (u sshUser) keysFile(keys []string) plan.File {
+	var data []byte
+	if len(keys) > 0 {
+		data = []byte(strings.Join(keys, "\n") + "\n")
 	}
-	defer pf.Close()
-	fd, err := unix.Openat(int(pf.Fd()), name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	switch {
-	case errors.Is(err, unix.ENOENT):
-		return nil, fmt.Errorf("opening %s: %w", name, fs.ErrNotExist)
-	case errors.Is(err, unix.ELOOP), errors.Is(err, unix.ENOTDIR):
-		return nil, fmt.Errorf("%s is not a folder (a symlink?): refusing to follow it", name)
-	case err != nil:
-		return nil, fmt.Errorf("opening %s: %w", name, err)
+	return plan.File{
+		Path: u.keysPath(), Contents: data, Mode: 0o600,
+		User: plan.Owner{ID: &u.acct.uid}, Group: plan.Owner{ID: &u.acct.gid},
 	}
-	return os.NewFile(uintptr(fd), name), nil
 }
 
-// pinDir opens the folder rel without following a final symlink, checks
-// it with ok, and caches it in the batch, so that every later step of the
-// batch uses that very folder. A missing rel is cached as missing; st is
-// then nil.
-func (b *batch) pinDir(rel string, ok func(fs.FileInfo) error) (st *syscall.Stat_t, err error) {
-	parent, err := b.dir(path.Dir(rel), false)
-	if err != nil || parent == nil {
-		b.dirs[rel] = nil
-		return nil, err
-	}
-	fh, err := openNoFollow(parent, path.Base(rel))
-	if isNotExist(err) {
-		b.dirs[rel] = nil
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("/%s: %w", rel, err)
-	}
-	defer fh.Close()
-	fi, err := fh.Stat()
-	if err == nil {
-		err = ok(fi)
-	}
-	if err != nil {
-		return nil, err
-	}
-	d, err := parent.OpenRoot(path.Base(rel))
-	if err != nil {
-		return nil, err
-	}
-	if di, err := d.Stat("."); err != nil || !os.SameFile(di, fi) {
-		d.Close()
-		return nil, fmt.Errorf("/%s changed while being opened", rel)
-	}
-	if old := b.dirs[rel]; old != nil {
-		old.Close()
-	}
-	b.dirs[rel] = d
-	return fi.Sys().(*syscall.Stat_t), nil
-}
-
-// WriteSSHKeys writes the authorized keys of user "core" to
-// ~core/.ssh/authorized_keys (home from the node's /etc/passwd): the .ssh
-// folder 0700 and the file 0600, both owned by core. The folder's state
-// before (absent, or its mode and owner) is journaled with the file, so
-// Rollback puts both back.
-func (t *Txn) WriteSSHKeys(keys []string) error {
+// WriteSSHKeys makes ~/.ssh/authorized_keys of user name hold keys (home
+// from the node's /etc/passwd): the .ssh folder 0700 and the file 0600,
+// both the user's. The folder's state before (absent, or its mode and
+// owner) is journaled with the file, so Rollback puts both back. No keys
+// remove the file as a file the config no longer has is removed (see
+// removeFile): the original from before the daemon's first write comes
+// back, if there was one; a user or home the node no longer has (or a home
+// where the daemon never writes) has no key file to remove.
+func (t *Txn) WriteSSHKeys(name string, keys []string) error {
 	t.f.mu.Lock()
 	defer t.f.mu.Unlock()
 	b := t.f.newBatch()
 	defer b.close()
-	file, err := b.sshKeysFile(keys)
-	if err != nil {
-		return err
+	u, err := b.sshUserOf(name)
+	if len(keys) == 0 && err != nil {
+		return nil // see preflightSSH
 	}
-	core, err := b.user("core")
-	if err != nil {
-		return err
+	if err == nil {
+		err = b.checkSSH(u)
 	}
-	p, err := b.checkSSH(core)
-	if err != nil {
-		return fmt.Errorf("writing SSH keys: %w", err)
+	if len(keys) == 0 && errors.Is(err, errNoHome) {
+		return nil
 	}
-	ts, err := b.targets([]plan.File{file})
-	if err != nil {
-		return err
-	}
-	isSSHDir := func(fi fs.FileInfo) error { return checkSSHEntry(p.dir, fi, fs.ModeDir, core.uid) }
-	st, err := b.pinDir(p.dir, isSSHDir)
 	if err != nil {
 		return fmt.Errorf("writing SSH keys: %w", err)
 	}
-	if err := t.recordDir(p.dir, st); err != nil {
+	isSSHDir := func(fi fs.FileInfo) error { return checkSSHEntry(u.dir, fi, fs.ModeDir, u) }
+	st, err := b.pinDir(u.dir, isSSHDir)
+	if err != nil {
+		return fmt.Errorf("writing SSH keys: %w", err)
+	}
+	if len(keys) == 0 {
+		return t.removeSSHKeys(b, u, st)
+	}
+	ts, err := b.targets([]plan.File{u.keysFile(keys)})
+	if err != nil {
 		return err
 	}
-	if err := t.record(b, []string{file.Path}, 1); err != nil {
+	if err := t.recordDir(u.dir, st); err != nil {
 		return err
 	}
-	if err := b.makeSSHDir(p, core, isSSHDir); err != nil {
+	if err := t.record(b, []string{u.keysPath()}, 1); err != nil {
+		return err
+	}
+	if err := b.makeSSHDir(u, isSSHDir); err != nil {
 		return fmt.Errorf("writing SSH keys: %w", err)
 	}
 	ts[0].pinned = true
 	return t.apply(b, ts, nil)
 }
 
-// makeSSHDir creates ~core/.ssh when missing, then sets its owner (core)
+// removeSSHKeys removes the key file of u through its pinned ~/.ssh (st:
+// its state, nil when missing, so there is no file), journaled first.
+func (t *Txn) removeSSHKeys(b *batch, u sshUser, st *syscall.Stat_t) error {
+	if st == nil {
+		return nil
+	}
+	if err := t.recordDir(u.dir, st); err != nil {
+		return err
+	}
+	if err := t.record(b, []string{u.keysPath()}, 0); err != nil {
+		return err
+	}
+	if err := b.removeFile(u.keys); err != nil {
+		return fmt.Errorf("removing the SSH keys of user %s: %w", u.name, err)
+	}
+	return nil
+}
+
+// makeSSHDir creates ~/.ssh when missing, then sets its owner (the user)
 // and mode (0700) through a handle opened without following symlinks.
-func (b *batch) makeSSHDir(p sshPaths, core userEntry, ok func(fs.FileInfo) error) error {
-	home, err := b.dir(p.home, true)
+func (b *batch) makeSSHDir(u sshUser, ok func(fs.FileInfo) error) error {
+	home, err := b.dir(u.home, false)
 	if err != nil {
 		return err
 	}
-	if b.dirs[p.dir] == nil {
+	if home == nil {
+		return fmt.Errorf("/%s, the home of user %s, %w", u.home, u.name, errNoHome)
+	}
+	if b.dirs[u.dir] == nil {
 		if err := home.Mkdir(".ssh", 0o700); err != nil && !errors.Is(err, fs.ErrExist) {
 			return err
 		}
-		b.dirty[p.home] = true
-		if _, err := b.pinDir(p.dir, ok); err != nil {
+		b.dirty[u.home] = true
+		if _, err := b.pinDir(u.dir, ok); err != nil {
 			return err
 		}
 	}
@@ -217,115 +216,35 @@ func (b *batch) makeSSHDir(p sshPaths, core userEntry, ok func(fs.FileInfo) erro
 	defer fh.Close()
 	if fi, err := fh.Stat(); err != nil {
 		return err
-	} else if pinned, err := b.dirs[p.dir].Stat("."); err != nil || !os.SameFile(fi, pinned) {
-		return fmt.Errorf("/%s changed while being written", p.dir)
+	} else if pinned, err := b.dirs[u.dir].Stat("."); err != nil || !os.SameFile(fi, pinned) {
+		return fmt.Errorf("/%s changed while being written", u.dir)
 	}
-	if err := fh.Chown(core.uid, core.gid); err != nil {
+	if err := fh.Chown(u.acct.uid, u.acct.gid); err != nil {
 		return err
 	}
 	return fh.Chmod(0o700)
 }
 
-// dirState is a folder's journaled state: absent, or its mode and owner.
-type dirState struct {
-	Exists bool   `json:"exists"`
-	Mode   uint32 `json:"mode,omitempty"`
-	UID    int    `json:"uid,omitempty"`
-	GID    int    `json:"gid,omitempty"`
+// SSHKeysPath returns the node path of user name's authorized_keys, from
+// its home in the node's /etc/passwd.
+func (f *FS) SSHKeysPath(name string) (string, error) {
+	b := f.newBatch()
+	defer b.close()
+	u, err := b.sshUserOf(name)
+	return u.keysPath(), err
 }
 
-// recordDir journals the state st of the folder rel (nil: absent), once.
-func (t *Txn) recordDir(rel string, st *syscall.Stat_t) error {
-	p := "/" + rel
-	if t.closed {
-		return fmt.Errorf("transaction %s is closed", t.id)
-	}
-	if t.recorded[p] {
-		return nil
-	}
-	e := entry{Path: p, Dir: &dirState{}}
-	if st != nil {
-		e.Dir = &dirState{Exists: true, Mode: st.Mode & 0o7777, UID: int(st.Uid), GID: int(st.Gid)}
-	}
-	line, err := json.Marshal(e)
-	if err != nil {
-		return fmt.Errorf("journaling %s: %w", p, err)
-	}
-	_, err = t.journal.Write(append(line, '\n'))
+// CheckSSHKeys checks user name's authorized_keys: contents, mode 0600 and
+// owner the user.
+func (f *FS) CheckSSHKeys(name string, keys []string) error {
+	b := f.newBatch()
+	defer b.close()
+	u, err := b.sshUserOf(name)
 	if err == nil {
-		err = t.journal.Sync()
+		err = b.checkSSH(u) // a symlinked ~/.ssh is not the user's keys
 	}
 	if err != nil {
-		t.journal.Truncate(t.size) // best effort: never leave half a line
-		return fmt.Errorf("writing journal of transaction %s: %w", t.id, err)
+		return fmt.Errorf("checking SSH keys of user %s: %w", name, err)
 	}
-	t.size += int64(len(line) + 1)
-	t.paths = append(t.paths, p)
-	t.recorded[p] = true
-	if st == nil {
-		t.created = append(t.created, p)
-	}
-	return nil
-}
-
-// pinDirs opens every journaled folder that exists without following a
-// symlink, before a rollback restores anything in them: a folder now
-// replaced by a symlink stops the rollback instead of leading it elsewhere.
-func (b *batch) pinDirs(entries []entry) error {
-	for _, e := range entries {
-		if e.Dir == nil {
-			continue
-		}
-		r, err := rel(e.Path)
-		if err == nil {
-			_, err = b.pinDir(r, func(fs.FileInfo) error { return nil })
-		}
-		if err != nil {
-			return fmt.Errorf("rolling back %s: %w", e.Path, err)
-		}
-	}
-	return nil
-}
-
-// restoreDir puts a journaled folder back: removed when it was absent (if
-// still empty: what else is in it is not the daemon's), else its mode and
-// owner set through a handle.
-func (b *batch) restoreDir(e entry) error {
-	r, err := rel(e.Path)
-	if err != nil {
-		return err
-	}
-	parent, err := b.dir(path.Dir(r), e.Dir.Exists)
-	if err != nil || parent == nil {
-		return err
-	}
-	name := path.Base(r)
-	if !e.Dir.Exists {
-		if d := b.dirs[r]; d != nil {
-			d.Close()
-		}
-		b.dirs[r] = nil
-		err := parent.Remove(name)
-		if err == nil {
-			b.dirty[path.Dir(r)] = true
-		}
-		if err == nil || isNotExist(err) || errors.Is(err, syscall.ENOTEMPTY) || errors.Is(err, syscall.EEXIST) {
-			return nil
-		}
-		return err
-	}
-	if err := parent.Mkdir(name, 0o700); err == nil {
-		b.dirty[path.Dir(r)] = true
-	} else if !errors.Is(err, fs.ErrExist) {
-		return err
-	}
-	fh, err := openNoFollow(parent, name)
-	if err != nil {
-		return err
-	}
-	defer fh.Close()
-	if err := fh.Chown(e.Dir.UID, e.Dir.GID); err != nil {
-		return err
-	}
-	return fh.Chmod(goMode(e.Dir.Mode))
+	return b.checkFiles([]plan.File{u.keysFile(keys)}, true)
 }

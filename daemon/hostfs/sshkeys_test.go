@@ -10,9 +10,12 @@ import (
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
-var sshDiff = plan.Diff{SSHKeysChanged: true}
-
 const sshField = "spec.config.passwd.users[0].sshAuthorizedKeys"
+
+// sshDiff is a change of core's keys to one key.
+func sshDiff() plan.Diff {
+	return plan.Diff{SSHKeys: []plan.UserKeys{{User: "core", Field: sshField, Keys: []string{"ssh-ed25519 AAAA"}}}}
+}
 
 // coreNode is a node where core owns its home, as on a real host.
 func coreNode(t *testing.T) (string, *FS) {
@@ -58,7 +61,7 @@ func TestSSHHostileFoldersRefused(t *testing.T) {
 			tt.setup(t, node)
 			put(t, node, "etc/shadow", "secret", 0o600)
 			etc := tree(t, filepath.Join(node, "etc"), "")
-			err := f.Preflight(plan.Config{}, plan.Config{Name: "rendered-x", SSHKeysField: sshField}, sshDiff)
+			err := f.Preflight(plan.Config{}, plan.Config{Name: "rendered-x"}, sshDiff())
 			var ce *plan.ConfigError
 			if !errors.As(err, &ce) || ce.Field != sshField || !strings.Contains(ce.Msg, tt.wantMsg) {
 				t.Fatalf("Preflight: %v, want a refusal at %s: ...%s", err, sshField, tt.wantMsg)
@@ -67,13 +70,13 @@ func TestSSHHostileFoldersRefused(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := tx.WriteSSHKeys([]string{"ssh-ed25519 AAAA"}); err == nil {
+			if err := tx.WriteSSHKeys("core", []string{"ssh-ed25519 AAAA"}); err == nil {
 				t.Fatal("the write succeeded")
 			}
 			if err := tx.Rollback(); err != nil {
 				t.Fatal(err)
 			}
-			if err := f.CheckSSHKeys([]string{"ssh-ed25519 AAAA"}); err == nil {
+			if err := f.CheckSSHKeys("core", []string{"ssh-ed25519 AAAA"}); err == nil {
 				t.Error("CheckSSHKeys passed")
 			}
 			assertSame(t, etc, tree(t, filepath.Join(node, "etc"), ""))
@@ -98,7 +101,7 @@ func assertSame(t *testing.T, before, after map[string]fileState) {
 // Core swaps ~/.ssh for a symlink after the preflight: the write refuses.
 func TestSSHSwapAfterPreflight(t *testing.T) {
 	node, f := coreNode(t)
-	if err := f.Preflight(plan.Config{}, plan.Config{Name: "rendered-x", SSHKeysField: sshField}, sshDiff); err != nil {
+	if err := f.Preflight(plan.Config{}, plan.Config{Name: "rendered-x"}, sshDiff()); err != nil {
 		t.Fatal(err)
 	}
 	symlink(t, node, "var/home/core/.ssh", "../../../etc")
@@ -107,7 +110,7 @@ func TestSSHSwapAfterPreflight(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.WriteSSHKeys([]string{"k"}); err == nil {
+	if err := tx.WriteSSHKeys("core", []string{"k"}); err == nil {
 		t.Fatal("the write succeeded")
 	}
 	if err := tx.Rollback(); err != nil {
@@ -131,7 +134,7 @@ func TestSSHRollbackRestoresFolder(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := tx.WriteSSHKeys([]string{"new"}); err != nil {
+		if err := tx.WriteSSHKeys("core", []string{"new"}); err != nil {
 			t.Fatal(err)
 		}
 		if got := stateOf(t, sshDir); got.Mode != 0o700 || got.UID != 1000 || got.GID != 1000 {
@@ -152,7 +155,7 @@ func TestSSHRollbackDoesNotFollowSwap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := tx.WriteSSHKeys([]string{"new"}); err != nil {
+	if err := tx.WriteSSHKeys("core", []string{"new"}); err != nil {
 		t.Fatal(err)
 	}
 	ssh := filepath.Join(node, "var/home/core/.ssh")
@@ -172,9 +175,9 @@ func TestSSHRollbackDoesNotFollowSwap(t *testing.T) {
 func TestPreflightFileAtSSHKeys(t *testing.T) {
 	_, f := coreNode(t)
 	file := fileAt("spec.config.storage.files[2]", "/var/home/core/.ssh/authorized_keys")
-	desired := plan.Config{Name: "rendered-x", SSHKeys: []string{"k"}, SSHKeysField: sshField,
+	desired := plan.Config{Name: "rendered-x", SSHKeys: map[string]plan.UserKeys{"core": sshDiff().SSHKeys[0]},
 		Files: map[string]plan.File{file.Path: file}}
-	err := f.Preflight(plan.Config{}, desired, plan.Diff{SSHKeysChanged: true})
+	err := f.Preflight(plan.Config{}, desired, sshDiff())
 	var ce *plan.ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "spec.config.storage.files[2].path") {
 		t.Fatalf("Preflight: %v, want a refusal naming files[2].path", err)

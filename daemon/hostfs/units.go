@@ -3,7 +3,6 @@ package hostfs
 import (
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 	"strings"
 
@@ -144,24 +143,4 @@ func (b *batch) managedNames(dir string) ([]string, error) {
 		}
 	}
 	return names, nil
-}
-
-// sshKeysFile returns core's authorized_keys file holding keys.
-func (b *batch) sshKeysFile(keys []string) (plan.File, error) {
-	core, err := b.user("core")
-	if err != nil {
-		return plan.File{}, fmt.Errorf("writing SSH keys: %w", err)
-	}
-	p := path.Join(core.home, ".ssh", "authorized_keys")
-	if !path.IsAbs(core.home) {
-		return plan.File{}, fmt.Errorf("writing SSH keys: home of core %q is not absolute", core.home)
-	}
-	var data []byte
-	if len(keys) > 0 {
-		data = []byte(strings.Join(keys, "\n") + "\n")
-	}
-	return plan.File{
-		Path: p, Contents: data, Mode: 0o600,
-		User: plan.Owner{ID: &core.uid}, Group: plan.Owner{ID: &core.gid},
-	}, nil
 }

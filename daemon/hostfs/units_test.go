@@ -96,12 +96,13 @@ func TestUnitNamesValidated(t *testing.T) {
 
 func TestSSHKeys(t *testing.T) {
 	node, f := newNode(t)
+	mkdir(t, node, "var/home/core", 0o700, 1000)
 	tx, err := f.BeginTxn("ssh")
 	if err != nil {
 		t.Fatal(err)
 	}
 	keys := []string{"ssh-ed25519 AAAA one", "ssh-rsa BBBB two"}
-	if err := tx.WriteSSHKeys(keys); err != nil {
+	if err := tx.WriteSSHKeys("core", keys); err != nil {
 		t.Fatal(err)
 	}
 	if err := tx.Commit(); err != nil {
@@ -114,10 +115,10 @@ func TestSSHKeys(t *testing.T) {
 	if got := stateOf(t, filepath.Join(node, "var/home/core/.ssh/authorized_keys")); got != want {
 		t.Errorf("authorized_keys = %+v, want %+v", got, want)
 	}
-	if err := f.CheckSSHKeys(keys); err != nil {
+	if err := f.CheckSSHKeys("core", keys); err != nil {
 		t.Errorf("check: %v", err)
 	}
-	err = f.CheckSSHKeys(keys[:1])
+	err = f.CheckSSHKeys("core", keys[:1])
 	if err == nil || !strings.Contains(err.Error(), "/var/home/core/.ssh/authorized_keys: contents differ") {
 		t.Errorf("check of other keys: %v", err)
 	}

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"slices"
 	"sort"
+	"strings"
 )
 
 // Compare returns what changes from current to desired. When a section that
@@ -36,7 +37,7 @@ func Compare(current, desired Config) (Diff, error) {
 			d.RemovedUnits = append(d.RemovedUnits, current.Units[n])
 		}
 	}
-	d.SSHKeysChanged = !slices.Equal(current.SSHKeys, desired.SSHKeys)
+	d.SSHKeys = sshKeysEdit(current.SSHKeys, desired.SSHKeys)
 	d.OSImageChanged = current.OSImageURL != desired.OSImageURL
 	d.KernelArgsRemoved, d.KernelArgsAdded = kargsEdit(current.KernelArguments, desired.KernelArguments)
 	d.ExtensionsChanged = !slices.Equal(sortedSet(current.Extensions), sortedSet(desired.Extensions))
@@ -48,6 +49,25 @@ func Compare(current, desired Config) (Diff, error) {
 			Current: current.Unreconcilable, Desired: desired.Unreconcilable}
 	}
 	return d, nil
+}
+
+// sshKeysEdit lists the users whose keys differ, sorted by name: each with
+// its desired keys, or with none (and its current field) when the desired
+// config gives it none.
+func sshKeysEdit(current, desired map[string]UserKeys) []UserKeys {
+	var out []UserKeys
+	for _, name := range SortedKeys(desired) {
+		if d := desired[name]; !slices.Equal(current[name].Keys, d.Keys) {
+			out = append(out, d)
+		}
+	}
+	for _, name := range SortedKeys(current) {
+		if _, ok := desired[name]; !ok {
+			out = append(out, UserKeys{User: name, Field: current[name].Field})
+		}
+	}
+	slices.SortFunc(out, func(a, b UserKeys) int { return strings.Compare(a.User, b.User) })
+	return out
 }
 
 // removableSections are the sections a desired config may drop, as

@@ -62,9 +62,8 @@ func TestCompare(t *testing.T) {
 		{"unit removed", func(c *Config) {
 			delete(c.Units, "bad.service")
 		}, Diff{RemovedUnits: []Unit{{Name: "bad.service", Mask: true}}}},
-		{"ssh keys reordered", func(c *Config) {
-			c.SSHKeys = []string{c.SSHKeys[1], c.SSHKeys[0]}
-		}, Diff{SSHKeysChanged: true}},
+		{"ssh keys reordered", func(c *Config) { c.SSHKeys = map[string]UserKeys{"core": swapped(c.SSHKeys["core"])} },
+			Diff{SSHKeys: []UserKeys{swapped(sampleConfig("").SSHKeys["core"])}}},
 		{"os image", func(c *Config) { c.OSImageURL = "quay.io/os@sha256:2" }, Diff{OSImageChanged: true}},
 		// Appending c a to a a would not give this order: every argument
 		// is deleted and the new ones appended, as upstream does.
@@ -187,7 +186,7 @@ func TestCompareAdoption(t *testing.T) {
 		t.Fatalf("Compare: %v", err)
 	}
 	if len(d.ChangedFiles) != 3 || len(d.ChangedUnits) != 3 || len(d.RemovedFiles) != 0 || len(d.RemovedUnits) != 0 ||
-		!d.SSHKeysChanged || !d.OSImageChanged || !reflect.DeepEqual(d.KernelArgsAdded, []string{"nosmt"}) ||
+		!d.SSHKeysChanged() || !d.OSImageChanged || !reflect.DeepEqual(d.KernelArgsAdded, []string{"nosmt"}) ||
 		!d.ExtensionsChanged || !d.KernelTypeChanged {
 		t.Errorf("adoption diff = %+v, want everything changed", d)
 	}
@@ -228,4 +227,10 @@ func withoutFields(d Diff) Diff {
 		d.RemovedUnits[i].Field = ""
 	}
 	return d
+}
+
+// swapped is k with its first two keys swapped.
+func swapped(k UserKeys) UserKeys {
+	k.Keys = []string{k.Keys[1], k.Keys[0]}
+	return k
 }

@@ -12,7 +12,9 @@ const unitDir = "/etc/systemd/system"
 
 // coreHomes are the homes user core has on the systems the daemon runs on
 // (/var/home/core on ostree systems, where /home links to /var/home). The
-// daemon writes core's SSH keys to <home>/.ssh/authorized_keys.
+// daemon writes core's SSH keys to <home>/.ssh/authorized_keys. Other
+// users' homes are known only on the node: Host.Preflight refuses a file of
+// the config at their key files.
 func coreHomes() []string { return []string{"/home/core", "/var/home/core"} }
 
 // claim is a path the daemon writes for something other than a storage file.
@@ -24,7 +26,7 @@ type claim struct {
 	what string
 }
 
-// claims lists the paths the config's units and SSH keys write, remove or
+// claims lists the paths the config's units and core's SSH keys write, remove or
 // link. A unit's file is claimed whatever the unit sets: the daemon writes
 // it (contents), systemd links it to /dev/null (mask), or the daemon
 // removes its own earlier copy (neither). The unit's drop-in folder is
@@ -39,8 +41,8 @@ func claims(cfg *Config) []claim {
 			claim{path: unitDir + "/" + name + ".d", tree: true, what: fmt.Sprintf("the drop-in folder of %s (%s)", name, u.Field)})
 	}
 	keys := "core's SSH keys"
-	if cfg.SSHKeysField != "" {
-		keys += " (" + cfg.SSHKeysField + ")"
+	if f := cfg.SSHKeys[coreUser].Field; f != "" {
+		keys += " (" + f + ")"
 	}
 	for _, home := range coreHomes() {
 		cs = append(cs, claim{path: home + "/.ssh/authorized_keys", what: keys + ", which the daemon writes from passwd.users[core].sshAuthorizedKeys"})

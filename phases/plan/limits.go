@@ -143,7 +143,7 @@ func (p *parser) checkDepth(path string) string {
 }
 
 // countInline charges the config's inline contents (unit contents, drop-ins
-// and core's SSH keys) to the budget before the files are decoded. The raw
+// and SSH keys) to the budget before the files are decoded. The raw
 // object bounds them, so they only matter with small caps; a unit over
 // what is left is refused, naming it.
 func (p *parser) countInline(c types.Config) {
@@ -159,9 +159,6 @@ func (p *parser) countInline(c types.Config) {
 		}
 	}
 	for i, u := range c.Passwd.Users {
-		if u.Name != coreUser {
-			continue
-		}
 		var n int64
 		for _, k := range u.SSHAuthorizedKeys {
 			n += int64(len(k)) + 1 // one line each

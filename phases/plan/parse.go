@@ -18,7 +18,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 )
 
-// coreUser is the only user whose SSH keys the daemon manages.
+// coreUser is the only user whose password hash the daemon manages.
 const coreUser = "core"
 
 // ParseWithLimits parses and validates a rendered MachineConfig. It accepts

@@ -78,8 +78,8 @@ func sampleConfig(name string) Config {
 			"crio.service": {Field: "spec.config.systemd.units[1]", Name: "crio.service", Dropins: map[string]string{"10-x.conf": "[Service]\nNice=1\n"}},
 			"bad.service":  {Field: "spec.config.systemd.units[2]", Name: "bad.service", Mask: true},
 		},
-		SSHKeys:        []string{"ssh-ed25519 AAAA one", "ssh-ed25519 BBBB two"},
-		SSHKeysField:   "spec.config.passwd.users[0].sshAuthorizedKeys",
+		SSHKeys: map[string]UserKeys{"core": {User: "core", Field: "spec.config.passwd.users[0].sshAuthorizedKeys",
+			Keys: []string{"ssh-ed25519 AAAA one", "ssh-ed25519 BBBB two"}}},
 		Unreconcilable: map[string]string{},
 	}
 }
@@ -271,7 +271,7 @@ func TestParseUnreconcilable(t *testing.T) {
   "files":[{"path":"/etc/a","contents":{"source":"data:,x"},"append":[{"source":"data:,y"}]}]
 },
 "passwd":{
-  "users":[{"name":"core","passwordHash":"$6$x","gecos":"Core","sshAuthorizedKeys":["k"]},{"name":"alice"}],
+  "users":[{"name":"core","passwordHash":"$6$x","gecos":"Core","sshAuthorizedKeys":["k"]},{"name":"alice","homeDir":"/srv/a","sshAuthorizedKeys":["a"]}],
   "groups":[{"name":"admins"}]
 }`)
 	mc := machineConfig("m", raw)
@@ -310,8 +310,11 @@ func TestParseUnreconcilable(t *testing.T) {
 	if c := string(got.Files["/etc/a"].Contents); c != "xy" {
 		t.Errorf("appended contents = %q, want %q", c, "xy")
 	}
-	if !reflect.DeepEqual(got.SSHKeys, []string{"k"}) {
-		t.Errorf("SSH keys = %q", got.SSHKeys)
+	if c := got.Unreconcilable["spec.config.passwd.users[name=alice]"]; c != `{"homeDir":"/srv/a","name":"alice"}` {
+		t.Errorf("alice's entry = %s (her SSH keys are applied in place)", c)
+	}
+	if got.SSHKeys["core"].Keys[0] != "k" || got.SSHKeys["alice"].Keys[0] != "a" || len(got.SSHKeys) != 2 {
+		t.Errorf("SSH keys = %+v", got.SSHKeys)
 	}
 }
 

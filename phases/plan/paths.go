@@ -57,6 +57,12 @@ func checkPathSafety(p string) string {
 	return ""
 }
 
+// CheckNodePath says what is wrong with writing the clean absolute path p
+// that the node gives rather than the config (a user's SSH key file, under
+// its home from /etc/passwd): the folders refused for a config's file are
+// refused for it too.
+func CheckNodePath(p string) string { return checkPathSafety(p) }
+
 // volatileDirs are tmpfs folders (/var/run links to /run).
 func volatileDirs() []string { return []string{"/run", "/var/run"} }
 

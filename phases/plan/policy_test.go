@@ -64,14 +64,14 @@ func TestDefaultPolicyUpstreamCases(t *testing.T) {
 	}{
 		{"a file no rule covers reboots", files(random), ActionReboot, nil},
 		{"pull secret: none", files(pull), ActionNone, nil},
-		{"SSH keys: none", Diff{SSHKeysChanged: true}, ActionNone, nil},
+		{"SSH keys: none", Diff{SSHKeys: coreKeys()}, ActionNone, nil},
 		{"registries: special", files(regs), ActionReloadCRIO, []Action{{Type: ActSpecial}}},
 		{"kubelet CA: none", files(kubeCA), ActionNone, nil},
 		{"registries beside the pull secret", files(regs, pull), ActionReloadCRIO, []Action{{Type: ActSpecial}}},
-		{"OS image beside registries and SSH keys", Diff{ChangedFiles: []File{{Path: regs}}, SSHKeysChanged: true, OSImageChanged: true}, ActionReboot, nil},
+		{"OS image beside registries and SSH keys", Diff{ChangedFiles: []File{{Path: regs}}, SSHKeys: coreKeys(), OSImageChanged: true}, ActionReboot, nil},
 		{"pull secret added", files(pull), ActionNone, nil},
 		{"registries removed", Diff{RemovedFiles: []string{regs}}, ActionReloadCRIO, []Action{{Type: ActSpecial}}},
-		{"kernel arguments beside none", Diff{ChangedFiles: []File{{Path: pull}, {Path: kubeCA}}, SSHKeysChanged: true, KernelArgsAdded: []string{"karg1"}}, ActionReboot, nil},
+		{"kernel arguments beside none", Diff{ChangedFiles: []File{{Path: pull}, {Path: kubeCA}}, SSHKeys: coreKeys(), KernelArgsAdded: []string{"karg1"}}, ActionReboot, nil},
 		{"policy.json: reload", files(policy), ActionReloadCRIO, []Action{reload}},
 		{"signature key: reload", files(gpg), ActionReloadCRIO, []Action{reload}},
 		{"user CA: update-ca-trust, then restart CRI-O", files(userCA), ActionReloadCRIO,
@@ -141,7 +141,7 @@ func TestPostActionCombines(t *testing.T) {
 			PostAction{Kind: ActionRestartUnit, Actions: []Action{{Type: ActRestart, Unit: "foo.service"}, {Type: ActDaemonReload}},
 				Reasons: []string{"/etc/foo/a: Restart foo.service [rule files[0] /etc/foo]",
 					"unit foo.service: DaemonReload, Restart foo.service [rule units[0]]"}}},
-		{"SSH keys by the user's rule", Diff{SSHKeysChanged: true}, PostAction{Kind: ActionReloadUnit,
+		{"SSH keys by the user's rule", Diff{SSHKeys: coreKeys()}, PostAction{Kind: ActionReloadUnit,
 			Actions: []Action{{Type: ActReload, Unit: "sshd.service"}}, Reasons: []string{"SSH keys: Reload sshd.service [rule sshkey]"}}},
 		{"the password hash by the SSH key rule", Diff{PasswordHashChanged: true}, PostAction{Kind: ActionReloadUnit,
 			Actions: []Action{{Type: ActReload, Unit: "sshd.service"}}, Reasons: []string{"password hash: Reload sshd.service [rule sshkey]"}}},
@@ -189,7 +189,7 @@ func TestSummary(t *testing.T) {
 		{"empty", Diff{}, "Post action: None; no drain; no changes"},
 		{"reboot", Diff{
 			ChangedFiles: []File{{Path: "/etc/a"}, {Path: "/etc/b"}}, RemovedFiles: []string{"/etc/c"},
-			ChangedUnits: []Unit{{Name: "foo.service"}}, SSHKeysChanged: true,
+			ChangedUnits: []Unit{{Name: "foo.service"}}, SSHKeys: coreKeys(),
 		}, "Post action: Reboot; drain required; 3 files (1 removed), 1 unit, SSH keys changed, OS image unchanged; " +
 			"reasons: /etc/a: Reboot [no rule matches], /etc/b: Reboot [no rule matches], /etc/c (removed): Reboot [no rule matches] and 2 more"},
 		{"crio", Diff{ChangedFiles: []File{{Path: "/etc/containers/policy.json"}, {Path: "/etc/foo/x"}}},
@@ -198,7 +198,7 @@ func TestSummary(t *testing.T) {
 		{"os", Diff{OSImageChanged: true, KernelArgsAdded: []string{"a", "b"}, KernelArgsRemoved: []string{"c"}, ExtensionsChanged: true, KernelTypeChanged: true},
 			"Post action: Reboot; drain required; 0 files, 0 units, OS image changed, kernel arguments +2 -1, extensions changed, kernel type changed; " +
 				"reasons: OS image: Reboot [always], kernel arguments: Reboot [always], extensions: Reboot [always] and 1 more"},
-		{"ssh", Diff{SSHKeysChanged: true}, "Post action: None; no drain; 0 files, 0 units, SSH keys changed, OS image unchanged; reasons: SSH keys: None [rule default]"},
+		{"ssh", Diff{SSHKeys: coreKeys()}, "Post action: None; no drain; 0 files, 0 units, SSH keys changed, OS image unchanged; reasons: SSH keys: None [rule default]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -217,3 +217,6 @@ func TestActionKindString(t *testing.T) {
 		}
 	}
 }
+
+// coreKeys is a change of core's SSH keys.
+func coreKeys() []UserKeys { return []UserKeys{{User: "core", Keys: []string{"k"}}} }

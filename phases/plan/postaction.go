@@ -41,11 +41,11 @@ func (p Policy) PostAction(current, desired Config, d Diff) PostAction {
 		c.unit(p, u.Name, " (removed)")
 	}
 	// Upstream's sshkey rule decides every change of core's passwd entry:
-	// its SSH keys and its password hash.
+	// its SSH keys and its password hash; here every user's keys too.
 	switch {
-	case d.SSHKeysChanged && d.PasswordHashChanged:
+	case d.SSHKeysChanged() && d.PasswordHashChanged:
 		c.add("SSH keys and password hash", p.SSHKey, p.SSHKeySource)
-	case d.SSHKeysChanged:
+	case d.SSHKeysChanged():
 		c.add("SSH keys", p.SSHKey, p.SSHKeySource)
 	case d.PasswordHashChanged:
 		c.add("password hash", p.SSHKey, p.SSHKeySource)

@@ -9,33 +9,41 @@ import (
 	"github.com/coreos/ignition/v2/config/v3_5/types"
 )
 
-// passwd takes user core's SSH keys and password hash, as
-// machine-config-daemon does; every other passwd setting cannot be applied
-// in place.
+// passwd takes the SSH keys of every user and core's password hash. Upstream's
+// machine-config-daemon takes core's alone; Ignition writes any user's keys
+// to its home, creating the user when missing. nodeconfd writes the keys of
+// users the node already has (Host.Preflight refuses the others: it never
+// creates a user) and leaves every other passwd setting to a reprovision:
+// a change of it cannot be applied in place (docs/parity.md).
 func (p *parser) passwd(cfg *Config, pw types.Passwd) {
 	for i, u := range pw.Users {
-		key := fmt.Sprintf("spec.config.passwd.users[name=%s]", u.Name)
-		if u.Name != coreUser {
-			cfg.Unreconcilable[key] = canonical(u)
+		if msg := checkText("user name", u.Name); msg != "" {
+			p.add(fmt.Sprintf("spec.config.passwd.users[%d].name", i), "%s", msg)
 			continue
 		}
 		if len(u.SSHAuthorizedKeys) > 0 {
-			cfg.SSHKeysField = fmt.Sprintf("spec.config.passwd.users[%d].sshAuthorizedKeys", i)
-		}
-		for _, k := range u.SSHAuthorizedKeys {
-			cfg.SSHKeys = append(cfg.SSHKeys, string(k))
-		}
-		if h := deref(u.PasswordHash); h != "" {
-			if msg := CheckPasswordHash(h); msg != "" {
-				p.add(fmt.Sprintf("spec.config.passwd.users[%d].passwordHash", i), "%s", msg)
+			uk := UserKeys{User: u.Name, Field: fmt.Sprintf("spec.config.passwd.users[%d].sshAuthorizedKeys", i)}
+			for _, k := range u.SSHAuthorizedKeys {
+				uk.Keys = append(uk.Keys, string(k))
 			}
-			cfg.PasswordHash = h
+			if cfg.SSHKeys == nil {
+				cfg.SSHKeys = map[string]UserKeys{}
+			}
+			cfg.SSHKeys[u.Name] = uk
 		}
 		rest := u
 		rest.SSHAuthorizedKeys = nil
-		rest.PasswordHash = nil
-		if !reflect.DeepEqual(rest, types.PasswdUser{Name: coreUser}) {
-			cfg.Unreconcilable[key] = canonical(rest)
+		if u.Name == coreUser {
+			if h := deref(u.PasswordHash); h != "" {
+				if msg := CheckPasswordHash(h); msg != "" {
+					p.add(fmt.Sprintf("spec.config.passwd.users[%d].passwordHash", i), "%s", msg)
+				}
+				cfg.PasswordHash = h
+			}
+			rest.PasswordHash = nil
+		}
+		if !reflect.DeepEqual(rest, types.PasswdUser{Name: u.Name}) {
+			cfg.Unreconcilable[fmt.Sprintf("spec.config.passwd.users[name=%s]", u.Name)] = canonical(rest)
 		}
 	}
 	if len(pw.Groups) > 0 {

@@ -54,7 +54,7 @@ func changeCounts(d Diff) []string {
 		count(len(d.ChangedFiles), len(d.RemovedFiles), "file"),
 		count(len(d.ChangedUnits), len(d.RemovedUnits), "unit"),
 	}
-	if d.SSHKeysChanged {
+	if d.SSHKeysChanged() {
 		counts = append(counts, "SSH keys changed")
 	}
 	if d.PasswordHashChanged {

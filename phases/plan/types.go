@@ -15,11 +15,10 @@ type Config struct {
 	Files map[string]File
 	// Units by unit name (e.g. "crio.service").
 	Units map[string]Unit
-	// SSHKeys are the authorized keys of user "core", in config order.
-	SSHKeys []string
-	// SSHKeysField is core's entry in the MachineConfig, for errors
-	// ("spec.config.passwd.users[0].sshAuthorizedKeys"); "" without keys.
-	SSHKeysField string
+	// SSHKeys holds, by user name, the authorized keys the config gives
+	// each user (core, or any user the node already has); a user without
+	// keys has no entry.
+	SSHKeys map[string]UserKeys
 	// PasswordHash is user core's password hash, "" when the config sets
 	// none (then "*", no password, is set, as machine-config-daemon does).
 	PasswordHash string
@@ -59,6 +58,20 @@ type Owner struct {
 	Name string
 }
 
+// UserKeys is one user's authorized keys, written to ~/.ssh/authorized_keys
+// (the home from the node's /etc/passwd), as Ignition writes them on a
+// system without authorized_keys.d.
+type UserKeys struct {
+	// User is the user's name, looked up in the node's account files.
+	User string
+	// Field is the user's keys in the MachineConfig, for errors
+	// ("spec.config.passwd.users[1].sshAuthorizedKeys").
+	Field string
+	// Keys in config order. In a Diff, none means the desired config has
+	// no keys for the user any more: its key file is removed.
+	Keys []string
+}
+
 // Unit is one systemd unit of the config.
 type Unit struct {
 	// Field is the unit's entry in the MachineConfig, for errors
@@ -83,8 +96,11 @@ type Diff struct {
 	// Units written or changed (contents, drop-ins, enablement, mask), sorted by name.
 	ChangedUnits []Unit
 	// Units the desired config no longer has (with their old definition), sorted.
-	RemovedUnits   []Unit
-	SSHKeysChanged bool
+	RemovedUnits []Unit
+	// SSHKeys are the users whose authorized keys change, sorted by name,
+	// with their desired keys (see UserKeys); a removed user's Field is
+	// its entry in the current config.
+	SSHKeys []UserKeys
 	// PasswordHashChanged says user core's password hash changes.
 	PasswordHashChanged bool
 	OSImageChanged      bool
@@ -103,10 +119,13 @@ type Diff struct {
 func (d Diff) Empty() bool {
 	return len(d.ChangedFiles) == 0 && len(d.RemovedFiles) == 0 &&
 		len(d.ChangedUnits) == 0 && len(d.RemovedUnits) == 0 &&
-		!d.SSHKeysChanged && !d.PasswordHashChanged && !d.OSImageChanged &&
+		len(d.SSHKeys) == 0 && !d.PasswordHashChanged && !d.OSImageChanged &&
 		len(d.KernelArgsRemoved) == 0 && len(d.KernelArgsAdded) == 0 &&
 		!d.ExtensionsChanged && !d.KernelTypeChanged
 }
+
+// SSHKeysChanged reports whether any user's authorized keys change.
+func (d Diff) SSHKeysChanged() bool { return len(d.SSHKeys) > 0 }
 
 // OSChanged reports whether the diff needs an OS updater (image, kernel
 // arguments, extensions or kernel type).

@@ -32,7 +32,7 @@ type Report struct {
 	Refusal    *Refusal     `json:"refusal,omitempty"`
 	Files      []FileChange `json:"files,omitempty"`
 	Units      []UnitChange `json:"units,omitempty"`
-	SSHKeys    *SSHKeys     `json:"sshKeys,omitempty"`
+	SSHKeys    []SSHKeys    `json:"sshKeys,omitempty"`
 	OSImage    *Transition  `json:"osImage,omitempty"`
 	KernelArgs *KernelArgs  `json:"kernelArguments,omitempty"`
 	PostAction *PostAction  `json:"postAction,omitempty"`
@@ -151,10 +151,12 @@ type Transition struct {
 	To   string `json:"to"`
 }
 
-// SSHKeys counts core's authorized keys before and after.
+// SSHKeys counts one user's authorized keys before and after (after 0: the
+// user's key file is removed, its original from before the daemon put back).
 type SSHKeys struct {
-	Before int `json:"before"`
-	After  int `json:"after"`
+	User   string `json:"user"`
+	Before int    `json:"before"`
+	After  int    `json:"after"`
 	Decided
 }
 
@@ -206,9 +208,9 @@ func Build(current, desired string, dec phases.Decision, err error, policy plan.
 		r.Units = append(r.Units, UnitChange{Name: u.Name, Change: Removed,
 			Decided: decidedUnit(policy, u.Name)})
 	}
-	if d.SSHKeysChanged {
-		r.SSHKeys = &SSHKeys{Before: len(dec.Current.SSHKeys), After: len(dec.Desired.SSHKeys),
-			Decided: Decided{Action: plan.DescribeActions(policy.SSHKey), Source: policy.SSHKeySource}}
+	for _, k := range d.SSHKeys {
+		r.SSHKeys = append(r.SSHKeys, SSHKeys{User: k.User, Before: len(dec.Current.SSHKeys[k.User].Keys), After: len(k.Keys),
+			Decided: Decided{Action: plan.DescribeActions(policy.SSHKey), Source: policy.SSHKeySource}})
 	}
 	if d.OSImageChanged {
 		r.OSImage = &Transition{From: dec.Current.OSImageURL, To: dec.Desired.OSImageURL}

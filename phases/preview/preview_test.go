@@ -43,16 +43,7 @@ func buildCases() []buildCase {
 	base := mc("rendered-worker-a", ign(files(file("/etc/a", "one"), file("/etc/gone", "x")),
 		`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["k1"]}]}`,
 		`"systemd":{"units":[{"name":"u.service","contents":`+unitText+`,"dropins":[{"name":"10-a.conf","contents":"a"}]}]}`))
-	return []buildCase{
-		{"ssh keys only: none", base, mc("rendered-worker-b", ign(files(file("/etc/a", "one"), file("/etc/gone", "x")),
-			`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["k1","k2"]}]}`,
-			`"systemd":{"units":[{"name":"u.service","contents":`+unitText+`,"dropins":[{"name":"10-a.conf","contents":"a"}]}]}`)),
-			func(t *testing.T, r Report) {
-				if !r.Apply || r.PostAction.Kind != "None" || r.DrainRequired || r.SSHKeys == nil ||
-					r.SSHKeys.Before != 1 || r.SSHKeys.After != 2 || len(r.Files)+len(r.Units) != 0 {
-					t.Errorf("report %+v", r)
-				}
-			}, []string{"would be applied", "Post action: None; no drain", "SSH keys of core: 1 -> 2  => None [rule default]"}},
+	return append(sshBuildCases(base), []buildCase{
 		{"files: reload crio and restart by rule; mode and owner", nil,
 			mc("rendered-worker-b", ign(files(file("/etc/containers/registries.conf", "unqualified-search-registries%20%3D%20%5B%22docker.io%22%5D"),
 				file("/etc/app/x.conf", "abc", `"mode":384`, `"user":{"name":"core"}`)))),
@@ -124,6 +115,33 @@ func buildCases() []buildCase {
 					t.Errorf("refusal %+v", r.Refusal)
 				}
 			}, []string{`Error: MachineConfig "99-worker-ssh": metadata.name: not a rendered config`}},
+	}...)
+}
+
+// sshBuildCases change SSH keys from base, which gives core one key.
+func sshBuildCases(base *mcfgv1.MachineConfig) []buildCase {
+	return []buildCase{
+		{"ssh keys only: none", base, mc("rendered-worker-b", ign(files(file("/etc/a", "one"), file("/etc/gone", "x")),
+			`"passwd":{"users":[{"name":"core","sshAuthorizedKeys":["k1","k2"]}]}`,
+			`"systemd":{"units":[{"name":"u.service","contents":`+unitText+`,"dropins":[{"name":"10-a.conf","contents":"a"}]}]}`)),
+			func(t *testing.T, r Report) {
+				if !r.Apply || r.PostAction.Kind != "None" || r.DrainRequired || len(r.SSHKeys) != 1 || r.SSHKeys[0].User != "core" ||
+					r.SSHKeys[0].Before != 1 || r.SSHKeys[0].After != 2 || len(r.Files)+len(r.Units) != 0 {
+					t.Errorf("report %+v", r)
+				}
+			}, []string{"would be applied", "Post action: None; no drain", "SSH keys of core: 1 -> 2  => None [rule default]"}},
+		// Each user's keys are a line of their own: alice's added, core's
+		// removed (0: the key file removed).
+		{"ssh keys of two users", base, mc("rendered-worker-b", ign(files(file("/etc/a", "one"), file("/etc/gone", "x")),
+			`"passwd":{"users":[{"name":"alice","sshAuthorizedKeys":["a1","a2","a3"]}]}`,
+			`"systemd":{"units":[{"name":"u.service","contents":`+unitText+`,"dropins":[{"name":"10-a.conf","contents":"a"}]}]}`)),
+			func(t *testing.T, r Report) {
+				want := []SSHKeys{{User: "alice", After: 3}, {User: "core", Before: 1}}
+				if len(r.SSHKeys) != 2 || r.SSHKeys[0].User != want[0].User || r.SSHKeys[0].After != 3 || r.SSHKeys[0].Before != 0 ||
+					r.SSHKeys[1].User != want[1].User || r.SSHKeys[1].Before != 1 || r.SSHKeys[1].After != 0 || r.PostAction.Kind != "None" {
+					t.Errorf("SSH keys %+v, want %+v", r.SSHKeys, want)
+				}
+			}, []string{"SSH keys of alice: 0 -> 3  => None [rule default]", "SSH keys of core: 1 -> 0  => None [rule default]"}},
 	}
 }
 

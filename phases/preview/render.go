@@ -46,8 +46,8 @@ func (r Report) Text(w io.Writer) error {
 	r.Drain.write(&b)
 	writeFiles(&b, r.Files)
 	writeUnits(&b, r.Units)
-	if k := r.SSHKeys; k != nil {
-		fmt.Fprintf(&b, "SSH keys of core: %d -> %d  => %s%s\n", k.Before, k.After, k.Action, ruleNote(k.Decided))
+	for _, k := range r.SSHKeys {
+		fmt.Fprintf(&b, "SSH keys of %s: %d -> %d  => %s%s\n", k.User, k.Before, k.After, k.Action, ruleNote(k.Decided))
 	}
 	if o := r.OSImage; o != nil {
 		fmt.Fprintf(&b, "OS image: %s -> %s  => reboot\n", orDash(o.From), orDash(o.To))
@@ -62,7 +62,7 @@ func (r Report) Text(w io.Writer) error {
 		}
 		fmt.Fprintf(&b, "Kernel arguments: %s  => reboot\n", strings.Join(edit, "; "))
 	}
-	if len(r.Files)+len(r.Units) == 0 && r.SSHKeys == nil && r.OSImage == nil && r.KernelArgs == nil {
+	if len(r.Files)+len(r.Units) == 0 && len(r.SSHKeys) == 0 && r.OSImage == nil && r.KernelArgs == nil {
 		b.WriteString("No changes.\n")
 	}
 	if r.NotPreviewed != "" {

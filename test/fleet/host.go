@@ -73,11 +73,11 @@ func (h *host) CheckUnit(u plan.Unit) error {
 	return nil
 }
 
-func (h *host) CheckSSHKeys(keys []string) error {
+func (h *host) CheckSSHKeys(user string, keys []string) error {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	if string(h.files[sshPath]) != strings.Join(keys, "\n") {
-		return fmt.Errorf("%s: keys differ", sshPath)
+	if string(h.files[sshPath(user)]) != strings.Join(keys, "\n") {
+		return fmt.Errorf("%s: keys differ", sshPath(user))
 	}
 	return nil
 }
@@ -101,7 +101,8 @@ func (h *host) ReadState(name string) ([]byte, error) {
 	return bytes.Clone(d), nil
 }
 
-const sshPath = "/home/core/.ssh/authorized_keys.d/ignition"
+// sshPath stands for a user's authorized_keys.
+func sshPath(user string) string { return "/home/" + user + "/.ssh/authorized_keys" }
 
 // shadowPath stands for core's entry in /etc/shadow.
 const shadowPath = "/etc/shadow:core"
@@ -160,8 +161,8 @@ func (t *txn) WriteUnit(u plan.Unit) error {
 
 func (t *txn) RemoveUnit(u plan.Unit) error { return t.locked(func() { t.put(unitPath(u.Name), nil) }) }
 
-func (t *txn) WriteSSHKeys(keys []string) error {
-	return t.locked(func() { t.put(sshPath, []byte(strings.Join(keys, "\n"))) })
+func (t *txn) WriteSSHKeys(user string, keys []string) error {
+	return t.locked(func() { t.put(sshPath(user), []byte(strings.Join(keys, "\n"))) })
 }
 
 func (t *txn) SetPasswordHash(hash string) error {
