@@ -52,6 +52,15 @@ func (g *Granter) Decide(ctx context.Context, l *coordinationv1.Lease, node *cor
 	held := slices.Contains(l.Finalizers, SurgeFinalizer)
 	draining := isDraining(node)
 	deleting := l.DeletionTimestamp != nil
+	if held && !deleting && !draining {
+		// Ending a surge the daemon still holds: the Node as the API
+		// server has it, not as a cache a moment behind the cordon may.
+		n, err := g.Client.Nodes().Get(ctx, nodeName, metav1.GetOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("reading node %s of surge slot %s: %w", nodeName, l.Name, err)
+		}
+		draining = err == nil && isDraining(n)
+	}
 	switch {
 	case held && rerr == nil && (deleting || !draining):
 		return g.end(ctx, l, rec, deleting)

@@ -79,6 +79,17 @@ func (gb *grantBed) decide(name string, node *corev1.Node) *coordinationv1.Lease
 	return l
 }
 
+// uncordon lifts node a's cordon, as its daemon does after the drain.
+func (gb *grantBed) uncordon() *corev1.Node {
+	gb.t.Helper()
+	a := gb.a.DeepCopy()
+	a.Spec.Unschedulable, a.Annotations = false, nil
+	if _, err := gb.client.CoreV1().Nodes().Update(context.Background(), a, metav1.UpdateOptions{}); err != nil {
+		gb.t.Fatal(err)
+	}
+	return a
+}
+
 func (gb *grantBed) replicas(name string) int32 {
 	d, err := gb.client.AppsV1().Deployments("shop").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
@@ -128,8 +139,14 @@ func TestGranterRaisesOnceAndPutsBack(t *testing.T) {
 	if n := gb.replicas("web"); n != 3 {
 		t.Errorf("web at %d replicas after a second request, want 3", n)
 	}
+	// A cache a moment behind the cordon ends nothing: the Node is read again.
+	stale := gb.a.DeepCopy()
+	stale.Spec.Unschedulable = false
+	if l := gb.decide("nodeconfd-surge-0", stale); l == nil || gb.replicas("web") != 3 {
+		t.Errorf("a stale Node ended the surge: Lease %v, web at %d replicas", l, gb.replicas("web"))
+	}
 	// The node's cordon lifted: the controller ends the surge itself.
-	if l := gb.decide("nodeconfd-surge-0", gb.b); l != nil {
+	if l := gb.decide("nodeconfd-surge-0", gb.uncordon()); l != nil {
 		t.Errorf("Lease left after its node stopped draining: %v", l.Finalizers)
 	}
 	if n := gb.replicas("web"); n != 2 {
@@ -146,7 +163,7 @@ func TestGranterLeavesAChangedCount(t *testing.T) {
 	if _, err := gb.client.AppsV1().Deployments("shop").Update(context.Background(), d, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	if l := gb.decide("nodeconfd-surge-0", gb.b); l != nil {
+	if l := gb.decide("nodeconfd-surge-0", gb.uncordon()); l != nil {
 		t.Errorf("Lease left: %v", l)
 	}
 	if n := gb.replicas("web"); n != 7 {
