@@ -167,11 +167,12 @@ func (g *Granter) grant(ctx context.Context, l *coordinationv1.Lease, w workload
 func (g *Granter) finishRaise(ctx context.Context, l *coordinationv1.Lease, rec surgeRecord) error {
 	d := &Drainer{Client: g.Client}
 	cur, err := d.currentReplicas(ctx, rec.Workload)
+	raised := false
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
 		return err
 	case err == nil && cur == rec.From:
-		err = d.setReplicas(ctx, rec.Workload, rec.From, rec.To)
+		err, raised = d.setReplicas(ctx, rec.Workload, rec.From, rec.To), true
 	case err == nil && cur != rec.To:
 		err = fmt.Errorf("%s has %d replicas, not the %d recorded", rec.Workload, cur, rec.From)
 	}
@@ -179,8 +180,10 @@ func (g *Granter) finishRaise(ctx context.Context, l *coordinationv1.Lease, rec 
 		g.Log.Info("Surge not raised", zap.String("lease", l.Name), zap.String("workload", rec.Workload.String()), zap.Error(err))
 		return g.answer(ctx, l, map[string]string{surgeRefusedAnn: "raising the replicas: " + err.Error()}, true)
 	}
-	g.Log.Info("Surged a workload for a node's drain", zap.String("lease", l.Name), zap.String("node", l.Labels[surgeNodeLabel]),
-		zap.String("workload", rec.Workload.String()), zap.Int32("from", rec.From), zap.Int32("to", rec.To))
+	if raised { // (else a cache behind the answer: raised already)
+		g.Log.Info("Surged a workload for a node's drain", zap.String("lease", l.Name), zap.String("node", l.Labels[surgeNodeLabel]),
+			zap.String("workload", rec.Workload.String()), zap.Int32("from", rec.From), zap.Int32("to", rec.To))
+	}
 	return g.answer(ctx, l, map[string]string{surgeRaisedAnn: "true"}, false)
 }
 
