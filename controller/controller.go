@@ -29,6 +29,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
+	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 )
@@ -54,6 +55,10 @@ type Controller struct {
 	// finish now, "" when it could (drain.Drainer.WouldBlock). The rollout
 	// hands its config to such nodes last.
 	DrainBlocked func(ctx context.Context, node string) (string, error)
+	// Surges, when set, answers the drains' surge requests (the slot
+	// Leases of the daemons' namespace): the only writer of a surged
+	// workload's replicas.
+	Surges *drain.Granter
 	// Retention is how many of each pool's unused rendered configs are
 	// kept, the newest; the older ones are deleted (gc.go). 0 deletes
 	// none.
@@ -112,6 +117,13 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	}
 	if err := c.watchMachineConfiguration(ctx); err != nil {
 		return err
+	}
+	if c.Surges != nil {
+		go func() {
+			if err := c.Surges.Run(ctx, c.nodes); err != nil && ctx.Err() == nil {
+				c.Log.Warn("Surge requests no longer answered", zap.Error(err))
+			}
+		}()
 	}
 	if !cache.WaitForCacheSync(ctx.Done(), c.pools.HasSynced, c.configs.HasSynced, c.nodes.HasSynced, c.mcns.HasSynced) {
 		return ctx.Err()

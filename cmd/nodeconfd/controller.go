@@ -125,7 +125,8 @@ func runController(args []string) error {
 	defer events.Shutdown()
 	c := &controller.Controller{API: api, Log: log, Events: events, OwnNode: os.Getenv("NODE_NAME"), Retention: o.retention,
 		Render: render.Options{BaseOSImageURL: o.osImage, BaseOSExtensionsImage: o.extensionsImage,
-			ControllerVersion: version, Limits: o.limits}}
+			ControllerVersion: version, Limits: o.limits},
+		Surges: &drain.Granter{Client: api, Namespace: o.namespace, Log: log.Named("surge")}}
 	if o.drainForecast {
 		c.DrainBlocked = func(ctx context.Context, node string) (string, error) {
 			d := &drain.Drainer{Client: api, NodeName: node, Surge: drain.SurgeOptions{Max: o.surgeMax}}

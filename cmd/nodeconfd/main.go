@@ -122,7 +122,8 @@ func parseFlags(args []string) (options, error) {
 	selectorFlag(fs, "drain-last-selector", "a label selector of the pods the drain evicts only once every other pod "+
 		"is gone (e.g. app=storage-manager)", &o.drainLast)
 	fs.IntVar(&o.surgeMax, "drain-surge-max", 1, "how many workloads the drains of all nodes may surge at once (one more "+
-		"replica where a PodDisruptionBudget refuses an eviction, for a Deployment or Parallel StatefulSet annotated "+
+		"replica, asked of nodeconfd controller, where a PodDisruptionBudget refuses an eviction, for a Deployment or "+
+		"Parallel StatefulSet annotated "+
 		drain.SurgeAnnotation+"=true, or any owner with a scale subresource in a namespace so annotated; 0: never); "+
 		"set the same on every node")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")

@@ -9,7 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"go.uber.org/zap"
 	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -24,11 +23,15 @@ import (
 // budget allows the eviction, and the replicas go back as soon as it is
 // accepted. A budget is never broken; the surge only adds capacity.
 //
-// Each surge holds one of Max slot Leases (nodeconfd-surge-0 …) in
-// Namespace: the cluster-wide cap, taken by a create that only one daemon
-// can win. The Lease is written before the replicas change and names the
-// workload and its replica count, so a daemon killed mid-surge puts the
-// replicas back when it starts again (RestoreSurges).
+// The daemon never changes a workload itself: it asks nodeconfd
+// controller (Granter) through one of Max slot Leases (nodeconfd-surge-0
+// …) in Namespace, naming only the refused pod. The controller checks that
+// the node drains and that the pod runs there, records the owner's replica
+// count in the Lease, raises it by one and answers; the daemon's delete of
+// the Lease asks for the count back, which the controller puts before it
+// lets the Lease go (a finalizer). A stolen daemon token can thus move only
+// the owner of a pod on its own node, only while that node is cordoned,
+// only between the recorded count and one more.
 type SurgeOptions struct {
 	// Max is how many workloads may be surged at once in the cluster; 0
 	// turns surges off.
@@ -49,11 +52,13 @@ type SurgeOptions struct {
 // Leases. Raise it only with the policy's name pattern.
 const MaxSurgeSlots = 100
 
-// The slot Lease's record of a surge. The policy bounds what a slot Lease
-// may hold to this: a change here needs one there.
+// A slot Lease: the daemon writes the label, the holder and the pod (and
+// nothing else: the policy nodeconfd-surge bounds it to that); the
+// controller writes the record and the answer.
 const (
 	surgeLeasePrefix = "nodeconfd-surge-"
 	surgeNodeLabel   = "nodeconfd.io/surge-node"
+	surgePodAnn      = "nodeconfd.io/surge-pod"      // namespace/name, the daemon's request
 	surgeWorkloadAnn = "nodeconfd.io/surge-workload" // Kind/namespace/name
 	surgeUIDAnn      = "nodeconfd.io/surge-uid"
 	surgeFromAnn     = "nodeconfd.io/surge-from"
@@ -61,6 +66,13 @@ const (
 	// surgeAPIAnn is "<apiVersion> <resource>" of a workload reached
 	// through its scale subresource.
 	surgeAPIAnn = "nodeconfd.io/surge-api"
+	// surgeRaisedAnn is the controller's answer once the replicas are
+	// raised; surgeRefusedAnn its refusal, with why.
+	surgeRaisedAnn  = "nodeconfd.io/surge-raised"
+	surgeRefusedAnn = "nodeconfd.io/surge-refused"
+	// SurgeFinalizer holds a granted slot Lease until the controller has
+	// put the replicas back.
+	SurgeFinalizer = "nodeconfd.io/surge"
 )
 
 // surgeRecord is one surge: the workload and its replicas before and during
@@ -166,47 +178,6 @@ func (d *Drainer) surgeable(ctx context.Context, pod *corev1.Pod) (w workload, q
 	return w, false, surgeRefusal(w, hpas.Items, time.Now()), nil
 }
 
-// raise surges the pod's owner by one replica: the slot Lease first (the
-// record), then the replicas. It returns nil and why when the owner must
-// not be surged, nil and "" when it did not opt in.
-func (d *Drainer) raise(ctx context.Context, pod *corev1.Pod) (*surgeRecord, string, error) {
-	w, quiet, why, err := d.surgeable(ctx, pod)
-	if err != nil || quiet || why != "" {
-		return nil, why, err
-	}
-	rec := &surgeRecord{Workload: w, From: w.Replicas, To: w.Replicas + 1}
-	if rec.Lease, err = d.takeSlot(ctx, rec); err != nil {
-		return nil, "", err
-	}
-	if err := d.setReplicas(ctx, w, rec.From, rec.To); err != nil {
-		if derr := d.freeSlot(ctx, rec.Lease); derr != nil {
-			err = fmt.Errorf("%w; then %v", err, derr)
-		}
-		return nil, "", err
-	}
-	return rec, "", nil
-}
-
-// lower puts a surged workload's replicas back, unless someone changed them
-// since (then they are left as they are, and said so), and frees the slot.
-func (d *Drainer) lower(ctx context.Context, rec surgeRecord) (changed string, err error) {
-	w := rec.Workload
-	cur, err := d.currentReplicas(ctx, w)
-	switch {
-	case apierrors.IsNotFound(err):
-		changed = w.String() + " is gone"
-	case err != nil:
-		return "", err
-	case cur != rec.To:
-		changed = fmt.Sprintf("%s has %d replicas, not the surge's %d: someone else changed them; left as they are", w, cur, rec.To)
-	default:
-		if err := d.setReplicas(ctx, w, rec.To, rec.From); err != nil {
-			return "", err
-		}
-	}
-	return changed, d.freeSlot(ctx, rec.Lease)
-}
-
 // currentReplicas reads the workload's spec.replicas; a NotFound error also
 // when its name now belongs to another object.
 func (d *Drainer) currentReplicas(ctx context.Context, w workload) (int32, error) {
@@ -261,110 +232,6 @@ func (d *Drainer) setReplicas(ctx context.Context, w workload, from, to int32) e
 	if err != nil {
 		return fmt.Errorf("setting the replicas of %s from %d to %d: %w", w, from, to, err)
 	}
-	return nil
-}
-
-// takeSlot creates the first free slot Lease, recording the surge in it.
-func (d *Drainer) takeSlot(ctx context.Context, rec *surgeRecord) (string, error) {
-	w := rec.Workload
-	for i := range d.Surge.Max {
-		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: surgeLeasePrefix + strconv.Itoa(i), Namespace: d.Surge.Namespace,
-				Labels: map[string]string{surgeNodeLabel: d.NodeName},
-				Annotations: map[string]string{
-					surgeWorkloadAnn: w.Kind + "/" + w.Namespace + "/" + w.Name, surgeUIDAnn: string(w.UID),
-					surgeFromAnn: strconv.Itoa(int(rec.From)), surgeToAnn: strconv.Itoa(int(rec.To)),
-				}},
-			Spec: coordinationv1.LeaseSpec{HolderIdentity: &d.NodeName},
-		}
-		if w.scaled() {
-			lease.Annotations[surgeAPIAnn] = w.APIVersion + " " + w.Resource
-		}
-		_, err := d.Client.Leases(d.Surge.Namespace).Create(ctx, lease, metav1.CreateOptions{})
-		if apierrors.IsAlreadyExists(err) {
-			continue
-		}
-		if err != nil {
-			return "", fmt.Errorf("recording the surge of %s in Lease %s/%s: %w", w, d.Surge.Namespace, lease.Name, err)
-		}
-		return lease.Name, nil
-	}
-	return "", fmt.Errorf("%w (--drain-surge-max=%d%s)", errSurgeCap, d.Surge.Max, d.slotHolders(ctx))
-}
-
-// slotHolders names who holds the surge slots, for the message of a surge
-// that found none free: a node down for good keeps its slot until an
-// administrator deletes the Lease, and this is how they find it.
-func (d *Drainer) slotHolders(ctx context.Context) string {
-	list, err := d.Client.Leases(d.Surge.Namespace).List(ctx, metav1.ListOptions{LabelSelector: surgeNodeLabel})
-	if err != nil || len(list.Items) == 0 {
-		return ""
-	}
-	var held []string
-	for i, l := range list.Items {
-		if i == 3 {
-			held = append(held, fmt.Sprintf("and %d more", len(list.Items)-3))
-			break
-		}
-		kind, what, _ := strings.Cut(l.Annotations[surgeWorkloadAnn], "/") // Kind/namespace/name
-		held = append(held, fmt.Sprintf("Lease %s held by node %s for %s %s", l.Name, l.Labels[surgeNodeLabel], kind, what))
-	}
-	return ": " + strings.Join(held, ", ")
-}
-
-func (d *Drainer) freeSlot(ctx context.Context, name string) error {
-	err := d.Client.Leases(d.Surge.Namespace).Delete(ctx, name, metav1.DeleteOptions{})
-	if err != nil && !apierrors.IsNotFound(err) {
-		return fmt.Errorf("freeing surge slot %s/%s: %w", d.Surge.Namespace, name, err)
-	}
-	return nil
-}
-
-// RestoreSurges puts back the replicas of every surge this node's slot
-// Leases record: surges a killed daemon left behind. It runs at the
-// daemon's start and before each drain.
-func (d *Drainer) RestoreSurges(ctx context.Context) error {
-	if d.Surge.Namespace == "" {
-		return nil
-	}
-	list, err := d.Client.Leases(d.Surge.Namespace).List(ctx, metav1.ListOptions{LabelSelector: surgeNodeLabel + "=" + d.NodeName})
-	if err != nil {
-		return fmt.Errorf("listing the surge slots of node %s: %w", d.NodeName, err)
-	}
-	log := d.logger(ctx)
-	var errs []error
-	for _, l := range list.Items {
-		rec, err := recordOf(l)
-		if err != nil {
-			log.Warn("Surge slot unreadable; freeing it", zap.String("lease", l.Name), zap.Error(err))
-			errs = append(errs, d.freeSlot(ctx, l.Name))
-			continue
-		}
-		log.Info("Putting back the replicas of a surge left behind", zap.String("workload", rec.Workload.String()),
-			zap.Int32("from", rec.To), zap.Int32("to", rec.From))
-		errs = append(errs, d.endSurge(ctx, log, rec))
-	}
-	return errors.Join(errs...)
-}
-
-// endSurge lowers a surge and tells of it (log, Event, metric).
-func (d *Drainer) endSurge(ctx context.Context, log *zap.Logger, rec surgeRecord) error {
-	changed, err := d.lower(ctx, rec)
-	if err != nil {
-		log.Warn("Cannot put back the replicas of a surge; retried at the next drain or start",
-			zap.String("workload", rec.Workload.String()), zap.Error(err))
-		d.surgeEvent(rec.Workload, true, "DrainSurgeFailed", "Cannot put back the replicas of "+rec.Workload.String()+
-			" after the drain of node "+d.NodeName+": "+err.Error())
-		d.surgeCount("failed")
-		return err
-	}
-	msg := fmt.Sprintf("Put the replicas of %s back to %d after evicting its pod from node %s", rec.Workload, rec.From, d.NodeName)
-	if changed != "" {
-		msg = "Surge of " + rec.Workload.String() + " for node " + d.NodeName + " ended: " + changed
-	}
-	log.Info("Surge ended", zap.String("workload", rec.Workload.String()), zap.String("changed", changed))
-	d.surgeEvent(rec.Workload, changed != "", "DrainSurgeEnded", msg)
-	d.surgeCount("lowered")
 	return nil
 }
 

@@ -33,7 +33,8 @@ import (
 // raises the replicas to 2; the daemon's process is SIGKILLed
 // then, before the new pod is Ready (its readiness probe waits 4 s); the kubelet restarts it,
 // it puts the replicas back, surges again, and the drain finishes. Sampled every 100 ms, the
-// Deployment never has zero Ready pods, and its replicas end where they began.
+// Deployment never has zero Ready pods, and its replicas end where they began. The replicas are
+// changed by the shipped controller, on the daemon's request, with its own token.
 func surgeDrain(ctx context.Context, t *testing.T, nodes map[string]*testbed.KubeNode, logs map[string]*testbed.StatusLog,
 	ignition string) {
 	t.Helper()
@@ -108,6 +109,14 @@ func soloWorkload(ctx context.Context, t *testing.T) {
 			Template: corev1.PodTemplateSpec{
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
+					// Away from the controller's node if it can: that node's drain evicts the
+					// controller's two replicas, which the bed runs on it alone (a cluster spreads
+					// them over two nodes), and the surge is the controller's to answer. The
+					// surge's new pod may still go there.
+					Affinity: &corev1.Affinity{NodeAffinity: &corev1.NodeAffinity{
+						PreferredDuringSchedulingIgnoredDuringExecution: []corev1.PreferredSchedulingTerm{{Weight: 100,
+							Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
+								Key: testbed.ControllerNodeLabel, Operator: corev1.NodeSelectorOpDoesNotExist}}}}}}},
 					TerminationGracePeriodSeconds: new(int64),
 					Containers: []corev1.Container{{Name: "idle", Image: images.Workload, ImagePullPolicy: corev1.PullNever,
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{

@@ -146,7 +146,7 @@ func TestWouldBlock(t *testing.T) {
 	}
 	check("surges off", []string{"The drain could not finish now: pod wb/pinned-a: PodDisruptionBudget pinned allows 0 disruptions",
 		"pod wb/solo-a: PodDisruptionBudget solo allows 0 disruptions"}, []string{"cannot surge"})
-	watchSurges(d, name)
+	watchSurges(t, d, name)
 	check("surges on", []string{"pod wb/pinned-a: PodDisruptionBudget pinned"}, []string{"solo-a"})
 	one := int32(1)
 	if _, err := client.AutoscalingV2().HorizontalPodAutoscalers(name).Create(ctx, &autoscalingv2.HorizontalPodAutoscaler{

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -19,6 +20,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 )
 
 // surgeEvents records what a drainer's surges tell (Events and metric).
@@ -28,7 +30,19 @@ type surgeEvents struct {
 	counts map[string]int
 }
 
-func watchSurges(d *drain.Drainer, ns string) *surgeEvents {
+// watchSurges turns surges on for d, with slot Leases in ns, and runs the controller's half
+// (drain.Granter) over them until the test ends.
+func watchSurges(t *testing.T, d *drain.Drainer, ns string) *surgeEvents {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() { cancel(); <-done })
+	g := &drain.Granter{Client: kubetest.API(client, nil), Namespace: ns, Log: zaptest.NewLogger(t).Named("granter")}
+	go func() {
+		defer close(done)
+		if err := g.Run(ctx, nil); err != nil && ctx.Err() == nil {
+			t.Errorf("granter: %v", err)
+		}
+	}()
 	s := &surgeEvents{counts: map[string]int{}}
 	d.Surge = drain.SurgeOptions{Max: 1, Namespace: ns,
 		Event: func(ref corev1.ObjectReference, warning bool, reason, msg string) {
@@ -52,7 +66,7 @@ func TestSurgeKeepsTheBudget(t *testing.T) {
 	const name = "surge"
 	d := node(t, name)
 	node(t, name+"-elsewhere")
-	surges := watchSurges(d, name)
+	surges := watchSurges(t, d, name)
 	rs := replicaSet(t, name, "solo")
 	optIn(t, name, "solo")
 	createPod(t, name, "solo-a", rs)
@@ -97,7 +111,7 @@ func TestSurgeKeepsTheBudget(t *testing.T) {
 func TestSurgeRefusedUnderAnAutoscaler(t *testing.T) {
 	const name = "surge-hpa"
 	d := node(t, name)
-	watchSurges(d, name)
+	watchSurges(t, d, name)
 	rs := replicaSet(t, name, "scaled")
 	optIn(t, name, "scaled")
 	one := int32(1)
@@ -137,9 +151,14 @@ func TestSurgeRefusedUnderAnAutoscaler(t *testing.T) {
 func TestRestoreSurgesLeftBehind(t *testing.T) {
 	const name = "surge-left"
 	d := node(t, name)
-	surges := watchSurges(d, name)
+	surges := watchSurges(t, d, name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The node still cordoned, as a daemon killed mid-drain leaves it: the controller holds its
+	// surges until the daemon ends them.
+	if _, err := d.Cordon(ctx); err != nil {
+		t.Fatal(err)
+	}
 	for i, c := range []struct {
 		app      string
 		replicas int32
@@ -149,7 +168,9 @@ func TestRestoreSurgesLeftBehind(t *testing.T) {
 		holder := name
 		if _, err := client.CoordinationV1().Leases(name).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Name: "nodeconfd-surge-" + strconv.Itoa(i), Labels: map[string]string{"nodeconfd.io/surge-node": name},
+			Finalizers: []string{drain.SurgeFinalizer},
 			Annotations: map[string]string{"nodeconfd.io/surge-workload": "Deployment/" + name + "/" + c.app,
+				"nodeconfd.io/surge-pod": name + "/" + c.app + "-a", "nodeconfd.io/surge-raised": "true",
 				"nodeconfd.io/surge-uid": string(dep.UID), "nodeconfd.io/surge-from": "1", "nodeconfd.io/surge-to": "2"}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -234,7 +255,7 @@ func TestSurgeThroughScale(t *testing.T) {
 	const name = "surge-rs"
 	d := node(t, name)
 	node(t, name+"-elsewhere")
-	watchSurges(d, name)
+	watchSurges(t, d, name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := client.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType,
@@ -283,7 +304,7 @@ func TestSurgeThroughScale(t *testing.T) {
 func TestSurgeSlotsTaken(t *testing.T) {
 	const name = "surge-full"
 	d := node(t, name)
-	watchSurges(d, name)
+	watchSurges(t, d, name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	gone := "worker-gone"

@@ -67,6 +67,8 @@ func TestKubectlApply(t *testing.T) {
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node-evictions",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-surge",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-surge",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-surge-controller",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-surge-controller",
 		"serviceaccount/nodeconfd-controller",
 		"clusterrole.rbac.authorization.k8s.io/nodeconfd-controller",
 		"clusterrolebinding.rbac.authorization.k8s.io/nodeconfd-controller",

@@ -46,12 +46,15 @@ func TestDaemonRBAC(t *testing.T) {
 		{"patch", "", "events", "", "default", true},
 		{"get", "", "events", "", "default", true},
 		{"list", "", "configmaps", "", "nodeconfd", false}, // only the windows' ConfigMaps, by name
-		// The drain's surge: owners, opt-in, autoscalers; replicas through a patch or a scale.
+		// The drain's surge: owners, opt-in, autoscalers, read only; the controller changes the
+		// replicas on the daemon's request (issue 41).
 		{"get", "apps", "replicasets", "", "apps", true},
 		{"get", "apps", "deployments", "", "apps", true},
-		{"patch", "apps", "deployments", "", "apps", true},
-		{"patch", "apps", "statefulsets", "", "apps", true},
-		{"patch", "apps.kruise.io", "clonesets", "scale", "apps", true},
+		{"get", "apps.kruise.io", "clonesets", "scale", "apps", true},
+		{"patch", "apps", "deployments", "", "apps", false},
+		{"patch", "apps", "statefulsets", "", "apps", false},
+		{"patch", "apps.kruise.io", "clonesets", "scale", "apps", false},
+		{"update", "apps", "deployments", "scale", "apps", false},
 		{"list", "autoscaling", "horizontalpodautoscalers", "", "apps", true},
 		{"get", "", "namespaces", "", "", true},
 
@@ -71,9 +74,10 @@ func TestDaemonRBAC(t *testing.T) {
 		{"update", "apps", "replicasets", "", "apps", false},
 		{"patch", "apps", "daemonsets", "", "apps", false},
 		{"get", "example.com", "widgets", "", "apps", false}, // no other kind is read
-		// Leases: only the surge slots in its own namespace (create, list, delete; the policy
-		// nodeconfd-surge narrows them to its own node's). The disruption budget of Leases is gone.
-		{"get", "coordination.k8s.io", "leases", "", "nodeconfd", false},
+		// Leases: only the surge slots in its own namespace (create, get for the controller's
+		// answer, list, delete; the policy nodeconfd-surge narrows them to its own node's). The
+		// disruption budget of Leases is gone.
+		{"get", "coordination.k8s.io", "leases", "", "nodeconfd", true},
 		{"list", "coordination.k8s.io", "leases", "", "nodeconfd", true},
 		{"create", "coordination.k8s.io", "leases", "", "nodeconfd", true},
 		{"update", "coordination.k8s.io", "leases", "", "nodeconfd", false},

@@ -62,8 +62,11 @@ func TestOwnNodeOnly(t *testing.T) {
 	}
 
 	t.Run("Surge", func(t *testing.T) { surgeWrites(ctx, t, b, k) })
-	t.Run("SurgeSpec", func(t *testing.T) { surgeSpecPinned(ctx, t, b, k) })
+	ctl := controllerClient(ctx, t, b)
+	t.Run("SurgeController", func(t *testing.T) { surgeControllerWrites(ctx, t, b, ctl) })
+	t.Run("SurgeSpec", func(t *testing.T) { surgeSpecPinned(ctx, t, b, ctl) })
 	t.Run("SurgeSlots", func(t *testing.T) { surgeSlotsBounded(ctx, t, k) })
+	t.Run("SurgeGrants", func(t *testing.T) { surgeGrants(ctx, t, b, k, ctl) })
 
 	t.Run("UnboundToken", func(t *testing.T) {
 		u := kubernetes.NewForConfigOrDie(b.unbound)

@@ -47,7 +47,7 @@ func surgeSlotsBounded(ctx context.Context, t *testing.T, k kubernetes.Interface
 			l := daemonSlot(fmt.Sprintf("nodeconfd-surge-%d", 10+i), nodeA)
 			c.change(l)
 			_, err := leases.Create(ctx, l, metav1.CreateOptions{})
-			if err := wantSurgeDenied(err, "a surge slot holds only spec.holderIdentity"); err != nil {
+			if err := wantSurgeDenied(err, "a surge slot the daemon writes holds only spec.holderIdentity"); err != nil {
 				t.Error(err)
 			}
 			if err := wantSurgeDenied(err, "not "+c.field); err != nil {
@@ -70,8 +70,8 @@ func oversizedSlots() []oversizedSlot {
 		{"HugeAnnotation", "metadata.annotations[example.com/filler]", func(l *coordinationv1.Lease) {
 			l.Annotations["example.com/filler"] = strings.Repeat("x", 200<<10)
 		}},
-		{"LongWorkload", "metadata.annotations[nodeconfd.io/surge-workload]", func(l *coordinationv1.Lease) {
-			l.Annotations["nodeconfd.io/surge-workload"] = "Deployment/default/" + strings.Repeat("w", 500)
+		{"LongPod", "metadata.annotations[nodeconfd.io/surge-pod]", func(l *coordinationv1.Lease) {
+			l.Annotations["nodeconfd.io/surge-pod"] = "default/" + strings.Repeat("p", 500)
 		}},
 		{"Label", "metadata.labels[example.com/extra]", func(l *coordinationv1.Lease) { l.Labels["example.com/extra"] = "x" }},
 		{"SpecField", "spec.leaseDurationSeconds", func(l *coordinationv1.Lease) { l.Spec.LeaseDurationSeconds = &seconds }},
@@ -79,19 +79,14 @@ func oversizedSlots() []oversizedSlot {
 	}
 }
 
-// daemonSlot is a slot Lease as daemon/drain's takeSlot writes it for a workload reached
-// through its scale subresource (every annotation it writes), each value as long as the
-// daemon can make it: a kind of 63 bytes, a namespace of 63, a name of 253, an API group of 253.
+// daemonSlot is a slot Lease as daemon/drain's takeSlot writes it, its one annotation as long
+// as the daemon can make it: a namespace of 63 bytes and a pod name of 253.
 func daemonSlot(name, node string) *coordinationv1.Lease {
 	return &coordinationv1.Lease{
 		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: namespace,
 			Labels: map[string]string{"nodeconfd.io/surge-node": node},
 			Annotations: map[string]string{
-				"nodeconfd.io/surge-workload": strings.Repeat("K", 63) + "/" + strings.Repeat("n", 63) + "/" + strings.Repeat("w", 253),
-				"nodeconfd.io/surge-uid":      "0f6c3b7e-2a51-4c1e-9d0b-5e8f7a6b4c3d",
-				"nodeconfd.io/surge-from":     "2147483646",
-				"nodeconfd.io/surge-to":       "2147483647",
-				"nodeconfd.io/surge-api":      strings.Repeat("g", 253) + "/v1alpha1 " + strings.Repeat("r", 63),
+				"nodeconfd.io/surge-pod": strings.Repeat("n", 63) + "/" + strings.Repeat("p", 253),
 			}},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &node},
 	}

@@ -14,7 +14,8 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 )
 
-// surgeSpecPinned: a surge's patch of an opted-in StatefulSet or Deployment may change
+// surgeSpecPinned: a surge's patch (nodeconfd controller's token k) of an opted-in StatefulSet
+// or Deployment may change
 // spec.replicas by one and no other field of the spec, above all none the policy did not list
 // field by field before (a StatefulSet's persistentVolumeClaimRetentionPolicy, ordinals,
 // revisionHistoryLimit): with whenScaled: Delete slipped into a +1, the -1 that follows
@@ -51,7 +52,7 @@ func surgeSpecPinned(ctx context.Context, t *testing.T, b *bed, k kubernetes.Int
 			if _, err := b.admin.AppsV1().StatefulSets("default").Create(ctx, one, metav1.CreateOptions{}); err != nil {
 				t.Fatal(err)
 			}
-			if err := wantSurgeDenied(stsReplicas(ctx, k, one.Name, 1, 2, c.op), refused+c.field); err != nil {
+			if err := wantSurgeControllerDenied(stsReplicas(ctx, k, one.Name, 1, 2, c.op), refused+c.field); err != nil {
 				t.Error(err)
 			}
 		})
@@ -59,7 +60,7 @@ func surgeSpecPinned(ctx context.Context, t *testing.T, b *bed, k kubernetes.Int
 	// A Deployment alike: every spec field but replicas.
 	err := patchDeployment(ctx, k, "surge-in", `[{"op":"test","path":"/spec/replicas","value":1},`+
 		`{"op":"replace","path":"/spec/replicas","value":2},{"op":"add","path":"/spec/paused","value":true}]`)
-	if err := wantSurgeDenied(err, refused+"spec.paused"); err != nil {
+	if err := wantSurgeControllerDenied(err, refused+"spec.paused"); err != nil {
 		t.Errorf("pausing a Deployment with a surge: %v", err)
 	}
 }
@@ -85,4 +86,10 @@ func stsReplicas(ctx context.Context, k kubernetes.Interface, name string, from,
 	_, err := k.AppsV1().StatefulSets("default").Patch(ctx, name, types.JSONPatchType, []byte(patch+"]"),
 		metav1.PatchOptions{FieldManager: drain.SurgeFieldManager})
 	return err
+}
+
+// wantSurgeControllerDenied checks err is a Forbidden refusal by nodeconfd-surge-controller
+// whose message has want.
+func wantSurgeControllerDenied(err error, want string) error {
+	return wantDeniedBy(err, "nodeconfd-surge-controller", want)
 }
