@@ -46,7 +46,10 @@ type progressView struct {
 	Elapsed, Timeout time.Duration
 }
 
-// Blocking says what the drain waits on, without the times.
+// Blocking says what the drain waits on, without the times: the blocking
+// pods grouped by cause (one budget refusing ten pods is one line, not
+// ten), each group naming at most maxBlockers pods, at most maxBlockers
+// groups, in the order of their first pods' names.
 func (v progressView) Blocking() string {
 	msg := fmt.Sprintf("Evicted %d/%d pods", v.Evicted, v.Total)
 	if v.Terminating > 0 {
@@ -55,17 +58,58 @@ func (v progressView) Blocking() string {
 	if len(v.Blockers) == 0 {
 		return msg
 	}
-	bs := append([]blocker(nil), v.Blockers...)
-	sort.Slice(bs, func(i, j int) bool { return bs[i].Pod < bs[j].Pod })
+	groups := groupBlockers(v.Blockers)
 	var parts []string
-	for i, b := range bs {
+	for i, g := range groups {
 		if i == maxBlockers {
-			parts = append(parts, fmt.Sprintf("and %d more pods", len(bs)-maxBlockers))
+			rest := 0
+			for _, g := range groups[i:] {
+				rest += len(g.pods)
+			}
+			parts = append(parts, fmt.Sprintf("and %d more pods", rest))
 			break
 		}
-		parts = append(parts, "pod "+b.Pod+": "+b.Why)
+		parts = append(parts, g.String())
 	}
 	return msg + "; waiting on " + strings.Join(parts, "; ")
+}
+
+// blockerGroup is the pods blocked for one reason.
+type blockerGroup struct {
+	why  string
+	pods []string
+}
+
+// String names the pods ("pod a", "pods a, b and 3 more") and the reason.
+func (g blockerGroup) String() string {
+	if len(g.pods) == 1 {
+		return "pod " + g.pods[0] + ": " + g.why
+	}
+	names := g.pods[:min(len(g.pods), maxBlockers)]
+	s := "pods " + strings.Join(names, ", ")
+	if more := len(g.pods) - len(names); more > 0 {
+		s += fmt.Sprintf(" and %d more", more)
+	}
+	return s + ": " + g.why
+}
+
+// groupBlockers groups the blockers by reason, pods sorted by name, groups
+// by their first pod.
+func groupBlockers(bs []blocker) []blockerGroup {
+	sorted := append([]blocker(nil), bs...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].Pod < sorted[j].Pod })
+	var groups []blockerGroup
+	at := map[string]int{}
+	for _, b := range sorted {
+		i, ok := at[b.Why]
+		if !ok {
+			i = len(groups)
+			at[b.Why] = i
+			groups = append(groups, blockerGroup{why: b.Why})
+		}
+		groups[i].pods = append(groups[i].pods, b.Pod)
+	}
+	return groups
 }
 
 // String is the progress message: what the drain waits on, since when, and

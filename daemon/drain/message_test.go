@@ -53,15 +53,46 @@ func TestProgressMessage(t *testing.T) {
 	}
 }
 
-func TestProgressMessageNamesAtMostFivePods(t *testing.T) {
-	v := progressView{Total: 8}
-	for i := 0; i < 8; i++ {
-		v.Blockers = append(v.Blockers, blocker{fmt.Sprintf("apps/p%d", i), "x"})
+// Pods blocked for one reason are one group naming at most five; at most
+// five groups are named, the rest counted.
+func TestProgressMessageGroupsByCause(t *testing.T) {
+	budget := "PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3)"
+	for _, tc := range []struct {
+		name     string
+		blockers []blocker
+		want     string
+	}{
+		{"one budget, eight pods", blockersOf(budget, "apps/p", 8),
+			"waiting on pods apps/p0, apps/p1, apps/p2, apps/p3, apps/p4 and 3 more: " + budget},
+		{"two causes, interleaved", append(blockersOf(budget, "apps/web-", 2), blocker{"apps/db-0", "still terminating 12s past its 30s grace period"},
+			blocker{"apps/web-9", budget}),
+			"waiting on pod apps/db-0: still terminating 12s past its 30s grace period; pods apps/web-0, apps/web-1, apps/web-9: " + budget},
+		{"seven causes", func() []blocker {
+			var bs []blocker
+			for i := range 7 {
+				bs = append(bs, blocker{fmt.Sprintf("apps/p%d", i), fmt.Sprintf("cause %d", i)})
+			}
+			return append(bs, blocker{"apps/p9", "cause 6"})
+		}(),
+			"waiting on pod apps/p0: cause 0; pod apps/p1: cause 1; pod apps/p2: cause 2; pod apps/p3: cause 3; pod apps/p4: cause 4; and 3 more pods"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			v := progressView{Total: len(tc.blockers), Blockers: tc.blockers}
+			want := fmt.Sprintf("Evicted 0/%d pods; ", len(tc.blockers)) + tc.want
+			if got := v.Blocking(); got != want {
+				t.Errorf("got  %q\nwant %q", got, want)
+			}
+		})
 	}
-	want := "Evicted 0/8 pods; waiting on pod apps/p0: x; pod apps/p1: x; pod apps/p2: x; pod apps/p3: x; pod apps/p4: x; and 3 more pods"
-	if got := v.Blocking(); got != want {
-		t.Errorf("got  %q\nwant %q", got, want)
+}
+
+// blockersOf is n pods named prefix0… blocked for why.
+func blockersOf(why, prefix string, n int) []blocker {
+	var bs []blocker
+	for i := range n {
+		bs = append(bs, blocker{fmt.Sprintf("%s%d", prefix, i), why})
 	}
+	return bs
 }
 
 func TestStuckTerminating(t *testing.T) {
