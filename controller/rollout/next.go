@@ -289,7 +289,7 @@ func soakWait(in Input) (string, time.Duration) {
 		if !isUpdated(n, in.Target) {
 			continue
 		}
-		t, ok := finishedAt(n, in.MCNs[n.Name], in.Target)
+		t, ok := finishedAt(n, in.MCNs[n.Name], in.Target, in.Now)
 		if !ok {
 			return fmt.Sprintf("soak of %s: waiting for its MachineConfigNode to report Updated for %s", n.Name, in.Target), 0
 		}
