@@ -29,8 +29,10 @@ func (c *Controller) answerReboots(ctx context.Context, pool *mcfgv1.MachineConf
 		if err := c.patchGrant(ctx, node, why); err != nil {
 			return fmt.Errorf("granting node %s its reboot: %w", name, err)
 		}
+		// The request is the node's own text: cleaned and cut in the log and the Event.
+		why = rollout.Clean(why, 256)
 		log.Info("Granted a node its reboot", zap.String("node", name), zap.String("request", why))
-		c.event(pool, false, "RebootGranted", fmt.Sprintf("Node %s may reboot (requested: %s)", name, rollout.Cut(why, 256)))
+		c.event(pool, false, "RebootGranted", fmt.Sprintf("Node %s may reboot (requested: %q)", name, why))
 	}
 	for _, name := range d.Revoke {
 		node, err := c.cachedNode(name)

@@ -139,12 +139,14 @@ func reported(pool *mcfgv1.MachineConfigPool, err error) bool {
 }
 
 // ensureRendered creates the rendered config unless it exists. One that
-// exists with other contents (made by hand, or changed since) is never
-// overwritten: nodes may run it; the pool stops, naming it (refused).
+// exists and is not this pool's (other contents, not created by this
+// controller for this pool, labelled or held by a finalizer) is never
+// rolled out nor overwritten: nodes may run it; the pool stops, naming it
+// (refused), until it is deleted.
 func (c *Controller) ensureRendered(ctx context.Context, pool *mcfgv1.MachineConfigPool, mc *mcfgv1.MachineConfig,
 	log *zap.Logger) (refused, err error) {
 	if obj, ok, _ := c.configs.GetStore().GetByKey(mc.Name); ok {
-		return sameRendered(obj.(*mcfgv1.MachineConfig), mc), nil
+		return sameRendered(obj.(*mcfgv1.MachineConfig), mc, pool), nil
 	}
 	mc = mc.DeepCopy()
 	mc.OwnerReferences = renderedOwner(pool)
@@ -154,7 +156,7 @@ func (c *Controller) ensureRendered(ctx context.Context, pool *mcfgv1.MachineCon
 		if err != nil {
 			return nil, fmt.Errorf("reading MachineConfig %s: %w", mc.Name, err)
 		}
-		return sameRendered(got, mc), nil
+		return sameRendered(got, mc, pool), nil
 	}
 	if err != nil {
 		return nil, fmt.Errorf("creating MachineConfig %s: %w", mc.Name, err)
@@ -173,16 +175,34 @@ func renderedOwner(pool *mcfgv1.MachineConfigPool) []metav1.OwnerReference {
 		Name: pool.Name, UID: pool.UID, Controller: &yes}}
 }
 
-// sameRendered refuses a rendered config of the right name with other
-// contents.
-func sameRendered(have, want *mcfgv1.MachineConfig) error {
+// sameRendered refuses a rendered config of the right name that is not
+// the one this controller would create for the pool: other contents, or
+// not the pool's own (its controlling owner another object, or the pool
+// as it was before it was deleted and made again), labelled (a pool could
+// select it as a fragment) or held by a finalizer. Anyone who may create
+// MachineConfigs can make such a config before the controller does; the
+// pool then stops, saying so, rather than hand out a config that is not
+// its render. Upstream's render controller overwrites it
+// (resourceapply.ApplyMachineConfig); this controller may not change a
+// MachineConfig at all (docs/security.md).
+func sameRendered(have, want *mcfgv1.MachineConfig, pool *mcfgv1.MachineConfigPool) error {
 	a, _ := json.Marshal(have.Spec)
 	b, _ := json.Marshal(want.Spec)
-	if string(a) != string(b) {
-		return fmt.Errorf("MachineConfig %s: spec: exists with other contents than the pool's MachineConfigs render to "+
-			"(rendered configs are never changed; delete it if no node runs it)", have.Name)
+	why := ""
+	switch ref := metav1.GetControllerOfNoCopy(have); {
+	case string(a) != string(b):
+		why = "spec: exists with other contents than the pool's MachineConfigs render to"
+	case ref == nil || ref.Kind != "MachineConfigPool" || ref.Name != pool.Name || ref.UID != pool.UID:
+		why = "metadata.ownerReferences: exists, but was not created by the controller for this pool"
+	case len(have.Labels) > 0:
+		why = "metadata.labels: exists with labels, which the controller's rendered configs never have"
+	case len(have.Finalizers) > 0:
+		why = "metadata.finalizers: exists with finalizers, which the controller's rendered configs never have"
+	default:
+		return nil
 	}
-	return nil
+	return fmt.Errorf("MachineConfig %s: %s (rendered configs are never changed and this one is not rolled out; "+
+		"delete it if no node runs it, and the controller creates it again)", have.Name, why)
 }
 
 // hand gives node the config by its desiredConfig annotation. The patch

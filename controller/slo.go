@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -13,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nodeconfd/nodeconfd/controller/rollout"
+	"github.com/nodeconfd/nodeconfd/daemon/waits"
 )
 
 // SLOSource asks Prometheus a pool's service-level queries.
@@ -25,13 +27,22 @@ type SLOSource interface {
 // sloTimeout bounds one query.
 const sloTimeout = 10 * time.Second
 
+// An SLO query's answer is read up to maxSLOBody bytes and maxSLOSeries
+// samples: a query that names a million series (or a Prometheus that
+// streams without end) is refused, and the rollout waits saying why,
+// rather than the controller reading it into memory.
+const (
+	maxSLOBody   = 4 << 20
+	maxSLOSeries = 10000
+)
+
 // Prometheus is the SLOSource of a Prometheus server, through its own
 // client library.
 type Prometheus struct{ api promv1.API }
 
 // NewPrometheus returns the SLOSource of the Prometheus at url.
 func NewPrometheus(url string) (*Prometheus, error) {
-	c, err := api.NewClient(api.Config{Address: url})
+	c, err := api.NewClient(api.Config{Address: url, RoundTripper: waits.CapBody(http.DefaultTransport, maxSLOBody)})
 	if err != nil {
 		return nil, fmt.Errorf("the Prometheus client for %s: %w", url, err)
 	}
@@ -48,6 +59,10 @@ func (p *Prometheus) Values(ctx context.Context, expr string) ([]float64, error)
 	}
 	switch v := v.(type) {
 	case model.Vector:
+		if len(v) > maxSLOSeries {
+			return nil, fmt.Errorf("the query gives %d series, over the %d read: narrow it (by sum, max or a label)",
+				len(v), maxSLOSeries)
+		}
 		out := make([]float64, 0, len(v))
 		for _, s := range v {
 			out = append(out, float64(s.Value))

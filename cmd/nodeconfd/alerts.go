@@ -24,11 +24,11 @@ func addAlertFlags(fs *flag.FlagSet) *alertOptions {
 	fs.StringVar(&a.url, "prometheus-url", "", "Prometheus to ask for alerts (e.g. http://prometheus.monitoring:9090): "+
 		"while an alert the --alert-* flags pick fires, updates that drain or reboot wait (none: no alert gating)")
 	fs.StringVar(&a.names, "alert-name-regexp", "", "only alerts whose whole name matches this regexp hold updates "+
-		"(none: every alert)")
+		"(with --prometheus-url, this or --alert-label-selector is needed; '.+' for every alert)")
 	fs.StringVar(&a.ignore, "alert-ignore-regexp", "", "alerts whose whole name matches this regexp never hold "+
 		"updates, as kured's --alert-filter-regexp (e.g. Watchdog|InfoInhibitor, which kube-prometheus fires always)")
 	fs.StringVar(&a.labels, "alert-label-selector", "", "only alerts whose labels this Kubernetes label selector "+
-		"selects hold updates (e.g. \"severity in (critical,warning)\"; none: any labels)")
+		"selects hold updates (e.g. \"severity in (critical,warning)\"; none: any labels, when --alert-name-regexp is set)")
 	fs.StringVar(&a.unreachable, "alerts-unreachable", "hold", "when Prometheus cannot be asked: hold (wait, the "+
 		"default) or proceed (update as if no alert fired)")
 	return a
@@ -44,6 +44,12 @@ func (a *alertOptions) check() error {
 			return fmt.Errorf("--alert-name-regexp, --alert-ignore-regexp and --alert-label-selector need --prometheus-url")
 		}
 		return nil
+	}
+	// No default selection: every alert would let anyone who can make
+	// one fire (a tenant's PrometheusRule) hold every node's updates.
+	if a.names == "" && a.labels == "" {
+		return fmt.Errorf("--prometheus-url: say which alerts hold updates with --alert-label-selector " +
+			"(e.g. 'severity=critical') or --alert-name-regexp ('.+' for every alert)")
 	}
 	u, err := url.Parse(a.url)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {

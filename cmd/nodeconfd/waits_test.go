@@ -38,21 +38,29 @@ func TestAlertFlags(t *testing.T) {
 		f.Labels.String() != "severity in (critical,warning)" {
 		t.Errorf("filter %+v", f)
 	}
-	for _, tc := range []struct{ args, want string }{
-		{"--alerts-unreachable=maybe", "--alerts-unreachable"},
-		{"--alert-name-regexp=Node.*", "need --prometheus-url"},
-		{"--prometheus-url=ftp://prom", "--prometheus-url"},
-		{"--prometheus-url=http://", "--prometheus-url"},
-		{"--prometheus-url=http://user:secret@prom:9090", "--prometheus-url"},
+	sel := "--alert-label-selector=severity=critical"
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--alerts-unreachable=maybe"}, "--alerts-unreachable"},
+		{[]string{"--alert-name-regexp=Node.*"}, "need --prometheus-url"},
+		{[]string{"--prometheus-url=ftp://prom", sel}, "--prometheus-url"},
+		{[]string{"--prometheus-url=http://", sel}, "--prometheus-url"},
+		{[]string{"--prometheus-url=http://user:secret@prom:9090", sel}, "--prometheus-url"},
+		// No selection is no default of every alert: it is refused, the ignore list alone too.
+		{[]string{"--prometheus-url=http://prom:9090"}, "say which alerts hold updates"},
+		{[]string{"--prometheus-url=http://prom:9090", "--alert-ignore-regexp=Watchdog"}, "say which alerts hold updates"},
 	} {
-		if _, err := parseFlags([]string{"--node-name", "n1", tc.args}); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, err := parseFlags(append([]string{"--node-name", "n1"}, tc.args...)); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: %v, want an error with %q", tc.args, err, tc.want)
 		}
 	}
 	for _, tc := range []struct{ flag, value string }{
 		{"--alert-name-regexp", "Node("}, {"--alert-ignore-regexp", "[x"}, {"--alert-label-selector", "severity in ("},
 	} {
-		_, err := parseFlags([]string{"--node-name", "n1", "--prometheus-url", "http://prom:9090", tc.flag, tc.value})
+		_, err := parseFlags([]string{"--node-name", "n1", "--prometheus-url", "http://prom:9090", "--alert-name-regexp=.+",
+			tc.flag, tc.value})
 		if err == nil || !strings.Contains(err.Error(), tc.flag) {
 			t.Errorf("%s %s: %v, want an error naming the flag", tc.flag, tc.value, err)
 		}

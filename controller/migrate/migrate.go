@@ -68,6 +68,10 @@ func IsLeaseBudget(l *coordinationv1.Lease) bool {
 	return false
 }
 
+// maxBudgetLeases bounds the Leases read: the old budget had at most a
+// slot and a waiter per node.
+const maxBudgetLeases = 20000
+
 // DeleteLeaseBudget deletes the old disruption budget's Leases in
 // namespace (IsLeaseBudget) and returns their names. It lists only the
 // Leases that carry BudgetLabel; each is deleted with its UID as a
@@ -77,13 +81,18 @@ func DeleteLeaseBudget(ctx context.Context, client kube.Resource[*coordinationv1
 	if log == nil {
 		log = zap.NewNop()
 	}
-	list, err := client.List(ctx, metav1.ListOptions{LabelSelector: BudgetLabel})
+	var leases []coordinationv1.Lease
+	_, err := kube.Pages(ctx, client.List, metav1.ListOptions{LabelSelector: BudgetLabel}, "Leases labelled "+BudgetLabel,
+		maxBudgetLeases, func(l *coordinationv1.LeaseList) error {
+			leases = append(leases, l.Items...)
+			return nil
+		})
 	if err != nil {
 		return nil, fmt.Errorf("listing the Leases of the old disruption budget in namespace %s: %w", namespace, err)
 	}
 	var deleted []string
-	for i := range list.Items {
-		l := &list.Items[i]
+	for i := range leases {
+		l := &leases[i]
 		if !IsLeaseBudget(l) {
 			log.Info("Leaving a Lease labelled as the old disruption budget's: its name is not one the budget used",
 				zap.String("lease", namespace+"/"+l.Name), zap.String("budget", l.Labels[BudgetLabel]))

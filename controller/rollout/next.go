@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -197,7 +198,7 @@ func candidates(needing []*corev1.Node, mcns map[string]*mcfgv1.MachineConfigNod
 			continue
 		}
 		if v, ok := n.Annotations[PauseAnnotation]; ok {
-			v = cut(v, maxPauseText)
+			v = Clean(v, maxPauseText)
 			skipped = append(skipped, NodeReason{Node: n.Name, Reason: fmt.Sprintf("paused by annotation %s=%q", PauseAnnotation, v)})
 			continue
 		}
@@ -251,7 +252,7 @@ func drainableFirst(cands []*corev1.Node, room int, blocked func(string) string,
 			ok = append(ok, n) // nothing better: it waits uncordoned on its node
 			continue
 		}
-		*skipped = append(*skipped, NodeReason{Node: n.Name, Reason: "handed later: " + cut(why[i], 200)})
+		*skipped = append(*skipped, NodeReason{Node: n.Name, Reason: "handed later: " + Clean(why[i], 200)})
 	}
 	return ok
 }
@@ -289,7 +290,7 @@ func soakWait(in Input) (string, time.Duration) {
 		if !isUpdated(n, in.Target) {
 			continue
 		}
-		t, ok := finishedAt(n, in.MCNs[n.Name], in.Target)
+		t, ok := finishedAt(n, in.MCNs[n.Name], in.Target, in.Now)
 		if !ok {
 			return fmt.Sprintf("soak of %s: waiting for its MachineConfigNode to report Updated for %s", n.Name, in.Target), 0
 		}
@@ -332,13 +333,27 @@ func joinCapped(items []string) string {
 			out = append(out, fmt.Sprintf("and %d more", len(items)-maxListed))
 			break
 		}
-		out = append(out, cut(it, maxNodeText))
+		out = append(out, Clean(it, maxNodeText))
 	}
 	return strings.Join(out, ", ")
 }
 
-// Cut shortens s to at most n bytes without splitting a character.
-func Cut(s string, n int) string { return cut(s, n) }
+// Clean is text a node or a tenant wrote, made fit to quote in a status or
+// an Event: valid UTF-8, every control and bidirectional-control character
+// (a newline, an escape sequence, a right-to-left override that would
+// make the text read otherwise) a space, cut at n bytes.
+func Clean(s string, n int) string {
+	if len(s) > 4*n {
+		s = s[:4*n] // the cut below needs no more; the mapping need not see megabytes
+	}
+	s = strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) || unicode.Is(unicode.Bidi_Control, r) {
+			return ' '
+		}
+		return r
+	}, strings.ToValidUTF8(s, " "))
+	return cut(s, n)
+}
 
 // cut shortens s to at most n bytes without splitting a character.
 func cut(s string, n int) string {

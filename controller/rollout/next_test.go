@@ -199,6 +199,8 @@ func TestNextTime(t *testing.T) {
 	}
 	d1, m1 := done("worker-1", now.Add(-6*time.Minute))
 	d2, m2 := done("worker-2", now.Add(-1*time.Minute))
+	dFuture, mFuture := done("worker-4", now.AddDate(10, 0, 0))
+	dSkew, mSkew := done("worker-5", now.Add(30*time.Second))
 	pool := mkPool("worker", "")
 	runNext(t, []nextCase{
 		{"window closed", Input{Pool: pool, Target: v1, Nodes: three(), Now: now, Windows: berlin},
@@ -220,6 +222,16 @@ func TestNextTime(t *testing.T) {
 			Nodes: []*corev1.Node{d1, mkNode("worker-3", v0, v0, ready(T))},
 			MCNs:  map[string]*mcfgv1.MachineConfigNode{"worker-1": mkMCN("worker-1", v0, now.Add(-time.Hour), "")}},
 			nil, "soak of worker-1: waiting", 0, nil},
+		// A node's finish time years ahead (its own word) would hold the whole pool that long;
+		// it is not believed. One within the clock skew allowed is.
+		{"soak of a time years ahead: not believed", Input{Pool: pool, Target: v1, Now: now, Soak: 5 * time.Minute,
+			Nodes: []*corev1.Node{d1, dFuture, mkNode("worker-3", v0, v0, ready(T))},
+			MCNs:  map[string]*mcfgv1.MachineConfigNode{"worker-1": m1, "worker-4": mFuture}},
+			[]string{"worker-3"}, "", 0, nil},
+		{"soak of a time within the clock skew", Input{Pool: pool, Target: v1, Now: now, Soak: 5 * time.Minute,
+			Nodes: []*corev1.Node{dSkew, mkNode("worker-3", v0, v0, ready(T))},
+			MCNs:  map[string]*mcfgv1.MachineConfigNode{"worker-5": mSkew}},
+			nil, "next node at 2026-03-03T12:05:30Z: soak of worker-5 (5m0s)", 5*time.Minute + 30*time.Second, nil},
 		{"no soak", Input{Pool: pool, Target: v1, Now: now, Nodes: []*corev1.Node{d2, mkNode("worker-3", v0, v0, ready(T))}},
 			[]string{"worker-3"}, "", 0, nil},
 	})

@@ -174,11 +174,21 @@ func sortNodes(nodes []*corev1.Node) {
 	})
 }
 
+// maxClockSkew is how far ahead of the controller's clock a node's own
+// clock may run: a finish time later than that is not believed.
+const maxClockSkew = time.Minute
+
 // finishedAt is when the node finished target: its MachineConfigNode's
 // Updated condition's transition to True, when the MachineConfigNode
 // reports target as current. ok is false when the node has not finished
 // target or its MachineConfigNode does not (yet) say when.
-func finishedAt(n *corev1.Node, mcn *mcfgv1.MachineConfigNode, target string) (t time.Time, ok bool) {
+//
+// The time is the node's word. One more than maxClockSkew after now is
+// not believed and counts as the zero time (the node's soak is over): a
+// node that wrote a time years ahead would otherwise hold its whole pool
+// for that long, past its one place in maxUnavailable, while it gains
+// nothing it could not have by writing a time in the past.
+func finishedAt(n *corev1.Node, mcn *mcfgv1.MachineConfigNode, target string, now time.Time) (t time.Time, ok bool) {
 	if !isUpdated(n, target) || mcn == nil || mcn.Status.ConfigVersion == nil ||
 		mcn.Status.ConfigVersion.Current != target {
 		return time.Time{}, false
@@ -186,6 +196,9 @@ func finishedAt(n *corev1.Node, mcn *mcfgv1.MachineConfigNode, target string) (t
 	c := mcnCondition(mcn, string(mcfgv1.MachineConfigNodeUpdated))
 	if c == nil || c.Status != metav1.ConditionTrue {
 		return time.Time{}, false
+	}
+	if c.LastTransitionTime.Time.After(now.Add(maxClockSkew)) {
+		return time.Time{}, true
 	}
 	return c.LastTransitionTime.Time, true
 }

@@ -116,7 +116,7 @@ func Soaking(in Input) (string, time.Time) {
 	var node string
 	var last time.Time
 	for _, n := range in.Nodes {
-		if t, ok := finishedAt(n, in.MCNs[n.Name], in.Target); ok && t.After(last) {
+		if t, ok := finishedAt(n, in.MCNs[n.Name], in.Target, in.Now); ok && t.After(last) {
 			node, last = n.Name, t
 		}
 	}

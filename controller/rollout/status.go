@@ -150,11 +150,13 @@ func count(in Input) counts {
 // when it gives neither.
 func degradedText(n *corev1.Node, mcn *mcfgv1.MachineConfigNode) string {
 	var parts []string
+	// The node's own words, cleaned and cut before they are quoted: the
+	// pool's status must not carry what a node wrote raw, nor grow with it.
 	if c := mcnDegraded(mcn); c != nil && c.Message != "" {
-		parts = append(parts, fmt.Sprintf("Node %s is reporting: %q", n.Name, c.Message))
+		parts = append(parts, fmt.Sprintf("Node %s is reporting: %q", n.Name, Clean(c.Message, maxNodeText)))
 	}
 	if r := n.Annotations[Reason]; r != "" {
-		parts = append(parts, fmt.Sprintf("Node %s is reporting: %q", n.Name, r))
+		parts = append(parts, fmt.Sprintf("Node %s is reporting: %q", n.Name, Clean(r, maxNodeText)))
 	}
 	if len(parts) == 0 {
 		what := "state " + n.Annotations[State]

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -212,5 +213,44 @@ func TestStatusNoMachineConfigs(t *testing.T) {
 	st = Status(Input{Pool: mkPool("master", "node-role/master"), Target: v1, Now: time.Unix(100, 0)}, nothing)
 	if c := condOf(st, mcfgv1.MachineConfigPoolRenderDegraded); c.Status != corev1.ConditionTrue {
 		t.Errorf("a pool that had a config and lost its fragments: RenderDegraded %+v, want True", c)
+	}
+}
+
+// What a node writes (its MachineConfigNode's NodeDegraded message, its
+// reason annotation) reaches the pool's status cleaned and cut: no
+// newline, escape sequence or bidirectional override, valid UTF-8, at
+// most maxNodeText bytes of it, however long the node's text.
+func TestNodeTextCleaned(t *testing.T) {
+	hostile := "ok\n\x1b[2J\u202eevil\xff" + strings.Repeat("x", 1<<20)
+	in := Input{Pool: mkPool("worker", ""), Target: v1, Now: time.Now(),
+		Nodes: []*corev1.Node{mkNode("node-0", v1, v1, ready(corev1.ConditionTrue), state(StateDegraded),
+			annot(Reason, hostile))},
+		MCNs: map[string]*mcfgv1.MachineConfigNode{"node-0": mkMCN("node-0", v1, time.Time{}, hostile)}}
+	msg := condOf(Status(in, nil), mcfgv1.MachineConfigPoolNodeDegraded).Message
+	for _, bad := range []string{"\n", "\x1b", "\u202e", `\n`, `\x1b`, `\u202e`} {
+		if strings.Contains(msg, bad) {
+			t.Errorf("the pool's status quotes %q of the node's text: %.80q", bad, msg)
+		}
+	}
+	if !utf8.ValidString(msg) || len(msg) > 2*(maxNodeText+64) {
+		t.Errorf("the pool's status: %d bytes, valid UTF-8 %v", len(msg), utf8.ValidString(msg))
+	}
+	if !strings.Contains(msg, "ok  [2J evil ") {
+		t.Errorf("the node's text is not quoted: %.120q", msg)
+	}
+}
+
+// Clean keeps a text's printable part, whatever bytes it was given.
+func TestClean(t *testing.T) {
+	for in, want := range map[string]string{
+		"disk full":            "disk full",
+		"a\r\nb\tc":            "a  b c",
+		"\u202eevil\u200f":     " evil ",
+		"bad\xffbyte":          "bad byte",
+		strings.Repeat("é", 9): strings.Repeat("é", 5) + "...",
+	} {
+		if got := Clean(in, 10); got != want {
+			t.Errorf("Clean(%q, 10) = %q, want %q", in, got, want)
+		}
 	}
 }

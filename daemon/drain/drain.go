@@ -149,12 +149,23 @@ func (d *Drainer) podSelector() string {
 	return fields.OneTermEqualSelector("spec.nodeName", d.NodeName).String()
 }
 
+// maxNodePods bounds the pods one list of the node's reads: far above
+// what a kubelet runs (110 by default), far below what would exhaust the
+// daemon's memory.
+const maxNodePods = 5000
+
 func (d *Drainer) listPods(ctx context.Context) (*corev1.PodList, error) {
-	list, err := d.Client.Pods(metav1.NamespaceAll).List(ctx, metav1.ListOptions{FieldSelector: d.podSelector()})
+	all := &corev1.PodList{}
+	rv, err := kube.Pages(ctx, d.Client.Pods(metav1.NamespaceAll).List, metav1.ListOptions{FieldSelector: d.podSelector()},
+		"pods on node "+d.NodeName, maxNodePods, func(l *corev1.PodList) error {
+			all.Items = append(all.Items, l.Items...)
+			return nil
+		})
 	if err != nil {
 		return nil, fmt.Errorf("listing the pods of node %s: %w", d.NodeName, err)
 	}
-	return list, nil
+	all.ResourceVersion = rv
+	return all, nil
 }
 
 func (d *Drainer) watchPods(ctx context.Context, rv string) (watch.Interface, error) {

@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases/preview"
 )
 
@@ -46,11 +47,11 @@ func (d *Drainer) forecast(ctx context.Context) (preview.DrainForecast, []heldPo
 	var held []heldPod
 	for _, p := range sel.Evict {
 		if _, ok := budgets[p.Namespace]; !ok {
-			l, err := d.Client.PodDisruptionBudgets(p.Namespace).List(ctx, metav1.ListOptions{})
+			l, err := d.listBudgets(ctx, p.Namespace)
 			if err != nil {
-				return f, nil, fmt.Errorf("listing the PodDisruptionBudgets of namespace %s: %w", p.Namespace, err)
+				return f, nil, err
 			}
-			budgets[p.Namespace] = l.Items
+			budgets[p.Namespace] = l
 		}
 		covering := budgetsOf(p, budgets[p.Namespace])
 		fp := preview.ForecastPod{Pod: podName(p), Last: d.Last != nil && d.Last.Matches(labels.Set(p.Labels))}
@@ -69,4 +70,24 @@ func (d *Drainer) forecast(ctx context.Context) (preview.DrainForecast, []heldPo
 		f.Evict = append(f.Evict, fp)
 	}
 	return f, held, nil
+}
+
+// maxBudgets bounds the PodDisruptionBudgets read of one namespace: a
+// tenant makes them, and one that made a million must not make every
+// drain and forecast read them all.
+const maxBudgets = 1000
+
+// listBudgets reads a namespace's PodDisruptionBudgets, a page at a time,
+// up to maxBudgets.
+func (d *Drainer) listBudgets(ctx context.Context, ns string) ([]policyv1.PodDisruptionBudget, error) {
+	var items []policyv1.PodDisruptionBudget
+	_, err := kube.Pages(ctx, d.Client.PodDisruptionBudgets(ns).List, metav1.ListOptions{},
+		"PodDisruptionBudgets in namespace "+ns, maxBudgets, func(l *policyv1.PodDisruptionBudgetList) error {
+			items = append(items, l.Items...)
+			return nil
+		})
+	if err != nil {
+		return nil, fmt.Errorf("listing the PodDisruptionBudgets of namespace %s: %w", ns, err)
+	}
+	return items, nil
 }

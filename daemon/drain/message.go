@@ -189,12 +189,9 @@ func (r *run) budgetsIn(ctx context.Context, ns string, now time.Time) []policyv
 	if b, ok := r.budgets[ns]; ok && now.Sub(b.at) < budgetsFresh {
 		return b.items
 	}
-	var items []policyv1.PodDisruptionBudget
-	list, err := r.d.Client.PodDisruptionBudgets(ns).List(ctx, metav1.ListOptions{})
+	items, err := r.d.listBudgets(ctx, ns)
 	if err != nil {
 		r.log.Debug("Cannot list disruption budgets", zap.String("namespace", ns), zap.Error(err))
-	} else {
-		items = list.Items
 	}
 	r.budgets[ns] = budgetList{items: items, at: now}
 	return items

@@ -31,7 +31,16 @@ func (c *Client) WaitNotFailedOn(ctx context.Context, config string, failedOn fu
 	sel := failedConfigSelector(config)
 	last := ""
 	for {
-		list, err := c.API.Nodes().List(ctx, metav1.ListOptions{LabelSelector: sel})
+		failed := map[string]bool{}
+		rv, err := Pages(ctx, c.API.Nodes().List, metav1.ListOptions{LabelSelector: sel}, "nodes", 0,
+			func(l *corev1.NodeList) error {
+				for i := range l.Items {
+					if c.failedHere(&l.Items[i], config) {
+						failed[l.Items[i].Name] = true
+					}
+				}
+				return nil
+			})
 		if err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
@@ -41,13 +50,6 @@ func (c *Client) WaitNotFailedOn(ctx context.Context, config string, failedOn fu
 			}
 			continue
 		}
-		failed := map[string]bool{}
-		for i := range list.Items {
-			if c.failedHere(&list.Items[i], config) {
-				failed[list.Items[i].Name] = true
-			}
-		}
-		rv := list.ResourceVersion
 		for {
 			if len(failed) == 0 {
 				return nil

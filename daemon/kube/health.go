@@ -95,15 +95,18 @@ func (c *Client) failedHere(n *corev1.Node, config string) bool {
 // when none: one LIST of the Nodes labelled with its hash (a consistent
 // read: the failure may be a moment old).
 func (c *Client) FailedOn(ctx context.Context, config string) (string, error) {
-	nodes, err := c.API.Nodes().List(ctx, metav1.ListOptions{LabelSelector: failedConfigSelector(config)})
+	var names []string
+	_, err := Pages(ctx, c.API.Nodes().List, metav1.ListOptions{LabelSelector: failedConfigSelector(config)}, "nodes", 0,
+		func(l *corev1.NodeList) error {
+			for i := range l.Items {
+				if c.failedHere(&l.Items[i], config) {
+					names = append(names, l.Items[i].Name)
+				}
+			}
+			return nil
+		})
 	if err != nil {
 		return "", fmt.Errorf("listing nodes labelled %s: %w", failedConfigSelector(config), err)
-	}
-	var names []string
-	for i := range nodes.Items {
-		if c.failedHere(&nodes.Items[i], config) {
-			names = append(names, nodes.Items[i].Name)
-		}
 	}
 	if len(names) == 0 {
 		return "", nil

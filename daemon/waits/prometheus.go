@@ -27,7 +27,7 @@ type Prometheus struct{ api promv1.API }
 
 // NewPrometheus returns the AlertSource of the Prometheus at url.
 func NewPrometheus(url string) (*Prometheus, error) {
-	c, err := api.NewClient(api.Config{Address: url, RoundTripper: capBody{http.DefaultTransport}})
+	c, err := api.NewClient(api.Config{Address: url, RoundTripper: CapBody(http.DefaultTransport, maxAlertsBody)})
 	if err != nil {
 		return nil, fmt.Errorf("the Prometheus client for %s: %w", url, err)
 	}
@@ -53,19 +53,38 @@ func (p *Prometheus) Active(ctx context.Context) ([]Alert, error) {
 	return out, nil
 }
 
-// capBody cuts answers at maxAlertsBody: a longer one fails to decode.
-type capBody struct{ next http.RoundTripper }
+// CapBody is a transport whose answers are read at most max bytes: past
+// them a read fails, naming the cap, so that an answer too large (a
+// Prometheus asked a query of a million series, or one that streams
+// without end) is refused rather than read into memory.
+func CapBody(next http.RoundTripper, max int64) http.RoundTripper { return capBody{next, max} }
+
+type capBody struct {
+	next http.RoundTripper
+	max  int64
+}
 
 func (c capBody) RoundTrip(r *http.Request) (*http.Response, error) {
 	resp, err := c.next.RoundTrip(r)
 	if err != nil {
 		return nil, err
 	}
-	resp.Body = limited{io.LimitReader(resp.Body, maxAlertsBody), resp.Body}
+	resp.Body = &capped{r: io.LimitReader(resp.Body, c.max+1), left: c.max + 1, max: c.max, Closer: resp.Body}
 	return resp, nil
 }
 
-type limited struct {
-	io.Reader
+// capped reads up to max bytes and fails on the byte after.
+type capped struct {
+	r         io.Reader
+	left, max int64
 	io.Closer
+}
+
+func (c *capped) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.left -= int64(n)
+	if c.left <= 0 {
+		return max(n-1, 0), fmt.Errorf("the answer is over %d bytes", c.max)
+	}
+	return n, err
 }

@@ -134,19 +134,27 @@ func (s *Source) Check(ctx context.Context, disruptive bool) (phases.Hold, error
 	return phases.Hold{}, nil
 }
 
+// maxBlockingPods bounds the pods one check reads (a page at a time): far
+// above what a kubelet runs.
+const maxBlockingPods = 5000
+
 // podsHold is the hold of the blocking pods on the node, if any.
 func (s *Source) podsHold(ctx context.Context) (phases.Hold, error) {
 	if s.Blocking == nil || s.Blocking.Empty() || s.Pods == nil {
 		return phases.Hold{}, nil
 	}
-	list, err := s.Pods.List(ctx, metav1.ListOptions{
+	var pods []corev1.Pod
+	_, err := kube.Pages(ctx, s.Pods.List, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.NodeName).String(),
 		LabelSelector: s.Blocking.String(),
+	}, "pods on node "+s.NodeName, maxBlockingPods, func(l *corev1.PodList) error {
+		pods = append(pods, l.Items...)
+		return nil
 	})
 	if err != nil {
 		return phases.Hold{}, fmt.Errorf("listing the pods of node %s that block a disruption (%s): %w", s.NodeName, s.Blocking, err)
 	}
-	h, _ := podsHold(list.Items, s.Blocking.String())
+	h, _ := podsHold(pods, s.Blocking.String())
 	return h, nil
 }
 

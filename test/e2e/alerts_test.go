@@ -65,7 +65,7 @@ func TestAlertsHoldDisruption(t *testing.T) {
 		"--prometheus-url", prom.URL, "--alert-ignore-regexp", "Watchdog", "--alert-label-selector", "severity=critical"}})
 	closed := closedPort(t)
 	down, downLog := nodeOpts(t, "alert-2", "rendered-alert-a", testbed.NodeOptions{ExtraArgs: []string{
-		"--prometheus-url", "http://" + closed}})
+		"--prometheus-url", "http://" + closed, "--alert-name-regexp", ".+"}})
 	for _, node := range []*testbed.Node{n, down} {
 		if err := node.SetDesired(ctx, "rendered-alert-b"); err != nil {
 			t.Fatal(err)

@@ -78,6 +78,8 @@ func TestKubectlApply(t *testing.T) {
 		"rolebinding.rbac.authorization.k8s.io/nodeconfd-controller-events",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-controller",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-controller",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-controller-records",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-controller-records",
 		"deployment.apps/nodeconfd-controller",
 		"machineconfigpool.machineconfiguration.openshift.io/worker",
 		"machineconfigpool.machineconfiguration.openshift.io/master",

@@ -10,7 +10,6 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	opv1 "github.com/openshift/api/operator/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
-	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -180,7 +179,7 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 		if err := pools.Delete(ctx, "worker", metav1.DeleteOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("deleting a pool: %v, want Forbidden", err)
 		}
-		ev := &corev1.Event{ObjectMeta: metav1.ObjectMeta{GenerateName: "x-"}, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Name: "x"}}
+		ev := poolEvent("worker", "RenderedConfig", "x")
 		if _, err := k.CoreV1().Events("kube-system").Create(ctx, ev, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
 			t.Errorf("an Event outside the default namespace: %v, want Forbidden", err)
 		}
