@@ -10,11 +10,15 @@ import (
 	"time"
 
 	appsv1 "k8s.io/api/apps/v1"
+	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/validation"
+
+	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // Surge settings of a Drainer. A pod whose eviction a PodDisruptionBudget
@@ -97,6 +101,11 @@ func (d *Drainer) workloadOf(ctx context.Context, pod *corev1.Pod) (w workload, 
 	switch {
 	case c == nil:
 		return w, "pod " + podName(pod) + " has no controller", nil
+	case len(validation.IsDNS1123Subdomain(c.Name)) > 0:
+		// The API server checks an owner reference's name only for being
+		// there: a tenant's may hold anything, and is never read nor
+		// quoted raw.
+		return w, fmt.Sprintf("pod %s's controller is named %q, not an object name", podName(pod), cutName(c.Name)), nil
 	case c.Kind == "StatefulSet" && strings.HasPrefix(c.APIVersion, "apps/"):
 		s, err := d.Client.StatefulSets(pod.Namespace).Get(ctx, c.Name, metav1.GetOptions{})
 		if err != nil {
@@ -111,6 +120,9 @@ func (d *Drainer) workloadOf(ctx context.Context, pod *corev1.Pod) (w workload, 
 			return w, "", fmt.Errorf("reading ReplicaSet %s/%s: %w", pod.Namespace, c.Name, err)
 		}
 		dc := metav1.GetControllerOf(rs)
+		if dc != nil && len(validation.IsDNS1123Subdomain(dc.Name)) > 0 {
+			return w, fmt.Sprintf("ReplicaSet %s/%s's controller is named %q, not an object name", rs.Namespace, rs.Name, cutName(dc.Name)), nil
+		}
 		if dc == nil || dc.Kind != "Deployment" {
 			return d.scaledWorkload(ctx, pod.Namespace, c) // a ReplicaSet of its own
 		}
@@ -171,11 +183,26 @@ func (d *Drainer) surgeable(ctx context.Context, pod *corev1.Pod) (w workload, q
 	if !optedIn(w.Annotations, nsAnn) {
 		return w, true, "", nil
 	}
-	hpas, err := d.Client.HorizontalPodAutoscalers(w.Namespace).List(ctx, metav1.ListOptions{})
+	var hpas []autoscalingv2.HorizontalPodAutoscaler
+	_, err = kube.Pages(ctx, d.Client.HorizontalPodAutoscalers(w.Namespace).List, metav1.ListOptions{},
+		"the HorizontalPodAutoscalers of namespace "+w.Namespace, maxAutoscalers,
+		func(l *autoscalingv2.HorizontalPodAutoscalerList) error { hpas = append(hpas, l.Items...); return nil })
 	if err != nil {
 		return w, false, "", fmt.Errorf("listing the HorizontalPodAutoscalers of namespace %s: %w", w.Namespace, err)
 	}
-	return w, false, surgeRefusal(w, hpas.Items, time.Now()), nil
+	return w, false, surgeRefusal(w, hpas, time.Now()), nil
+}
+
+// maxAutoscalers bounds the HorizontalPodAutoscalers read in a namespace
+// (a tenant's objects, read a page at a time).
+const maxAutoscalers = 1000
+
+// cutName cuts a name no API object could have for a message.
+func cutName(s string) string {
+	if len(s) > 64 {
+		return s[:64] + "…"
+	}
+	return s
 }
 
 // currentReplicas reads the workload's spec.replicas; a NotFound error also
