@@ -10,21 +10,21 @@ import (
 )
 
 // apiClient builds the daemon's API client and the API server's readiness
-// probe, their requests counted in m.
-func apiClient(o options, m *metrics.Metrics) (kube.API, *kube.Readiness, error) {
+// probe, their requests counted in m, and returns the config they share.
+func apiClient(o options, m *metrics.Metrics) (*rest.Config, kube.API, *kube.Readiness, error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	cfg.UserAgent = "nodeconfd/" + o.nodeName
 	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
 	m.CountRequests(cfg)
 	kapi, err := kube.NewAPI(cfg)
 	if err != nil {
-		return nil, nil, fmt.Errorf("building the API client: %w", err)
+		return nil, nil, nil, fmt.Errorf("building the API client: %w", err)
 	}
 	ready, err := kube.NewReadiness(cfg)
-	return kapi, ready, err
+	return cfg, kapi, ready, err
 }
 
 // restConfig is the in-cluster config, or --kubeconfig's.

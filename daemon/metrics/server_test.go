@@ -21,7 +21,7 @@ func TestServerLimits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	lim := serverLimits{conns: 2, header: 300 * time.Millisecond, read: time.Second, write: time.Second, idle: 300 * time.Millisecond}
-	go func() { _ = New().serve(ctx, lis, lim) }()
+	go func() { _ = serve(ctx, lis, handler(New().Registry, ServeOptions{}), lim) }()
 	addr := lis.Addr().String()
 	var silent []net.Conn
 	for range lim.conns {
