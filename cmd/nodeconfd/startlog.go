@@ -57,8 +57,12 @@ func logVersion(log *zap.Logger, command string, flags map[string]string) {
 	for _, n := range names {
 		fields = append(fields, zap.String(n, flags[n]))
 	}
-	log.Info("nodeconfd "+command+" starting", zap.String("version", version), zap.String("revision", buildRevision()),
-		zap.String("goVersion", runtime.Version()), zap.Dict("flags", fields...))
+	rev := buildRevision()
+	if rev == "" {
+		rev = "unknown" // as nodeconfd_build_info says
+	}
+	log.Info("Starting nodeconfd", zap.String("command", command), zap.String("version", version),
+		zap.String("revision", rev), zap.String("goVersion", runtime.Version()), zap.Dict("flags", fields...))
 }
 
 // buildRevision is the source revision: -X main.revision at build time,

@@ -26,7 +26,8 @@ func TestStartLineRedacts(t *testing.T) {
 	line := logs.All()[0]
 	fields := line.ContextMap()
 	flags, _ := fields["flags"].(map[string]any)
-	if fields["version"] != version || flags["drain-timeout"] != "2h0m0s" {
+	if line.Message != "Starting nodeconfd" || fields["command"] != "start" || fields["version"] != version ||
+		flags["drain-timeout"] != "2h0m0s" {
 		t.Errorf("fields %v, want the version and --drain-timeout=2h0m0s", fields)
 	}
 	if _, ok := flags["root-mount"]; ok {
