@@ -57,8 +57,8 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 	}
 	// The node's own IP (not every host interface), the page guarded (no --metrics-auth=none),
 	// the port named for the Service and the PodMonitor.
-	if addr != "$(HOST_IP):8798" || len(c.Ports) != 1 || c.Ports[0].Name != "https-metrics" || c.Ports[0].ContainerPort != 8798 {
-		t.Errorf("metrics address %q and ports %v: want $(HOST_IP):8798 and the one port https-metrics", addr, c.Ports)
+	if addr != "[$(HOST_IP)]:8798" || len(c.Ports) != 1 || c.Ports[0].Name != "https-metrics" || c.Ports[0].ContainerPort != 8798 {
+		t.Errorf("metrics address %q and ports %v: want [$(HOST_IP)]:8798 and the one port https-metrics", addr, c.Ports)
 	}
 	if slices.Contains(c.Args, "--metrics-auth=none") {
 		t.Error("the DaemonSet serves /metrics to anyone: --metrics-auth=none")
