@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+
+	"go.uber.org/zap"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/metrics"
@@ -10,21 +13,31 @@ import (
 )
 
 // apiClient builds the daemon's API client and the API server's readiness
-// probe, their requests counted in m, and returns the config they share.
-func apiClient(o options, m *metrics.Metrics) (*rest.Config, kube.API, *kube.Readiness, error) {
+// probe, their requests counted in m, and serves the daemon's metrics
+// (--metrics-*), whose guard asks the same API server, until ctx ends.
+func apiClient(ctx context.Context, o options, m *metrics.Metrics, log *zap.Logger) (kube.API, *kube.Readiness, error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, nil, err
 	}
 	cfg.UserAgent = "nodeconfd/" + o.nodeName
 	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
 	m.CountRequests(cfg)
 	kapi, err := kube.NewAPI(cfg)
 	if err != nil {
-		return nil, nil, nil, fmt.Errorf("building the API client: %w", err)
+		return nil, nil, fmt.Errorf("building the API client: %w", err)
 	}
 	ready, err := kube.NewReadiness(cfg)
-	return cfg, kapi, ready, err
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Registry.MustRegister(metrics.BuildInfo("nodeconfd", version, buildRevision()))
+	serveOpts, err := o.metrics.options(cfg, o.nodeName, nil, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	serveRegistry(ctx, m.Registry, serveOpts, log)
+	return kapi, ready, nil
 }
 
 // restConfig is the in-cluster config, or --kubeconfig's.

@@ -244,12 +244,7 @@ func start(args []string) error {
 // ctx ends.
 func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logger) error {
 	m := metrics.New()
-	m.Registry.MustRegister(metrics.BuildInfo("nodeconfd", version, buildRevision()))
-	cfg, kapi, ready, err := apiClient(o, m)
-	if err != nil {
-		return err
-	}
-	serveOpts, err := o.metrics.options(cfg, o.nodeName, nil, log)
+	kapi, ready, err := apiClient(ctx, o, m, log)
 	if err != nil {
 		return err
 	}
@@ -313,15 +308,11 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		ImageModeStatus: o.imageModeStatus,
 		RebootSentinel:  o.reboot.sentinel, RebootCheckInterval: o.reboot.every, Sentinels: host,
 		RebootCommand: strings.Fields(o.reboot.command), RunCommand: runInRoot(o.rootMount),
-		RebootRequired: m.RebootRequired,
-	}
-	if o.releaseMemory {
-		d.Settled = func() { releaseMemory(log, o.nodeName) }
+		RebootRequired: m.RebootRequired, Settled: settled(o, log),
 	}
 	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Units: units, Abs: host.Abs, SSHKeysPath: host.SSHKeysPath,
 		Log: log, Changed: d.DriftChanged}
 	defer d.Drift.Stop()
-	serveRegistry(ctx, m.Registry, serveOpts, log)
 	log.Info("Starting", zap.String("node", o.nodeName), zap.String("rootMount", o.rootMount),
 		zap.String("systemBus", o.busAddress))
 	err = d.Run(ctx)
@@ -358,6 +349,15 @@ func detectOS(ctx context.Context, o options, m *metrics.Metrics, log *zap.Logge
 	m.OSUpdaterDetected(osupdate.Name(osu))
 	log.Info("Detected the OS updater", zap.String("node", o.nodeName), zap.String("updater", osupdate.Name(osu)))
 	return osu, nil
+}
+
+// settled is the daemon's Settled hook: releaseMemory, unless
+// --release-memory-when-idle=false.
+func settled(o options, log *zap.Logger) func() {
+	if !o.releaseMemory {
+		return nil
+	}
+	return func() { releaseMemory(log, o.nodeName) }
 }
 
 // releaseMemory returns the heap the daemon's finished work used to the OS
