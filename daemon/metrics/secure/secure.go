@@ -101,7 +101,7 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		verb := strings.ToLower(r.Method)
-		allowed, reason, err := g.authorize(ctx, u, r.URL.Path, verb)
+		allowed, reason, fresh, err := g.authorize(ctx, u, r.URL.Path, verb)
 		if err != nil {
 			g.log.Warn("Cannot ask the API server whether a metrics request is allowed", zap.String("user", u.Name),
 				zap.String("path", r.URL.Path), zap.Error(err))
@@ -109,6 +109,10 @@ func (g *Guard) Wrap(next http.Handler) http.Handler {
 			return
 		}
 		if !allowed {
+			if !fresh { // logged when the API server said so: once per denyTTL per user, however often it asks
+				http.Error(w, "Forbidden: "+u.Name+" may not "+verb+" "+r.URL.Path, http.StatusForbidden)
+				return
+			}
 			g.log.Info("Refused a metrics request: not allowed", zap.String("user", u.Name), zap.String("path", r.URL.Path),
 				zap.String("verb", verb), zap.String("reason", reason))
 			http.Error(w, "Forbidden: "+u.Name+" may not "+verb+" "+r.URL.Path, http.StatusForbidden)
@@ -139,22 +143,23 @@ func (g *Guard) authenticate(ctx context.Context, token string) (User, bool, err
 	return u, ok, nil
 }
 
-func (g *Guard) authorize(ctx context.Context, u User, path, verb string) (bool, string, error) {
+// authorize answers from the cache, or asks the API server (fresh).
+func (g *Guard) authorize(ctx context.Context, u User, path, verb string) (allowed bool, reason string, fresh bool, err error) {
 	key := authzKey(u, path, verb)
 	if v, ok := g.authz.Get(key); ok {
 		res := v.(authzResult)
-		return res.allowed, res.reason, nil
+		return res.allowed, res.reason, false, nil
 	}
-	allowed, reason, err := g.reviewer.Authorize(ctx, u, path, verb)
+	allowed, reason, err = g.reviewer.Authorize(ctx, u, path, verb)
 	if err != nil {
-		return false, "", err
+		return false, "", false, err
 	}
 	ttl := denyTTL
 	if allowed {
 		ttl = allowTTL
 	}
 	g.authz.Add(key, authzResult{allowed: allowed, reason: reason}, ttl)
-	return allowed, reason, nil
+	return allowed, reason, true, nil
 }
 
 // authzKey is what the authorization depends on, unambiguously (each part
