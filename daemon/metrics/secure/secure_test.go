@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 	"k8s.io/client-go/util/cert"
 )
 
@@ -172,4 +173,19 @@ func leafName(t *testing.T, cfg *tls.Config) string {
 	}
 	name, _, _ := strings.Cut(leaf.Subject.CommonName, "@") // host@<time>
 	return name
+}
+
+// A user refused again and again is logged once per answer of the API
+// server, not once per request.
+func TestGuardLogsRefusalOnce(t *testing.T) {
+	core, logs := observer.New(zap.InfoLevel)
+	h := NewGuard(&fakeReviewer{}, zap.New(core)).Wrap(http.NotFoundHandler())
+	for range 5 {
+		if got := get(t, h, "Bearer other"); got != http.StatusForbidden {
+			t.Fatalf("status %d, want 403", got)
+		}
+	}
+	if n := logs.FilterMessage("Refused a metrics request: not allowed").Len(); n != 1 {
+		t.Errorf("%d refusal lines for 5 requests, want 1", n)
+	}
 }
