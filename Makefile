@@ -8,13 +8,15 @@ GO ?= go
 # The release: `nodeconfd version` reports it and the DaemonSet's image tag is it.
 VERSION ?= $(shell cat VERSION)
 OUT ?= bin/nodeconfd
+# The commit, in nodeconfd_build_info and the start line (empty outside a git checkout).
+REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 
 .PHONY: all build image deps controlplane nodeimage nodestack nodeimage-kube promtool prometheus demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
 
 all: build
 
 build:
-	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION)" -o $(OUT) ./cmd/nodeconfd
+	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION) -X main.revision=$(REVISION)" -o $(OUT) ./cmd/nodeconfd
 
 # The release image without a container engine (hack/buildimage, docs/image.md):
 # an OCI layout tar at IMAGE_ARCHIVE named quay.io/nodeconfd/nodeconfd:$(VERSION),

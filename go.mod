@@ -15,6 +15,7 @@ require (
 	github.com/openshift/api v0.0.0-20260420151639-34e60874783e
 	github.com/openshift/client-go v0.0.0-20260424153654-c280f7942f94
 	github.com/prometheus/client_golang v1.25.0
+	github.com/prometheus/common v0.72.0
 	github.com/vincent-petithory/dataurl v1.0.0
 	go.podman.io/image/v5 v5.41.2
 	go.uber.org/zap v1.28.0
@@ -67,7 +68,6 @@ require (
 	github.com/opencontainers/runtime-spec v1.3.0 // indirect
 	github.com/pmezard/go-difflib v1.0.1-0.20181226105442-5d4384ee4fb2 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/sirupsen/logrus v1.9.4 // indirect
 	github.com/spf13/pflag v1.0.10 // indirect

@@ -16,6 +16,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -63,6 +64,10 @@ type Controller struct {
 	// kept, the newest; the older ones are deleted (gc.go). 0 deletes
 	// none.
 	Retention int
+	// Metrics, when set, counts the pools (metrics.go).
+	Metrics *Metrics
+	// synced is set once the leader's caches have synced (Synced).
+	synced atomic.Bool
 
 	pools, configs, nodes, mcns cache.SharedIndexInformer
 	queue                       workqueue.TypedRateLimitingInterface[string]
@@ -128,6 +133,8 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	if !cache.WaitForCacheSync(ctx.Done(), c.pools.HasSynced, c.configs.HasSynced, c.nodes.HasSynced, c.mcns.HasSynced) {
 		return ctx.Err()
 	}
+	c.synced.Store(true)
+	defer c.synced.Store(false)
 	c.Log.Info("Caches synced; reconciling pools", zap.Int("workers", workers))
 	var wg sync.WaitGroup
 	for range workers {
@@ -143,6 +150,9 @@ func (c *Controller) Run(ctx context.Context, workers int) error {
 	wg.Wait()
 	return nil
 }
+
+// Synced reports whether Run's caches have synced and it reconciles.
+func (c *Controller) Synced() bool { return c.synced.Load() }
 
 // watchMachineConfiguration watches the MachineConfiguration named cluster
 // (a list and watch by name, which RBAC grants by resourceNames); each of

@@ -28,6 +28,9 @@ import (
 func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error) {
 	obj, ok, err := c.pools.GetStore().GetByKey(name)
 	if err != nil || !ok {
+		if err == nil {
+			c.Metrics.poolGone(name)
+		}
 		return Result{}, err
 	}
 	pool := obj.(*mcfgv1.MachineConfigPool).DeepCopy()
@@ -69,7 +72,9 @@ func (c *Controller) Reconcile(ctx context.Context, name string) (Result, error)
 			log.Debug("Rollout waits", zap.String("config", in.Target), zap.String("why", d.Waiting))
 		}
 	}
-	if err := c.writeStatus(ctx, pool, rollout.Status(in, stopErr)); err != nil {
+	st := rollout.Status(in, stopErr)
+	c.Metrics.poolStatus(name, st)
+	if err := c.writeStatus(ctx, pool, st); err != nil {
 		return Result{}, err
 	}
 	c.pruneRendered(ctx, pool, log)
@@ -89,6 +94,7 @@ func (c *Controller) renderPool(ctx context.Context, pool *mcfgv1.MachineConfigP
 	if refused != nil || err != nil {
 		if refused != nil && !reported(pool, refused) && !unconfigured(pool, refused) {
 			log.Info("Cannot render the pool's config; its rollout stops", zap.Error(refused))
+			c.Metrics.renderFailed(pool.Name)
 		}
 		return refused, err
 	}
@@ -227,6 +233,7 @@ func (c *Controller) hand(ctx context.Context, pool *mcfgv1.MachineConfigPool, n
 	c.mu.Lock()
 	c.handed[name] = handoff{config: config, before: node.ResourceVersion}
 	c.mu.Unlock()
+	c.Metrics.handedOff(pool.Name)
 	log.Info("Handed a node the pool's config", zap.String("node", name), zap.String("config", config),
 		zap.String("previous", node.Annotations[kube.DesiredConfig]))
 	c.event(pool, false, "SetDesiredConfig", fmt.Sprintf("Targeted node %s to MachineConfig %s", name, config))

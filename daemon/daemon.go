@@ -84,6 +84,9 @@ type Daemon struct {
 	// at each check; exit 0 asks for a reboot.
 	RebootCommand []string
 	RunCommand    func(ctx context.Context, argv []string) error
+	// RebootRequired, when set, is told at each pass whether the node asks
+	// for a reboot (its RebootRequested annotation): the metric.
+	RebootRequired func(asked bool)
 
 	node *corev1.Node
 	mcn  *mcfgv1.MachineConfigNode
@@ -189,6 +192,10 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		return 0, nil
 	}
 	d.node = node
+	if d.RebootRequired != nil {
+		_, asked := node.Annotations[kube.RebootRequested]
+		d.RebootRequired(asked)
+	}
 	d.syncFailedLabel(ctx, node) // failedlabel.go
 	d.clearSteer(ctx, node)
 	desired := node.Annotations[kube.DesiredConfig]

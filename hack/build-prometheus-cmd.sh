@@ -13,7 +13,13 @@ name=${1:-}
 case $name in promtool | prometheus) ;; *) echo "usage: $0 promtool|prometheus [--cached]" >&2; exit 2 ;; esac
 
 cache=${NODECONFD_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/nodeconfd}
-out="$cache/${name}-${PROMETHEUS_VERSION}"
+# The server keeps the Kubernetes discovery (test/cluster scrapes the shipped
+# Services through it): its own cache entry, so an older build without it is
+# not taken.
+tags=remove_all_sd
+suffix=
+if [ "$name" = prometheus ]; then tags="remove_all_sd enable_kubernetes_sd"; suffix=-k8ssd; fi
+out="$cache/${name}-${PROMETHEUS_VERSION}${suffix}"
 mkdir -p "$cache"
 
 # --cached: only tell whether the build is done (hack/setup.sh).
@@ -38,9 +44,10 @@ mkdir -p "$out.tmp"
 # The module's go.mod has no replace directives, so go install takes it as
 # is. remove_all_sd leaves out the cloud service discoveries (their SDKs are
 # most of the build; checking metrics and rules, or scraping a static target
-# on loopback, needs none): half the cost. The server is built without its
+# on loopback, needs none): half the cost; enable_kubernetes_sd puts the
+# Kubernetes one back in the server. The server is built without its
 # web UI's assets (the builtinassets tag): its API needs none.
-GOBIN="$out.tmp" CGO_ENABLED=0 go install -tags remove_all_sd -trimpath -ldflags=-s \
+GOBIN="$out.tmp" CGO_ENABLED=0 go install -tags "$tags" -trimpath -ldflags=-s \
   "github.com/prometheus/prometheus/cmd/${name}@${PROMETHEUS_VERSION}" >&2
 rm -rf "$out"
 mv "$out.tmp" "$out"

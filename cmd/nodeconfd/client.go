@@ -1,7 +1,10 @@
 package main
 
 import (
+	"context"
 	"fmt"
+
+	"go.uber.org/zap"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/metrics"
@@ -10,8 +13,9 @@ import (
 )
 
 // apiClient builds the daemon's API client and the API server's readiness
-// probe, their requests counted in m.
-func apiClient(o options, m *metrics.Metrics) (kube.API, *kube.Readiness, error) {
+// probe, their requests counted in m, and serves the daemon's metrics
+// (--metrics-*), whose guard asks the same API server, until ctx ends.
+func apiClient(ctx context.Context, o options, m *metrics.Metrics, log *zap.Logger) (kube.API, *kube.Readiness, error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return nil, nil, err
@@ -24,7 +28,16 @@ func apiClient(o options, m *metrics.Metrics) (kube.API, *kube.Readiness, error)
 		return nil, nil, fmt.Errorf("building the API client: %w", err)
 	}
 	ready, err := kube.NewReadiness(cfg)
-	return kapi, ready, err
+	if err != nil {
+		return nil, nil, err
+	}
+	m.Registry.MustRegister(metrics.BuildInfo("nodeconfd", version, buildRevision()))
+	serveOpts, err := o.metrics.options(cfg, o.nodeName, nil, log)
+	if err != nil {
+		return nil, nil, err
+	}
+	serveRegistry(ctx, m.Registry, serveOpts, log)
+	return kapi, ready, nil
 }
 
 // restConfig is the in-cluster config, or --kubeconfig's.

@@ -8,9 +8,12 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
 	"github.com/nodeconfd/nodeconfd/controller"
@@ -19,6 +22,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/logging"
+	"github.com/nodeconfd/nodeconfd/daemon/metrics"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 )
@@ -36,6 +40,8 @@ type controllerOptions struct {
 	drainForecast                              bool
 	surgeMax                                   int
 	retention                                  int
+	metrics                                    metricsOptions
+	given                                      map[string]string
 }
 
 func parseControllerFlags(args []string) (controllerOptions, error) {
@@ -64,7 +70,12 @@ func parseControllerFlags(args []string) (controllerOptions, error) {
 		"pruning off; docs/controller.md, \"Pruning rendered configs\")")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
+	o.metrics.register(fs, ":8443", "/metrics, /healthz and /readyz (the Deployment's probes)")
 	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	o.given = givenFlags(fs)
+	if err := o.metrics.check(); err != nil {
 		return o, err
 	}
 	if o.retention < 0 {
@@ -109,6 +120,7 @@ func runController(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	logVersion(log, "controller", o.given)
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return err
@@ -123,10 +135,18 @@ func runController(args []string) error {
 	defer stop()
 	events := kube.NewEvents(api, log, "", "")
 	defer events.Shutdown()
+	reg := controllerRegistry()
 	c := &controller.Controller{API: api, Log: log, Events: events, OwnNode: os.Getenv("NODE_NAME"), Retention: o.retention,
 		Render: render.Options{BaseOSImageURL: o.osImage, BaseOSExtensionsImage: o.extensionsImage,
-			ControllerVersion: version, Limits: o.limits},
+			ControllerVersion: version, Limits: o.limits}, Metrics: controller.NewMetrics(reg),
 		Surges: &drain.Granter{Client: api, Namespace: o.namespace, Log: log.Named("surge")}}
+	var leading atomic.Bool
+	leading.Store(!o.leaderElect)
+	serveOpts, err := o.metrics.options(cfg, o.identity, controllerReady(c, &leading), log)
+	if err != nil {
+		return err
+	}
+	serveRegistry(ctx, reg, serveOpts, log)
 	if o.drainForecast {
 		c.DrainBlocked = func(ctx context.Context, node string) (string, error) {
 			d := &drain.Drainer{Client: api, NodeName: node, Surge: drain.SurgeOptions{Max: o.surgeMax}}
@@ -141,6 +161,7 @@ func runController(args []string) error {
 	log.Info("Starting the controller", zap.String("version", version), zap.String("identity", o.identity),
 		zap.Bool("leaderElect", o.leaderElect), zap.Int("renderedConfigRetention", o.retention))
 	if !o.leaderElect {
+		c.Metrics.Leading(true)
 		removeLeaseBudget(ctx, api, o.namespace, log)
 		return c.Run(ctx, o.workers)
 	}
@@ -148,6 +169,9 @@ func runController(args []string) error {
 	err = leader.Run(ctx, leader.Config{Leases: api.Leases(o.namespace), Namespace: o.namespace, Name: o.leaseName,
 		Identity: o.identity, LeaseDuration: o.lease, RenewDeadline: o.renew, RetryPeriod: o.retry, Log: log},
 		func(lctx context.Context) {
+			leading.Store(true)
+			c.Metrics.Leading(true)
+			defer func() { leading.Store(false); c.Metrics.Leading(false) }()
 			removeLeaseBudget(lctx, api, o.namespace, log)
 			runErr = c.Run(lctx, o.workers)
 		})
@@ -155,6 +179,27 @@ func runController(args []string) error {
 		return runErr
 	}
 	return errors.Join(err, runErr)
+}
+
+// controllerRegistry holds the controller's metrics: the Go runtime's,
+// the process's, its build and (controller.NewMetrics) the pools'.
+func controllerRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		metrics.BuildInfo("nodeconfd", version, buildRevision()))
+	return reg
+}
+
+// controllerReady is /readyz: a replica standing by is ready (it takes
+// over when elected); the leader once its caches have synced and it
+// reconciles.
+func controllerReady(c *controller.Controller, leading *atomic.Bool) func() error {
+	return func() error {
+		if leading.Load() && !c.Synced() {
+			return errors.New("leading; the caches have not synced yet")
+		}
+		return nil
+	}
 }
 
 // removeLeaseBudget deletes the Leases of the daemons' old disruption

@@ -14,8 +14,11 @@ func TestParseFlagsHardenedDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if o.metricsAddr != "127.0.0.1:8798" {
-		t.Errorf("--metrics-address default %q, want loopback", o.metricsAddr)
+	if o.metrics.addr != "127.0.0.1:8798" {
+		t.Errorf("--metrics-address default %q, want loopback", o.metrics.addr)
+	}
+	if o.metrics.auth != metricsAuthKubernetes {
+		t.Errorf("--metrics-auth default %q, want %s", o.metrics.auth, metricsAuthKubernetes)
 	}
 	if o.configPattern.String() != plan.DefaultConfigPattern {
 		t.Errorf("--allowed-config-pattern default %q, want %q", o.configPattern, plan.DefaultConfigPattern)

@@ -104,7 +104,8 @@ func startFlagGroups() []flagGroup {
 		{"Drain", []string{"drain-timeout", "drain-timeout-action", "evict-unowned-pods", "drain-last-selector", "drain-surge-max", "drain-forecast-wait"}},
 		{"OS", []string{"os-pull-attempts", "os-pull-retry-initial", "os-pull-retry-max", "os-command-timeout"}},
 		{"Notifications", []string{"notify-url", "notify-url-file", "notify-template"}},
-		{"Logging and metrics", []string{"log-format", "debug", "metrics-address"}},
+		{"Logging and metrics", []string{"log-format", "debug", "metrics-address", "metrics-auth",
+			"metrics-tls-cert-file", "metrics-tls-key-file"}},
 	}
 }
 

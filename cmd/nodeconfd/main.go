@@ -74,29 +74,33 @@ func main() {
 
 type options struct {
 	nodeName, rootMount, kubeconfig, busAddress, pool string
-	metricsAddr, logFormat, policyFile                string
-	drainTimeout                                      time.Duration
-	drainTimeoutAction                                string
-	drainLast                                         labels.Selector
-	surgeMax                                          int
-	evictUnowned, debug, releaseMemory                bool
-	imageModeStatus                                   bool
-	backoffInitial, backoffMax                        time.Duration
-	pullRetry                                         osupdate.Retry
-	osTimeout                                         time.Duration
-	namespace                                         string
-	configPattern                                     plan.ConfigPattern
-	startJitter                                       time.Duration
-	updateSpread                                      time.Duration
-	limits                                            plan.Limits
-	waits                                             *waitOptions
-	onceFrom                                          string
-	skipReboot                                        bool
-	health                                            healthOptions
-	reboot                                            *rebootOptions
-	notify                                            *notifyOptions
-	provenance                                        *provenanceOptions
-	removed                                           *[]string
+	logFormat, policyFile                             string
+	metrics                                           metricsOptions
+	// given are the flags set to other values than their defaults, as
+	// the start line logs them.
+	given                              map[string]string
+	drainTimeout                       time.Duration
+	drainTimeoutAction                 string
+	drainLast                          labels.Selector
+	surgeMax                           int
+	evictUnowned, debug, releaseMemory bool
+	imageModeStatus                    bool
+	backoffInitial, backoffMax         time.Duration
+	pullRetry                          osupdate.Retry
+	osTimeout                          time.Duration
+	namespace                          string
+	configPattern                      plan.ConfigPattern
+	startJitter                        time.Duration
+	updateSpread                       time.Duration
+	limits                             plan.Limits
+	waits                              *waitOptions
+	onceFrom                           string
+	skipReboot                         bool
+	health                             healthOptions
+	reboot                             *rebootOptions
+	notify                             *notifyOptions
+	provenance                         *provenanceOptions
+	removed                            *[]string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -108,8 +112,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.kubeconfig, "kubeconfig", "", "kubeconfig file (default: in-cluster config)")
 	fs.StringVar(&o.busAddress, "system-bus-address", "", "the node's D-Bus system bus (default: unix:path=<root-mount>/run/dbus/system_bus_socket)")
 	fs.StringVar(&o.pool, "pool", "", "the node's pool (default: its node-role.kubernetes.io/<role> label, else worker)")
-	fs.StringVar(&o.metricsAddr, "metrics-address", "127.0.0.1:8798",
-		"address of /metrics and /healthz, unauthenticated: keep it on loopback (empty: off)")
+	o.metrics.register(fs, "127.0.0.1:8798", "/metrics, /healthz and /readyz (the DaemonSet sets the node's IP for Prometheus)")
 	fs.StringVar(&o.logFormat, "log-format", "text", "log format: text or json")
 	fs.StringVar(&o.policyFile, "node-disruption-policy", "", "a file holding a nodeDisruptionPolicy block (or a MachineConfiguration) "+
 		"used instead of the cluster's MachineConfiguration cluster; for start --once-from, which has no cluster")
@@ -160,6 +163,7 @@ func parseFlags(args []string) (options, error) {
 	if err := fs.Parse(args); err != nil {
 		return o, startFlagError(fs, err)
 	}
+	o.given = givenFlags(fs)
 	return o, checkOptions(&o, *pattern)
 }
 
@@ -203,6 +207,9 @@ func checkOptions(o *options, pattern string) error {
 	if err := o.health.check(); err != nil {
 		return err
 	}
+	if err := o.metrics.check(); err != nil {
+		return err
+	}
 	if o.busAddress == "" {
 		o.busAddress = "unix:path=" + filepath.Join(o.rootMount, "run/dbus/system_bus_socket")
 	}
@@ -219,6 +226,7 @@ func start(args []string) error {
 		return err
 	}
 	defer func() { _ = log.Sync() }()
+	logVersion(log, "start", o.given)
 	if limit := setMemoryLimit(); limit > 0 {
 		log.Info("Set the Go memory limit from the container's", zap.String("node", o.nodeName), zap.Int64("bytes", limit))
 	}
@@ -239,7 +247,7 @@ func start(args []string) error {
 // ctx ends.
 func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logger) error {
 	m := metrics.New()
-	kapi, ready, err := apiClient(o, m)
+	kapi, ready, err := apiClient(ctx, o, m, log)
 	if err != nil {
 		return err
 	}
@@ -304,14 +312,11 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		ImageModeStatus: o.imageModeStatus,
 		RebootSentinel:  o.reboot.sentinel, RebootCheckInterval: o.reboot.every, Sentinels: host,
 		RebootCommand: strings.Fields(o.reboot.command), RunCommand: runInRoot(o.rootMount),
-	}
-	if o.releaseMemory {
-		d.Settled = func() { releaseMemory(log, o.nodeName) }
+		RebootRequired: m.RebootRequired, Settled: settled(o, log),
 	}
 	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Units: units, Abs: host.Abs, SSHKeysPath: host.SSHKeysPath,
 		Log: log, Changed: d.DriftChanged}
 	defer d.Drift.Stop()
-	serveMetrics(ctx, m, o.metricsAddr, log)
 	log.Info("Starting", zap.String("node", o.nodeName), zap.String("rootMount", o.rootMount),
 		zap.String("systemBus", o.busAddress))
 	err = d.Run(ctx)
@@ -336,19 +341,6 @@ func openNode(ctx context.Context, o options, fault func(string)) (host *hostfs.
 	return host, units, func() { units.Close(); host.Close() }, nil
 }
 
-// serveMetrics serves /metrics and /healthz on addr ("" for none) until
-// ctx ends.
-func serveMetrics(ctx context.Context, m *metrics.Metrics, addr string, log *zap.Logger) {
-	if addr == "" {
-		return
-	}
-	go func() {
-		if err := m.Serve(ctx, addr); err != nil {
-			log.Error("Metrics server stopped", zap.Error(err))
-		}
-	}()
-}
-
 // detectOS finds the node's OS updater (rpm-ostree, bootc, none).
 func detectOS(ctx context.Context, o options, m *metrics.Metrics, log *zap.Logger) (phases.OSUpdater, error) {
 	retry := o.pullRetry
@@ -361,6 +353,15 @@ func detectOS(ctx context.Context, o options, m *metrics.Metrics, log *zap.Logge
 	m.OSUpdaterDetected(osupdate.Name(osu))
 	log.Info("Detected the OS updater", zap.String("node", o.nodeName), zap.String("updater", osupdate.Name(osu)))
 	return osu, nil
+}
+
+// settled is the daemon's Settled hook: releaseMemory, unless
+// --release-memory-when-idle=false.
+func settled(o options, log *zap.Logger) func() {
+	if !o.releaseMemory {
+		return nil
+	}
+	return func() { releaseMemory(log, o.nodeName) }
 }
 
 // releaseMemory returns the heap the daemon's finished work used to the OS

@@ -20,6 +20,7 @@ const reasonConfigDrift = "ConfigDrift"
 // OS updater's retries.
 type nodeMetrics struct {
 	degraded, drift prometheus.Gauge
+	rebootRequired  prometheus.Gauge
 	driftDetections prometheus.Counter
 	evictions       prometheus.Counter
 	drainBlocked    prometheus.Counter
@@ -41,6 +42,10 @@ func newNodeMetrics() *nodeMetrics {
 		drift: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "nodeconfd_config_drift",
 			Help: "Whether the node's files, units or SSH keys differ from the config it runs (1) or not (0).",
+		}),
+		rebootRequired: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "nodeconfd_reboot_required",
+			Help: "Whether the node asks for a reboot that has not happened yet (1) or not (0): its Node carries nodeconfd.io/reboot-requested.",
 		}),
 		driftDetections: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "nodeconfd_config_drift_detections_total",
@@ -82,7 +87,7 @@ func (n *nodeMetrics) collectors() []prometheus.Collector {
 	for _, r := range surgeResults {
 		n.surges.WithLabelValues(r)
 	}
-	return []prometheus.Collector{n.degraded, n.drift, n.driftDetections, n.evictions, n.drainBlocked, n.osPullRetries,
+	return []prometheus.Collector{n.degraded, n.drift, n.rebootRequired, n.driftDetections, n.evictions, n.drainBlocked, n.osPullRetries,
 		n.healthResults, n.notifications, n.surges}
 }
 
@@ -106,7 +111,12 @@ func (m *Metrics) StatusWritten(conds []metav1.Condition) {
 	n.drift.Set(b2f(drifting))
 }
 
-// OSPullRetried counts a retried OS image pull (osupdate.Retry.Retried).
+// RebootRequired records whether the node asks for a reboot
+// (daemon.Daemon.RebootRequired): kured's one metric, decided here from the
+// request the controller answers (the sentinel file, the check command or
+// an administrator set it), not from the sentinel alone.
+func (m *Metrics) RebootRequired(asked bool) { m.node.rebootRequired.Set(b2f(asked)) }
+
 // HealthGateResult counts one result of the health gate
 // (phases.HealthGate.Observe).
 func (m *Metrics) HealthGateResult(result string) { m.node.healthResults.WithLabelValues(result).Inc() }
@@ -119,6 +129,7 @@ func (m *Metrics) NotificationResult(result string) {
 // DrainSurge counts one step of a drain's surge (drain.SurgeOptions.Count).
 func (m *Metrics) DrainSurge(result string) { m.node.surges.WithLabelValues(result).Inc() }
 
+// OSPullRetried counts a retried OS image pull (osupdate.Retry.Retried).
 func (m *Metrics) OSPullRetried(tool string) { m.node.osPullRetries.WithLabelValues(tool).Inc() }
 
 // OSUpdaterDetected records the node's OS updater, and shows its pull

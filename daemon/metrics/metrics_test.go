@@ -213,6 +213,8 @@ func TestLint(t *testing.T) {
 	m.HealthGateResult("rolled-back")
 	m.Requests.WithLabelValues("GET").Inc()
 	m.StatusWritten(nil)
+	m.RebootRequired(true)
+	m.Registry.MustRegister(BuildInfo("nodeconfd", "v0.0.0", ""))
 	problems, err := testutil.GatherAndLint(m.Registry)
 	if err != nil {
 		t.Fatal(err)
@@ -238,7 +240,7 @@ func TestLint(t *testing.T) {
 			}
 		}
 	}
-	if n < 15 {
-		t.Errorf("%d nodeconfd metrics gathered, want every one (15)", n)
+	if n < 17 {
+		t.Errorf("%d nodeconfd metrics gathered, want every one (17)", n)
 	}
 }

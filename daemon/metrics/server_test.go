@@ -3,9 +3,12 @@ package metrics
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 )
@@ -21,7 +24,7 @@ func TestServerLimits(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	lim := serverLimits{conns: 2, header: 300 * time.Millisecond, read: time.Second, write: time.Second, idle: 300 * time.Millisecond}
-	go func() { _ = New().serve(ctx, lis, lim) }()
+	go func() { _ = serve(ctx, lis, handler(New().Registry, ServeOptions{}), lim) }()
 	addr := lis.Addr().String()
 	var silent []net.Conn
 	for range lim.conns {
@@ -62,5 +65,33 @@ func TestServerLimits(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Errorf("status %d", resp.StatusCode)
+	}
+}
+
+// The guard wraps /metrics only: the probes' paths answer without a token,
+// and /readyz says what Ready says.
+func TestHandlerGuardsMetricsOnly(t *testing.T) {
+	notReady := errors.New("leading; the caches have not synced yet")
+	ready := error(nil)
+	guard := func(http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusUnauthorized) })
+	}
+	h := handler(New().Registry, ServeOptions{Guard: guard, Ready: func() error { return ready }})
+	get := func(path string) (int, string) {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code, rec.Body.String()
+	}
+	if code, _ := get("/metrics"); code != http.StatusUnauthorized {
+		t.Errorf("/metrics: %d, want the guard's 401", code)
+	}
+	for _, p := range []string{"/healthz", "/readyz"} {
+		if code, _ := get(p); code != http.StatusOK {
+			t.Errorf("%s: %d, want 200 without a token", p, code)
+		}
+	}
+	ready = notReady
+	if code, body := get("/readyz"); code != http.StatusServiceUnavailable || !strings.Contains(body, notReady.Error()) {
+		t.Errorf("/readyz while not ready: %d %q, want 503 saying why", code, body)
 	}
 }

@@ -51,7 +51,9 @@ const helloUnit = "[Unit]\nDescription=hello\n\n[Service]\nType=oneshot\nExecSta
 // to two real nodes, waits for the DaemonSet, then rolls out an update that
 // drains and reboots both nodes (the kubelet restarts each daemon pod after
 // the reboot, and the new container completes the update) and one that
-// reloads CRI-O, and reads each pod's log with kubectl.
+// reloads CRI-O, and reads each pod's log with kubectl. A real Prometheus
+// scrapes the daemons and the controller through the shipped objects
+// (scrapedByPrometheus).
 func TestDaemonSetOnRealNodes(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 12*time.Minute)
 	defer cancel()
@@ -69,6 +71,7 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 		reportStart(ctx, t, name, logs[name])
 	}
 	controllerRuns(ctx, t, names[0])
+	scrapedByPrometheus(ctx, t, nodes, names[0])
 	workload(ctx, t, "web", 2)
 
 	pauseWorkers(ctx, t)

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -19,7 +20,7 @@ import (
 
 // TestDaemonSetHardened checks the DaemonSet as the API server stores it: a grace period past
 // the longest step that ignores SIGTERM, no probe that could restart the daemon mid-update,
-// metrics on loopback only, a memory limit, Linux nodes only, the release's image.
+// metrics on the node's IP only and guarded, a memory limit, Linux nodes only, the release's image.
 func TestDaemonSetHardened(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -54,8 +55,21 @@ func checkDaemonSet(t *testing.T, ds *appsv1.DaemonSet) {
 			addr = v
 		}
 	}
-	if !strings.HasPrefix(addr, "127.0.0.1:") || len(c.Ports) != 0 {
-		t.Errorf("metrics address %q and ports %v: want loopback only and no port on every host interface", addr, c.Ports)
+	// The node's own IP (not every host interface), the page guarded (no --metrics-auth=none),
+	// the port named for the Service and the PodMonitor.
+	if addr != "[$(HOST_IP)]:8798" || len(c.Ports) != 1 || c.Ports[0].Name != "https-metrics" || c.Ports[0].ContainerPort != 8798 {
+		t.Errorf("metrics address %q and ports %v: want [$(HOST_IP)]:8798 and the one port https-metrics", addr, c.Ports)
+	}
+	if slices.Contains(c.Args, "--metrics-auth=none") {
+		t.Error("the DaemonSet serves /metrics to anyone: --metrics-auth=none")
+	}
+	hostIP := false
+	for _, e := range c.Env {
+		hostIP = hostIP || e.Name == "HOST_IP" && e.ValueFrom != nil && e.ValueFrom.FieldRef != nil &&
+			e.ValueFrom.FieldRef.FieldPath == "status.hostIP"
+	}
+	if !hostIP {
+		t.Error("no HOST_IP from status.hostIP for --metrics-address")
 	}
 	if lim, ok := c.Resources.Limits["memory"]; !ok || lim.Cmp(resource.MustParse("512Mi")) > 0 {
 		t.Errorf("memory limit %v, want one (at most 512Mi)", c.Resources.Limits)

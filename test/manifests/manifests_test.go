@@ -85,6 +85,11 @@ func TestKubectlApply(t *testing.T) {
 		"machineconfigpool.machineconfiguration.openshift.io/master",
 		"prioritylevelconfiguration.flowcontrol.apiserver.k8s.io/nodeconfd-evictions",
 		"flowschema.flowcontrol.apiserver.k8s.io/nodeconfd-evictions",
+		"clusterrole.rbac.authorization.k8s.io/nodeconfd-metrics-reader",
+		"clusterrole.rbac.authorization.k8s.io/nodeconfd-metrics-auth",
+		"clusterrolebinding.rbac.authorization.k8s.io/nodeconfd-metrics-auth",
+		"service/nodeconfd-metrics",
+		"service/nodeconfd-controller-metrics",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("kubectl get -f manifests/ -o name:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))

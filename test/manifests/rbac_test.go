@@ -57,6 +57,12 @@ func TestDaemonRBAC(t *testing.T) {
 		{"update", "apps", "deployments", "scale", "apps", false},
 		{"list", "autoscaling", "horizontalpodautoscalers", "", "apps", true},
 		{"get", "", "namespaces", "", "", true},
+		// The metrics endpoint's guard (08-metrics.yaml): the reviews of a scrape's token.
+		{"create", "authentication.k8s.io", "tokenreviews", "", "", true},
+		{"create", "authorization.k8s.io", "subjectaccessreviews", "", "", true},
+		{"create", "authorization.k8s.io", "localsubjectaccessreviews", "", "nodeconfd", false},
+		{"create", "authentication.k8s.io", "tokenrequests", "", "", false},
+		{"create", "", "serviceaccounts", "token", "nodeconfd", false},
 
 		// Not called by the daemon: trimmed.
 		{"update", mcfg, "machineconfignodes", "", "", false},

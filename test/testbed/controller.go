@@ -62,7 +62,10 @@ func (b *Bed) StartController(ctx context.Context, name, node string, extra ...s
 	if err != nil {
 		return nil, err
 	}
-	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--identity", name, "--namespace", Namespace},
+	// No metrics server: several controllers share the host's network here; test/cluster
+	// scrapes the shipped Deployment's.
+	args := append([]string{"controller", "--kubeconfig", kubeconfig, "--identity", name, "--namespace", Namespace,
+		"--metrics-address="},
 		extra...)
 	cmd := exec.Command(b.Daemon, args...)
 	cmd.Env = append(os.Environ(), "NODE_NAME="+node)

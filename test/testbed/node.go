@@ -150,7 +150,7 @@ func (b *Bed) AddNode(ctx context.Context, name string, opts NodeOptions) (*Node
 	}
 	n.args = append([]string{"start", "--node-name", name, "--root-mount", n.Sys.Root,
 		"--kubeconfig", kubeconfig, "--system-bus-address", n.Sys.BusAddress,
-		"--metrics-address", addr, "--retry-initial", "1s", "--retry-max", "5s",
+		"--metrics-address", addr, "--metrics-auth", "none", "--retry-initial", "1s", "--retry-max", "5s",
 		"--allowed-config-pattern", TestConfigPattern, "--verify-rendered-configs=false", "--start-jitter", "0s",
 		"--update-spread", "0s"}, opts.ExtraArgs...)
 	if err := n.Sys.WaitRunning(ctx); err != nil {

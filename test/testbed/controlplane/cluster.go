@@ -22,13 +22,15 @@ import (
 // evictions consult, the node lifecycle controller that lifts the
 // not-ready taint a new node is registered with once its kubelet reports it
 // ready, the service accounts and the CA ConfigMap that pods' projected
-// tokens need, and the garbage collector and pod GC that clean up after
-// deleted owners and nodes.
+// tokens need, the garbage collector and pod GC that clean up after
+// deleted owners and nodes, and the EndpointSlices of Services, through
+// which Prometheus finds the metrics Services' pods (test/cluster).
 var clusterControllers = []string{
 	"daemonset-controller", "replicaset-controller", "deployment-controller", "disruption-controller",
 	"node-lifecycle-controller",
 	"serviceaccount-controller", "root-ca-certificate-publisher-controller",
 	"garbage-collector-controller", "pod-garbage-collector-controller",
+	"endpointslice-controller",
 }
 
 // clusterAPIServerArgs are kube-apiserver's flags for a cluster of real
