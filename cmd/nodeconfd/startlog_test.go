@@ -14,7 +14,7 @@ func TestStartLineRedacts(t *testing.T) {
 	o, err := parseFlags([]string{"--node-name", "n1", "--drain-timeout", "2h",
 		"--notify-url", "https://hooks.example.com/services/T0/B0/secret-token",
 		"--health-command", "curl -H 'Authorization: Bearer hunter2' http://x",
-		"--prometheus-url", "https://prom.example.com/token-in-path"})
+		"--prometheus-url", "https://prom.example.com/token-in-path", "--alert-name-regexp", ".+"})
 	if err != nil {
 		t.Fatal(err)
 	}
