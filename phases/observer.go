@@ -66,6 +66,9 @@ const (
 	// WaitDrainBlocked: the drain is past its timeout and evictions are
 	// still refused (a PodDisruptionBudget, an error).
 	WaitDrainBlocked = "DrainBlocked"
+	// WaitVolumesDetached: the drain is done and the reboot waits for the
+	// drained pods' volumes to be detached (volumes.go).
+	WaitVolumesDetached = "VolumesDetached"
 	// WaitUpdateSpread: the start of a new update is put off to its
 	// point of the cluster's spread (the daemon's --update-spread).
 	WaitUpdateSpread = "UpdateSpread"
@@ -74,7 +77,7 @@ const (
 // WaitReasons lists every reason an update can wait for, so that metrics
 // show each one (at 0) before the first wait.
 func WaitReasons() []string {
-	return []string{WaitDrainBlocked, WaitUpdateSpread, HoldPaused, HoldWindow, HoldBlockingPods, HoldDrainBlocked, HoldAlerts}
+	return []string{WaitDrainBlocked, WaitVolumesDetached, WaitUpdateSpread, HoldPaused, HoldWindow, HoldBlockingPods, HoldDrainBlocked, HoldAlerts}
 }
 
 // nopObserver is the Observer of an Env without one.

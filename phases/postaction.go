@@ -28,6 +28,7 @@ func Reboot() Phase {
 		Name: progress.StepReboot, Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
 		Starting: "Rebooting node", EventOnNode: true,
 		Needed: actionIs(plan.ActionReboot),
+		Wait:   waitVolumesDetached, // volumes.go
 		// Its start is written with "Rebooting into X" before the reboot,
 		// and after the boot with its end: two status writes fewer per
 		// update, and RebootedNode goes Unknown then True all the same.

@@ -50,6 +50,9 @@ type Ports struct {
 	// RebootRequests clears the reboot requests a reboot answered
 	// (rebootrequest.go); nil for none.
 	RebootRequests RebootRequests
+	// Volumes holds a reboot until the drained pods' volumes are detached
+	// (volumes.go); nil for no wait.
+	Volumes *VolumeWait
 }
 
 // PolicyInForce is the node disruption policy in force (PolicySource's

@@ -101,7 +101,7 @@ func startFlagGroups() []flagGroup {
 		{"Maintenance windows, blocking pods and alerts", []string{"maintenance-window", "maintenance-windows-configmap",
 			"maintenance-windows-all-updates", "blocking-pod-selector", "prometheus-url", "alert-name-regexp",
 			"alert-ignore-regexp", "alert-label-selector", "alerts-unreachable"}},
-		{"Drain", []string{"drain-timeout", "drain-timeout-action", "evict-unowned-pods", "drain-last-selector", "drain-surge-max", "drain-forecast-wait"}},
+		{"Drain", []string{"drain-timeout", "drain-timeout-action", "evict-unowned-pods", "drain-last-selector", "drain-surge-max", "drain-forecast-wait", "volume-detach-timeout"}},
 		{"OS", []string{"os-pull-attempts", "os-pull-retry-initial", "os-pull-retry-max", "os-command-timeout"}},
 		{"Notifications", []string{"notify-url", "notify-url-file", "notify-template"}},
 		{"Logging and metrics", []string{"log-format", "debug", "metrics-address", "metrics-auth",

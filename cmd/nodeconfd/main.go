@@ -81,6 +81,7 @@ type options struct {
 	given                              map[string]string
 	drainTimeout                       time.Duration
 	drainTimeoutAction                 string
+	volumeDetachTimeout                time.Duration
 	drainLast                          labels.Selector
 	surgeMax                           int
 	evictUnowned, debug, releaseMemory bool
@@ -121,6 +122,9 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.drainTimeoutAction, "drain-timeout-action", "retry",
 		"after --drain-timeout: retry (keep retrying; the status and a Warning Event say what blocks it, once per timeout) "+
 			"or fail (uncordon, report the blocking pods in NodeDegraded, write nothing, retry the update later)")
+	fs.DurationVar(&o.volumeDetachTimeout, "volume-detach-timeout", 5*time.Minute,
+		"after the drain, how long a reboot waits for the drained pods' volumes (their VolumeAttachments) to be detached "+
+			"before it goes ahead all the same (0: no wait)")
 	fs.BoolVar(&o.evictUnowned, "evict-unowned-pods", false, "also evict pods that no controller will recreate")
 	selectorFlag(fs, "drain-last-selector", "a label selector of the pods the drain evicts only once every other pod "+
 		"is gone (e.g. app=storage-manager)", &o.drainLast)
@@ -200,6 +204,9 @@ func checkOptions(o *options, pattern string) error {
 	}
 	if err := checkSurgeMax(o.surgeMax); err != nil {
 		return err
+	}
+	if o.volumeDetachTimeout < 0 {
+		return fmt.Errorf("--volume-detach-timeout %s: must not be negative", o.volumeDetachTimeout)
 	}
 	if o.drainTimeout < 0 {
 		return fmt.Errorf("--drain-timeout %s: must not be negative", o.drainTimeout)
@@ -292,6 +299,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
 			CommandTimeout: o.health.commandTimeout}, notify.HealthResult(m.HealthGateResult, notifier)),
 		RebootRequests: daemon.RebootRequests{API: api, Sentinels: host, Path: o.reboot.sentinel},
+		Volumes:        &phases.VolumeWait{Attached: api.AttachedVolumes, Timeout: o.volumeDetachTimeout, Every: 5 * time.Second},
 	}}
 	d := &daemon.Daemon{
 		API:           api,

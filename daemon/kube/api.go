@@ -10,6 +10,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/types"
@@ -39,6 +40,9 @@ type API interface {
 	StatefulSets(namespace string) Resource[*appsv1.StatefulSet, *appsv1.StatefulSetList]
 	HorizontalPodAutoscalers(namespace string) Resource[*autoscalingv2.HorizontalPodAutoscaler, *autoscalingv2.HorizontalPodAutoscalerList]
 	Namespaces() Resource[*corev1.Namespace, *corev1.NamespaceList]
+	// The volumes a reboot waits to see detached (volumes.go).
+	VolumeAttachments() Resource[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList]
+	PersistentVolumes() Resource[*corev1.PersistentVolume, *corev1.PersistentVolumeList]
 	// ResourceOf, GetScale and PatchScale reach any other workload through
 	// its scale subresource (scale.go).
 	ResourceOf(ctx context.Context, apiVersion, kind string) (resource string, scalable bool, err error)

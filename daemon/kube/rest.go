@@ -11,6 +11,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -29,6 +30,7 @@ func Scheme() *runtime.Scheme {
 	utilruntime.Must(coordinationv1.AddToScheme(s))
 	utilruntime.Must(appsv1.AddToScheme(s))
 	utilruntime.Must(autoscalingv2.AddToScheme(s))
+	utilruntime.Must(storagev1.AddToScheme(s))
 	utilruntime.Must(mcfgv1.Install(s))
 	// Of operator.openshift.io, only the MachineConfiguration (the node
 	// disruption policy).
@@ -43,6 +45,8 @@ type restAPI struct {
 	core, policy, coordination, mcfg, operator rest.Interface
 	// apps and autoscaling serve the drain's surge (drain.Surge).
 	apps, autoscaling rest.Interface
+	// storage serves the wait for volumes to detach before a reboot.
+	storage rest.Interface
 }
 
 // NewAPI builds the daemon's API clients from cfg; all share one HTTP client
@@ -66,6 +70,7 @@ func NewAPI(cfg *rest.Config) (API, error) {
 		{coordinationv1.SchemeGroupVersion, "/apis", &a.coordination, true},
 		{appsv1.SchemeGroupVersion, "/apis", &a.apps, true},
 		{autoscalingv2.SchemeGroupVersion, "/apis", &a.autoscaling, true},
+		{storagev1.SchemeGroupVersion, "/apis", &a.storage, true},
 		{mcfgv1.GroupVersion, "/apis", &a.mcfg, false}, // custom resources: JSON only
 		{opv1.GroupVersion, "/apis", &a.operator, false},
 	} {
@@ -142,6 +147,18 @@ func (a *restAPI) MachineConfigPools() Resource[*mcfgv1.MachineConfigPool, *mcfg
 	return newClient(a, a.mcfg, "machineconfigpools", "",
 		func() *mcfgv1.MachineConfigPool { return &mcfgv1.MachineConfigPool{} },
 		func() *mcfgv1.MachineConfigPoolList { return &mcfgv1.MachineConfigPoolList{} })
+}
+
+func (a *restAPI) VolumeAttachments() Resource[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList] {
+	return newClient(a, a.storage, "volumeattachments", "",
+		func() *storagev1.VolumeAttachment { return &storagev1.VolumeAttachment{} },
+		func() *storagev1.VolumeAttachmentList { return &storagev1.VolumeAttachmentList{} })
+}
+
+func (a *restAPI) PersistentVolumes() Resource[*corev1.PersistentVolume, *corev1.PersistentVolumeList] {
+	return newClient(a, a.core, "persistentvolumes", "",
+		func() *corev1.PersistentVolume { return &corev1.PersistentVolume{} },
+		func() *corev1.PersistentVolumeList { return &corev1.PersistentVolumeList{} })
 }
 
 func (a *restAPI) Evict(ctx context.Context, eviction *policyv1.Eviction) error {

@@ -79,6 +79,7 @@ nodeconfd_waiting{reason="DrainWouldBlock"} 0
 nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_waiting{reason="Paused"} 0
 nodeconfd_waiting{reason="UpdateSpread"} 0
+nodeconfd_waiting{reason="VolumesDetached"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
 nodeconfd_wait_seconds_total{reason="AlertsFiring"} 0
@@ -88,6 +89,7 @@ nodeconfd_wait_seconds_total{reason="DrainWouldBlock"} 0
 nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_wait_seconds_total{reason="Paused"} 0
 nodeconfd_wait_seconds_total{reason="UpdateSpread"} 0
+nodeconfd_wait_seconds_total{reason="VolumesDetached"} 0
 `, "nodeconfd_waiting", "nodeconfd_wait_seconds_total")
 	m.Waiting("SomethingNew") // a reason not known shows up as it comes
 	c.t = c.t.Add(10 * time.Second)
@@ -104,6 +106,7 @@ nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_waiting{reason="Paused"} 0
 nodeconfd_waiting{reason="SomethingNew"} 0
 nodeconfd_waiting{reason="UpdateSpread"} 0
+nodeconfd_waiting{reason="VolumesDetached"} 0
 # HELP nodeconfd_wait_seconds_total Time the node's updates have spent waiting, by what they waited for (the current wait included).
 # TYPE nodeconfd_wait_seconds_total counter
 nodeconfd_wait_seconds_total{reason="AlertsFiring"} 0
@@ -114,6 +117,7 @@ nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
 nodeconfd_wait_seconds_total{reason="Paused"} 0
 nodeconfd_wait_seconds_total{reason="SomethingNew"} 10
 nodeconfd_wait_seconds_total{reason="UpdateSpread"} 0
+nodeconfd_wait_seconds_total{reason="VolumesDetached"} 0
 `, "nodeconfd_waiting", "nodeconfd_wait_seconds_total")
 	if n := testutil.CollectAndCount(m.waits.durations); n != 2 {
 		t.Errorf("%d wait duration series, want 2 (one per reason waited for)", n)

@@ -37,7 +37,10 @@ func TestDaemonRBAC(t *testing.T) {
 		{"create", "", "pods", "eviction", "apps", true},
 		{"list", "policy", "poddisruptionbudgets", "", "apps", true},
 		{"get", mcfg, "machineconfigs", "", "", true},
-		{"list", mcfg, "machineconfigs", "", "", true}, // its pool's, to check a rendered config (daemon.Provenance)
+		{"list", mcfg, "machineconfigs", "", "", true},                // its pool's, to check a rendered config (daemon.Provenance)
+		{"list", "storage.k8s.io", "volumeattachments", "", "", true}, // the wait before a reboot (kube.AttachedVolumes)
+		{"get", "", "persistentvolumes", "", "", true},
+		{"delete", "storage.k8s.io", "volumeattachments", "", "", false},
 		{"create", mcfg, "machineconfignodes", "", "", true},
 		{"watch", mcfg, "machineconfignodes", "", "", true},
 		{"patch", mcfg, "machineconfignodes", "", "", true},

@@ -14,6 +14,7 @@ import (
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
+	storagev1 "k8s.io/api/storage/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 
@@ -89,6 +90,14 @@ func (c clientsets) HorizontalPodAutoscalers(namespace string) kube.Resource[*au
 
 func (c clientsets) Namespaces() kube.Resource[*corev1.Namespace, *corev1.NamespaceList] {
 	return c.k.CoreV1().Namespaces()
+}
+
+func (c clientsets) VolumeAttachments() kube.Resource[*storagev1.VolumeAttachment, *storagev1.VolumeAttachmentList] {
+	return c.k.StorageV1().VolumeAttachments()
+}
+
+func (c clientsets) PersistentVolumes() kube.Resource[*corev1.PersistentVolume, *corev1.PersistentVolumeList] {
+	return c.k.CoreV1().PersistentVolumes()
 }
 
 func (c clientsets) ResourceOf(ctx context.Context, apiVersion, kind string) (string, bool, error) {
