@@ -268,7 +268,7 @@ func TestDrainStatefulSetPodRecreated(t *testing.T) {
 		_, err := d.Drain(ctx, log)
 		done <- err
 	}()
-	if _, err := log.waitFor(ctx, "pod sts/db-0: PodDisruptionBudget db", "pod sts/hold: PodDisruptionBudget hold"); err != nil {
+	if _, err := log.waitFor(ctx, "pods sts/db-0, sts/db-1, sts/db-2: PodDisruptionBudget db", "pod sts/hold: PodDisruptionBudget hold"); err != nil {
 		t.Fatal(err)
 	}
 	old := map[string]types.UID{}

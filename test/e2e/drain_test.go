@@ -55,7 +55,7 @@ func TestDrainTimeoutFails(t *testing.T) {
 	degraded := testbed.Find(st, "NodeDegraded").Message
 	t.Logf("NodeDegraded: %s", degraded)
 	for _, want := range []string{"Error: draining node u7f: drain timed out after 4s", "Evicted 0/2 pods",
-		"pod default/web-u7f-a: PodDisruptionBudget web-u7f allows 0 disruptions", "pod default/web-u7f-b",
+		"pods default/web-u7f-a, default/web-u7f-b: PodDisruptionBudget web-u7f allows 0 disruptions",
 		"uncordoned the node, nothing was written"} {
 		if !strings.Contains(degraded, want) {
 			t.Errorf("NodeDegraded message lacks %q", want)

@@ -10,11 +10,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
+	typedcoordinationv1 "k8s.io/client-go/kubernetes/typed/coordination/v1"
 )
 
 // The controller's token, bound to its pod, writes the Leases and Events it needs and no other
 // (the policy nodeconfd-controller-records): its own Lease; the delete of the old disruption
-// budget's Leases, never a surge slot nor another Lease; Events on pools only, a repeat raising
+// budget's Leases and the surge slots, never another Lease; the answer to a surge slot, never its
+// node, holder or pod; Events on pools only, a repeat raising
 // only the count and time. RBAC alone let it create, delete and patch any of them in its
 // namespaces.
 func TestControllerLeasesAndEvents(t *testing.T) {
@@ -34,8 +36,8 @@ func TestControllerLeasesAndEvents(t *testing.T) {
 	// The old budget's Leases, a surge slot and another Lease, made by an administrator.
 	lease := func(name string, labels map[string]string) {
 		t.Helper()
-		_, err := adminLeases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels}},
-			metav1.CreateOptions{})
+		_, err := adminLeases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: labels,
+			Annotations: map[string]string{"nodeconfd.io/surge-pod": "shop/web-0"}}}, metav1.CreateOptions{})
 		check(t, err)
 	}
 	budget := map[string]string{"nodeconfd.io/disruption-budget": "nodeconfd-budget"}
@@ -43,7 +45,7 @@ func TestControllerLeasesAndEvents(t *testing.T) {
 	lease("nodeconfd-budget-0", budget)
 	lease("nodeconfd-budget-q-0123456789abcdef", waiter)
 	lease("nodeconfd-budget-other", budget)
-	lease("nodeconfd-surge-0", nil)
+	lease("nodeconfd-surge-0", map[string]string{"nodeconfd.io/surge-node": nodeA})
 	lease("someone-else", budget)
 	podEvent, err := adminEvents.Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "web-a.1"},
 		InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: "default", Name: "web-a"}, Reason: "Started",
@@ -71,6 +73,11 @@ func TestControllerLeasesAndEvents(t *testing.T) {
 				t.Errorf("deleting the old budget's Lease %s: %v", name, err)
 			}
 		}
+		if err := updateSlot(ctx, adminLeases, leases, func(l *coordinationv1.Lease) {
+			l.Annotations["nodeconfd.io/surge-answer"] = "raised"
+		}); err != nil {
+			t.Errorf("answering a surge slot: %v", err)
+		}
 		ev, err := events.Create(ctx, poolEvent("worker", "RenderedConfig", "Rendered x"), metav1.CreateOptions{})
 		if err != nil {
 			t.Fatalf("an Event on pool worker: %v", err)
@@ -92,8 +99,11 @@ func TestControllerLeasesAndEvents(t *testing.T) {
 				metav1.CreateOptions{})
 			return err
 		}},
-		{"DeleteSurgeSlot", "only the Leases of the old disruption budget", func() error {
-			return leases.Delete(ctx, "nodeconfd-surge-0", metav1.DeleteOptions{})
+		{"SurgeSlotOfAnotherPod", "without changing their node, holder or pod", func() error {
+			return updateSlot(ctx, adminLeases, leases, func(l *coordinationv1.Lease) { l.Annotations["nodeconfd.io/surge-pod"] = "shop/db-0" })
+		}},
+		{"SurgeSlotOfAnotherNode", "without changing their node, holder or pod", func() error {
+			return updateSlot(ctx, adminLeases, leases, func(l *coordinationv1.Lease) { l.Labels["nodeconfd.io/surge-node"] = nodeB })
 		}},
 		{"DeleteBudgetLabelledOtherName", "only the Leases of the old disruption budget", func() error {
 			return leases.Delete(ctx, "nodeconfd-budget-other", metav1.DeleteOptions{})
@@ -128,11 +138,28 @@ func TestControllerLeasesAndEvents(t *testing.T) {
 			}
 		})
 	}
-	for _, name := range []string{"nodeconfd-surge-0", "nodeconfd-budget-other", "someone-else"} {
+	for _, name := range []string{"nodeconfd-budget-other", "someone-else"} {
 		if _, err := adminLeases.Get(ctx, name, metav1.GetOptions{}); err != nil {
 			t.Errorf("Lease %s after the refused delete: %v", name, err)
 		}
 	}
+	// A surge slot whose node stopped draining with its surge held (drain.Granter).
+	if err := leases.Delete(ctx, "nodeconfd-surge-0", metav1.DeleteOptions{}); err != nil {
+		t.Errorf("deleting a surge slot: %v", err)
+	}
+}
+
+// updateSlot updates the surge slot nodeconfd-surge-0 as edit says, with
+// the controller's token, as it answers one (an update: it may not patch
+// Leases).
+func updateSlot(ctx context.Context, admin, leases typedcoordinationv1.LeaseInterface, edit func(*coordinationv1.Lease)) error {
+	l, err := admin.Get(ctx, "nodeconfd-surge-0", metav1.GetOptions{}) // it reads the slots from its watch
+	if err != nil {
+		return err
+	}
+	edit(l)
+	_, err = leases.Update(ctx, l, metav1.UpdateOptions{})
+	return err
 }
 
 // poolEvent is an Event on pool as the controller records it.
