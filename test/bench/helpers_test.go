@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -134,6 +135,9 @@ func describe(st mcfgv1.MachineConfigNodeStatus) string {
 func requests(b *testing.B, n *testbed.Node) float64 {
 	b.Helper()
 	v, err := n.Metric(requestsMetric)
+	if errors.Is(err, testbed.ErrNoSeries) {
+		return 0 // a new process, its metrics served before its first request
+	}
 	if err != nil {
 		b.Fatal(err)
 	}

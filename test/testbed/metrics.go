@@ -2,11 +2,16 @@ package testbed
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
 )
+
+// ErrNoSeries is a metric with no series: a counter vector before its first
+// count, or a name the process does not have.
+var ErrNoSeries = errors.New("no series")
 
 // scrape sums the samples of one metric in a Prometheus text page.
 func scrape(url, name string) (float64, error) {
@@ -34,7 +39,7 @@ func scrape(url, name string) (float64, error) {
 		sum, found = sum+v, true
 	}
 	if !found {
-		return 0, fmt.Errorf("metric %s not found at %s", name, url)
+		return 0, fmt.Errorf("metric %s at %s: %w", name, url, ErrNoSeries)
 	}
 	return sum, sc.Err()
 }
