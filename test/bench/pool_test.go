@@ -53,20 +53,9 @@ func updateFragment(ctx context.Context, b *testing.B, name, pool, path, content
 	if err != nil {
 		b.Fatal(err)
 	}
-	list, err := mcs.List(ctx, metav1.ListOptions{LabelSelector: render.RoleLabel + "=" + pool})
+	rendered, err := bed.RenderPool(ctx, pool)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var fragments []*mcfgv1.MachineConfig
-	for i := range list.Items {
-		fragments = append(fragments, &list.Items[i])
-	}
-	r, err := render.Render(pool, fragments, render.Options{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	if err := bed.CreateConfig(ctx, r.Config); err != nil {
-		b.Fatal(err)
-	}
-	return r.Config.Name
+	return rendered
 }

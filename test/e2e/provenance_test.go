@@ -112,31 +112,19 @@ func provenanceFragment(ctx context.Context, t *testing.T, name, pool, path, con
 	return out
 }
 
-// renderPool renders pool's fragments as the controller does and creates
-// the rendered config, with extra files added when given (a config the
-// controller's token could create, named for its content); it returns the
-// name.
+// renderPool renders pool's fragments as the controller does (with extra
+// files in one more fragment, when given) and creates the rendered config.
 func renderPool(ctx context.Context, t *testing.T, pool string, extra map[string]string) string {
 	t.Helper()
-	list, err := bed.MCfg.MachineconfigurationV1().MachineConfigs().List(ctx, metav1.ListOptions{LabelSelector: render.RoleLabel + "=" + pool})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var fragments []*mcfgv1.MachineConfig
-	for i := range list.Items {
-		fragments = append(fragments, &list.Items[i])
-	}
+	var more []*mcfgv1.MachineConfig
 	if len(extra) > 0 {
-		fragments = append(fragments, testbed.MachineConfig("zz-"+pool+"-extra", ign(extra)))
-		fragments[len(fragments)-1].Labels = map[string]string{render.RoleLabel: pool}
+		mc := testbed.MachineConfig("zz-"+pool+"-extra", ign(extra))
+		mc.Labels = map[string]string{render.RoleLabel: pool}
+		more = append(more, mc)
 	}
-	r, err := render.Render(pool, fragments, render.Options{})
+	name, err := bed.RenderPool(ctx, pool, more...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	mc := r.Config
-	if err := bed.CreateConfig(ctx, mc); err != nil {
-		t.Fatal(err)
-	}
-	return mc.Name
+	return name
 }
