@@ -2,6 +2,8 @@ package policy
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +48,7 @@ func lifecycleWrites(ctx context.Context, t *testing.T, b *bed) {
 	}
 	conds, err := own.NodeConditions(ctx)
 	check(t, err)
-	if got := conditionTypes(conds); got != "Ready MaintenancePlanned DrainInProgress Drained MaintenanceInProgress" {
+	if got := conditionTypes(conds); got != "DrainInProgress Drained MaintenanceInProgress MaintenancePlanned Ready" {
 		t.Errorf("Node %s's conditions after the daemon's writes: %s", nodeA, got)
 	}
 
@@ -90,13 +92,12 @@ func lifecycleWrites(ctx context.Context, t *testing.T, b *bed) {
 	}
 }
 
+// conditionTypes are the types of conds, sorted (a strategic merge patch puts new ones first).
 func conditionTypes(conds []corev1.NodeCondition) string {
-	s := ""
-	for i, c := range conds {
-		if i > 0 {
-			s += " "
-		}
-		s += string(c.Type)
+	types := make([]string, 0, len(conds))
+	for _, c := range conds {
+		types = append(types, string(c.Type))
 	}
-	return s
+	slices.Sort(types)
+	return strings.Join(types, " ")
 }
