@@ -94,7 +94,7 @@ func startFlagGroups() []flagGroup {
 			"start-jitter"}},
 		{"Updates", []string{"allowed-config-pattern", "verify-rendered-configs", "base-os-image-url", "base-os-extensions-image", "node-disruption-policy", "post-action-policy", "max-file-size", "max-config-size",
 			"max-files", "max-units", "max-path-depth",
-			"retry-initial", "retry-max", "update-spread", "image-mode-status"}},
+			"retry-initial", "retry-max", "update-spread", "image-mode-status", "node-lifecycle-conditions"}},
 		{"Health gate", []string{"health-timeout", "health-units", "health-command", "health-command-timeout"}},
 		{"Reboot on request", []string{"reboot-sentinel", "reboot-check-command", "reboot-check-interval"}},
 		{"Once, without an API server", []string{"once-from", "skip-reboot"}},

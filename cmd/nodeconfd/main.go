@@ -85,7 +85,7 @@ type options struct {
 	drainLast                          labels.Selector
 	surgeMax                           int
 	evictUnowned, debug, releaseMemory bool
-	imageModeStatus                    bool
+	imageModeStatus, lifecycleConds    bool
 	backoffInitial, backoffMax         time.Duration
 	pullRetry                          osupdate.Retry
 	osTimeout                          time.Duration
@@ -134,9 +134,7 @@ func parseFlags(args []string) (options, error) {
 		drain.SurgeAnnotation+"=true, or any owner with a scale subresource in a namespace so annotated; 0: never); "+
 		"set the same on every node")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
-	fs.BoolVar(&o.imageModeStatus, "image-mode-status", false,
-		"also report AppliedFiles, ImagePulledFromRegistry and AppliedOSImage, the split of AppliedFilesAndOS that "+
-			"OpenShift reports behind its ImageModeStatusReporting feature gate (TechPreviewNoUpgrade)")
+	addStatusFlags(fs, &o)
 	fs.BoolVar(&o.releaseMemory, "release-memory-when-idle", true,
 		"when the node settles on a config, return the heap the work used to the OS")
 	fs.DurationVar(&o.backoffInitial, "retry-initial", 5*time.Second, "first retry delay after a failed update (each delay is drawn in [d/2, d))")
@@ -286,7 +284,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	}
 	restoreSurges(ctx, drainr, log)
 	notifier := o.notify.notifier(ctx, o.nodeName, objects, m, log)
-	env := phases.Env{Observer: notify.Observe(m, notifier), Ports: phases.Ports{
+	env := phases.Env{Observer: o.observer(notify.Observe(m, notifier), api, log), Ports: phases.Ports{
 		Configs:      &daemon.ConfigCache{Source: api, Size: 2},
 		Cluster:      m.Cluster(cluster{Client: api, Drainer: drainr}),
 		Host:         daemon.Host{FS: host, Units: units},

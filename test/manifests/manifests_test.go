@@ -63,6 +63,8 @@ func TestKubectlApply(t *testing.T) {
 		"daemonset.apps/nodeconfd",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-own-node",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node",
+		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-own-node-status",
+		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node-status",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-own-node-evictions",
 		"validatingadmissionpolicybinding.admissionregistration.k8s.io/nodeconfd-own-node-evictions",
 		"validatingadmissionpolicy.admissionregistration.k8s.io/nodeconfd-surge",

@@ -33,6 +33,8 @@ func TestDaemonRBAC(t *testing.T) {
 		{"get", "", "nodes", "", "", true},
 		{"watch", "", "nodes", "", "", true},
 		{"patch", "", "nodes", "", "", true},
+		{"patch", "", "nodes", "status", "", true}, // the lifecycle conditions (nodeconfd-own-node-status)
+		{"update", "", "nodes", "status", "", false},
 		{"list", "", "pods", "", "", true},
 		{"create", "", "pods", "eviction", "apps", true},
 		{"list", "policy", "poddisruptionbudgets", "", "apps", true},

@@ -61,6 +61,7 @@ func TestOwnNodeOnly(t *testing.T) {
 		})
 	}
 
+	t.Run("LifecycleConditions", func(t *testing.T) { lifecycleWrites(ctx, t, b) })
 	t.Run("Surge", func(t *testing.T) { surgeWrites(ctx, t, b, k) })
 	ctl := controllerClient(ctx, t, b)
 	t.Run("SurgeController", func(t *testing.T) { surgeControllerWrites(ctx, t, b, ctl) })

@@ -203,6 +203,10 @@ func (c *ControlPlane) start(ctx context.Context) error {
 	return c.startAPIServerLocked(ctx)
 }
 
+// FeatureGates are the bed's API server's feature gates beyond the
+// defaults of its release.
+const FeatureGates = "NodeLifecycleConditions=true"
+
 // startAPIServerLocked starts kube-apiserver on c.apiPort and waits for /readyz. c.mu is held.
 func (c *ControlPlane) startAPIServerLocked(ctx context.Context) error {
 	pkiDir := filepath.Join(c.opts.Dir, "pki")
@@ -224,6 +228,9 @@ func (c *ControlPlane) startAPIServerLocked(ctx context.Context) error {
 		// A loopback address is not a valid endpoint for the kubernetes Service.
 		"--endpoint-reconciler-type=none",
 		"--enable-priority-and-fairness=" + strconv.FormatBool(c.opts.PriorityAndFairness),
+		// The Node lifecycle conditions the daemon writes (--node-lifecycle-conditions):
+		// alpha in 1.37, the bed's version, and off by default.
+		"--feature-gates=" + FeatureGates,
 	}, c.apiServerModeArgs()...))
 	if err != nil {
 		return err
