@@ -120,7 +120,7 @@ func (d *demo) steps(ctx context.Context) error {
 	}
 
 	header("An update that drains and reboots (a systemd unit and an /etc file), one node of each pool at a time")
-	if err := createWorkload(ctx, d.bed.Kube); err != nil {
+	if err := createWorkload(ctx, d.bed.Kube, d.bed.Images().Workload); err != nil {
 		return err
 	}
 	fmt.Println("A Deployment's pods for the drains to evict:")
