@@ -60,7 +60,7 @@ func run(ctx context.Context) (err error) {
 	}
 	defer os.RemoveAll(dir)
 
-	header("Starting the cluster: kube-apiserver, etcd, kube-scheduler, kube-controller-manager, a registry;\n"+
+	header("Starting the cluster: kube-apiserver, etcd, kube-scheduler, kube-controller-manager, a registry;\n" +
 		"make push and make release for it; kubectl apply -f nodeconfd-release.yaml")
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
