@@ -75,6 +75,17 @@ func TestIndexPush(t *testing.T) {
 		}
 	}
 	checkLayoutNames(t, archive, ref, res.Digest)
+
+	// Reproducible: a second build gives the same index and archive.
+	again := filepath.Join(t.TempDir(), "image.tar")
+	if _, res2, err := buildIndex(specs, ref, again); err != nil {
+		t.Fatal(err)
+	} else if res2.Digest != res.Digest {
+		t.Errorf("second build's index digest %s, first %s", res2.Digest, res.Digest)
+	}
+	if a, b := fileSum(t, archive), fileSum(t, again); a != b {
+		t.Errorf("the archives differ: sha256 %x and %x", a, b)
+	}
 }
 
 // checkLayoutNames untars the archive and wants its index.json to name the
