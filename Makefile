@@ -11,7 +11,7 @@ OUT ?= bin/nodeconfd
 # The commit, in nodeconfd_build_info and the start line (empty outside a git checkout).
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: all build image deps controlplane nodeimage nodestack nodeimage-kube promtool prometheus demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
+.PHONY: all build image push release registry deps controlplane nodeimage nodestack nodeimage-kube promtool prometheus demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
 
 all: build
 
@@ -19,12 +19,25 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-X main.version=$(VERSION) -X main.revision=$(REVISION)" -o $(OUT) ./cmd/nodeconfd
 
 # The release image without a container engine (hack/buildimage, docs/image.md):
-# an OCI layout tar at IMAGE_ARCHIVE named quay.io/nodeconfd/nodeconfd:$(VERSION),
-# the DaemonSet's image; `ctr -n k8s.io images import $(IMAGE_ARCHIVE)` loads it.
-# Reproducible: one commit, one digest (SOURCE_DATE_EPOCH defaults to its time).
+# linux/amd64 and linux/arm64 in one OCI image index named
+# $(IMAGE_REPO):$(VERSION), written as an OCI layout tar at IMAGE_ARCHIVE.
+# `make push` pushes it to IMAGE_REPO's registry as well (go-containerregistry;
+# credentials from `docker login`'s config). Reproducible: one commit, one
+# digest (SOURCE_DATE_EPOCH defaults to its time).
+IMAGE_REPO ?= quay.io/nodeconfd/nodeconfd
 IMAGE_ARCHIVE ?= bin/nodeconfd-image.tar
+IMAGE_ARCHES ?= amd64,arm64
 image:
-	$(GO) run ./hack/buildimage -out $(IMAGE_ARCHIVE) -version $(VERSION)
+	$(GO) run ./hack/buildimage -out $(IMAGE_ARCHIVE) -repo $(IMAGE_REPO) -version $(VERSION) -arch $(IMAGE_ARCHES)
+
+push:
+	$(GO) run ./hack/buildimage -out $(IMAGE_ARCHIVE) -repo $(IMAGE_REPO) -version $(VERSION) -arch $(IMAGE_ARCHES) -push
+
+# The release manifest (hack/release): manifests/ as one YAML, running
+# $(IMAGE_REPO):$(VERSION). Installing is `kubectl apply -f $(RELEASE)`.
+RELEASE ?= bin/nodeconfd-$(VERSION).yaml
+release:
+	$(GO) run ./hack/release -image $(IMAGE_REPO):$(VERSION) -version $(VERSION) -out $(RELEASE)
 
 deps:
 	bash hack/install-deps.sh
@@ -45,6 +58,11 @@ nodestack: deps
 nodeimage-kube: deps
 	bash hack/node-image-kube.sh >/dev/null
 
+# The OCI registry test/cluster and the demo push the image to and the real
+# nodes pull it from (CNCF Distribution, built from its module).
+registry:
+	bash hack/build-registry.sh >/dev/null
+
 # promtool checks the daemon's /metrics and the alert rules in the tests.
 promtool:
 	bash hack/build-promtool.sh >/dev/null
@@ -63,12 +81,12 @@ crds:
 # hack/setup.sh builds what it needs, once: cold, about 50 minutes on 2
 # cores, saying at each minute what it builds and about how long is left.
 demo:
-	bash hack/setup.sh deps controlplane nodeimage nodestack nodeimage-kube demo
+	bash hack/setup.sh deps controlplane nodeimage nodestack nodeimage-kube registry demo
 	./bin/nodeconfd-demo
 
 # Unit tests: no root, no control plane, no nodes.
 test-unit:
-	$(GO) test -count=1 ./phases/... ./daemon/... ./cmd/...
+	$(GO) test -count=1 ./phases/... ./daemon/... ./cmd/... ./hack/release/
 
 # Every test, on the real parts (root, control plane, systemd nodes). The
 # e2e tests run side by side on one test bed, E2E_PARALLEL at once (see
@@ -78,7 +96,7 @@ test-unit:
 # that go test starts it first.
 E2E_PARALLEL ?= 16
 test:
-	bash hack/setup.sh deps controlplane nodeimage nodestack nodeimage-kube promtool prometheus
+	bash hack/setup.sh deps controlplane nodeimage nodestack nodeimage-kube registry promtool prometheus
 	$(MAKE) build
 	bash hack/check-tracked-sizes.sh
 	$(GO) vet ./...

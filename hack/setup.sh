@@ -20,7 +20,7 @@ cd "$(dirname "$0")/.."
 declare -A script=(
   [deps]=install-deps.sh [controlplane]=build-controlplane.sh [nodeimage]=node-image.sh
   [nodestack]=build-nodestack.sh [nodeimage-kube]=node-image-kube.sh [promtool]=build-promtool.sh
-  [prometheus]=build-prometheus.sh
+  [prometheus]=build-prometheus.sh [registry]=build-registry.sh
 )
 declare -A what=(
   [deps]="Debian packages (debootstrap, systemd-nspawn, dbus)"
@@ -30,10 +30,11 @@ declare -A what=(
   [nodeimage-kube]="the real-node image (runc, CNI plugins)"
   [promtool]="promtool"
   [prometheus]="the Prometheus server (for the alert gate's tests)"
+  [registry]="the OCI registry the real nodes pull from (distribution)"
   [demo]="the demo (Go packages of client-go and the test bed)"
 )
 declare -A minutes=(
-  [deps]=1 [controlplane]=15 [nodeimage]=3 [nodestack]=30 [nodeimage-kube]=1 [promtool]=5 [prometheus]=4 [demo]=4
+  [deps]=1 [controlplane]=15 [nodeimage]=3 [nodestack]=30 [nodeimage-kube]=1 [promtool]=5 [prometheus]=4 [registry]=6 [demo]=4
 )
 
 for s in "$@"; do

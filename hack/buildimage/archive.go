@@ -33,6 +33,28 @@ func writeArchive(out string, img v1.Image, ref name.Tag, mtime time.Time) error
 	if err != nil {
 		return fmt.Errorf("reading the image's config: %w", err)
 	}
+	return writeLayout(out, mtime, func(p layout.Path) error {
+		return p.AppendImage(img, layout.WithAnnotations(nameAnnotations(ref)),
+			layout.WithPlatform(v1.Platform{OS: cf.OS, Architecture: cf.Architecture}))
+	})
+}
+
+// writeIndexArchive is writeArchive for a multi-architecture image: the
+// layout's index.json names the image index, which names each platform's
+// image.
+func writeIndexArchive(out string, idx v1.ImageIndex, ref name.Tag, mtime time.Time) error {
+	return writeLayout(out, mtime, func(p layout.Path) error {
+		return p.AppendIndex(idx, layout.WithAnnotations(nameAnnotations(ref)))
+	})
+}
+
+func nameAnnotations(ref name.Tag) map[string]string {
+	return map[string]string{refNameAnnotation: ref.Name(), containerdNameAnnotation: ref.Name()}
+}
+
+// writeLayout writes an OCI layout, to which add appends the image, as a
+// tar at out.
+func writeLayout(out string, mtime time.Time, add func(layout.Path) error) error {
 	dir, err := os.MkdirTemp(filepath.Dir(out), ".buildimage-layout-")
 	if err != nil {
 		return fmt.Errorf("making the layout directory: %w", err)
@@ -42,13 +64,7 @@ func writeArchive(out string, img v1.Image, ref name.Tag, mtime time.Time) error
 	if err != nil {
 		return fmt.Errorf("writing the OCI layout: %w", err)
 	}
-	err = p.AppendImage(img,
-		layout.WithAnnotations(map[string]string{
-			refNameAnnotation:        ref.Name(),
-			containerdNameAnnotation: ref.Name(),
-		}),
-		layout.WithPlatform(v1.Platform{OS: cf.OS, Architecture: cf.Architecture}))
-	if err != nil {
+	if err := add(p); err != nil {
 		return fmt.Errorf("writing the image to the OCI layout: %w", err)
 	}
 	tmp := out + ".tmp"

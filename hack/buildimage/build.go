@@ -69,28 +69,36 @@ func build(s spec, ref, out string) (result, error) {
 	if res.Digest, err = img.Digest(); err != nil {
 		return result{}, fmt.Errorf("reading the image's digest: %w", err)
 	}
+	if res.Compressed, res.Uncompressed, err = layerSizes(img); err != nil {
+		return result{}, err
+	}
+	return res, nil
+}
+
+// layerSizes sums img's layers as stored (gzip) and as unpacked.
+func layerSizes(img v1.Image) (compressed, uncompressed int64, err error) {
 	layers, err := img.Layers()
 	if err != nil {
-		return result{}, fmt.Errorf("reading the image's layers: %w", err)
+		return 0, 0, fmt.Errorf("reading the image's layers: %w", err)
 	}
 	for _, l := range layers {
 		n, err := l.Size()
 		if err != nil {
-			return result{}, fmt.Errorf("reading a layer's size: %w", err)
+			return 0, 0, fmt.Errorf("reading a layer's size: %w", err)
 		}
-		res.Compressed += n
+		compressed += n
 		rc, err := l.Uncompressed()
 		if err != nil {
-			return result{}, fmt.Errorf("reading a layer: %w", err)
+			return 0, 0, fmt.Errorf("reading a layer: %w", err)
 		}
 		n, err = io.Copy(io.Discard, rc)
 		rc.Close()
 		if err != nil {
-			return result{}, fmt.Errorf("reading a layer: %w", err)
+			return 0, 0, fmt.Errorf("reading a layer: %w", err)
 		}
-		res.Uncompressed += n
+		uncompressed += n
 	}
-	return res, nil
+	return compressed, uncompressed, nil
 }
 
 // repoRoot is the directory of the module's go.mod.

@@ -1,13 +1,15 @@
 // Command buildimage builds nodeconfd's release image without a container
 // engine: the image the Dockerfile describes (FROM scratch, /etc/passwd and
 // /etc/group from hack/buildimage/rootfs, the static binary at
-// /usr/bin/nodeconfd, its entrypoint and arguments), written as an OCI image
-// layout tar that `ctr -n k8s.io images import` reads. The build is
-// reproducible: one commit gives one digest (docs/image.md).
+// /usr/bin/nodeconfd, its entrypoint and arguments), for linux/amd64 and
+// linux/arm64 in one image index, written as an OCI image layout tar and,
+// with -push, pushed to the registry the repository names (go-containerregistry).
+// The build is reproducible: one commit gives one digest (docs/image.md).
 //
 // Usage, from anywhere in the repository (`make image` runs it):
 //
 //	go run ./hack/buildimage [-out bin/nodeconfd-image.tar] [-repo quay.io/nodeconfd/nodeconfd] [-version v0.1.0]
+//	    [-arch amd64,arm64] [-push]
 //
 // Every timestamp is SOURCE_DATE_EPOCH, else the commit's time.
 package main
@@ -19,7 +21,6 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"syscall"
 )
@@ -32,21 +33,33 @@ func main() {
 	out := flag.String("out", "bin/nodeconfd-image.tar", "the archive to write (relative to the repository root)")
 	repo := flag.String("repo", defaultRepo, "the image's repository; the tag is -version")
 	version := flag.String("version", "", "the release (default: the VERSION file)")
-	arch := flag.String("arch", envOr("GOARCH", runtime.GOARCH), "the architecture to build for")
+	arches := flag.String("arch", "amd64,arm64", "the architectures to build for, separated by commas: one image index")
+	pushIt := flag.Bool("push", false, "push the image to -repo's registry as well (credentials: docker login's)")
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := run(ctx, *out, *repo, *version, *arch); err != nil {
+	if err := run(ctx, options{out: *out, repo: *repo, version: *version, arches: *arches, push: *pushIt}); err != nil {
 		fmt.Fprintln(os.Stderr, "buildimage:", err)
 		os.Exit(1)
 	}
 }
 
-func run(ctx context.Context, out, repo, version, arch string) error {
+// options are the command's flags.
+type options struct {
+	out, repo, version, arches string
+	push                       bool
+}
+
+func run(ctx context.Context, o options) error {
+	arches, err := parseArches(o.arches)
+	if err != nil {
+		return err
+	}
 	root, err := repoRoot(ctx)
 	if err != nil {
 		return err
 	}
+	version, out := o.version, o.out
 	if version == "" {
 		b, err := os.ReadFile(filepath.Join(root, "VERSION"))
 		if err != nil {
@@ -69,12 +82,16 @@ func run(ctx context.Context, out, repo, version, arch string) error {
 		return fmt.Errorf("making a build directory: %w", err)
 	}
 	defer os.RemoveAll(binDir)
-	binary, err := buildBinary(ctx, root, filepath.Join(binDir, "nodeconfd"), version, arch)
-	if err != nil {
-		return err
+	rev := revision(ctx, root)
+	var specs []spec
+	for _, arch := range arches {
+		binary, err := buildBinary(ctx, root, filepath.Join(binDir, "nodeconfd-"+arch), version, arch)
+		if err != nil {
+			return err
+		}
+		specs = append(specs, spec{Binary: binary, Arch: arch, Created: created, Version: version, Revision: rev})
 	}
-	s := spec{Binary: binary, Arch: arch, Created: created, Version: version, Revision: revision(ctx, root)}
-	res, err := build(s, repo+":"+version, out)
+	idx, res, err := buildIndex(specs, o.repo+":"+version, out)
 	if err != nil {
 		return err
 	}
@@ -82,17 +99,17 @@ func run(ctx context.Context, out, repo, version, arch string) error {
 	if err != nil {
 		rel = out
 	}
-	fmt.Printf("image:   %s\ndigest:  %s\narchive: %s (OCI layout tar)\n", res.Ref, res.Digest, rel)
-	fmt.Printf("size:    %.1f MB compressed, %.1f MB uncompressed\n", mb(res.Compressed), mb(res.Uncompressed))
-	fmt.Printf("import:  ctr -n k8s.io images import %s\n", rel)
-	return nil
-}
-
-func envOr(key, def string) string {
-	if v := os.Getenv(key); v != "" {
-		return v
+	fmt.Printf("image:   %s\ndigest:  %s\nplatforms: linux/%s\narchive: %s (OCI layout tar)\n",
+		res.Ref, res.Digest, strings.Join(arches, ", linux/"), rel)
+	fmt.Printf("size:    %.1f MB compressed, %.1f MB uncompressed (all platforms)\n", mb(res.Compressed), mb(res.Uncompressed))
+	if !o.push {
+		return nil
 	}
-	return def
+	if err := push(ctx, idx, res.Ref); err != nil {
+		return err
+	}
+	fmt.Printf("pushed:  %s@%s\n", res.Ref, res.Digest)
+	return nil
 }
 
 func mb(n int64) float64 { return float64(n) / 1e6 }

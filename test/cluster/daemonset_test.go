@@ -15,7 +15,6 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
-	"github.com/nodeconfd/nodeconfd/test/testbed/images"
 )
 
 // rebootSequence is the contract's sequence of condition transitions of an
@@ -47,9 +46,11 @@ var runtimeSequence = []string{
 
 const helloUnit = "[Unit]\nDescription=hello\n\n[Service]\nType=oneshot\nExecStart=/bin/true\n\n[Install]\nWantedBy=multi-user.target\n"
 
-// TestDaemonSetOnRealNodes applies manifests/ as shipped (testbed.StartCluster)
-// to two real nodes, waits for the DaemonSet, then rolls out an update that
-// drains and reboots both nodes (the kubelet restarts each daemon pod after
+// TestDaemonSetOnRealNodes applies the release manifest (manifests/ with
+// the image pushed to the bed's registry: testbed.StartCluster), then starts
+// two real nodes, waits for the DaemonSet (each node pulls the daemon's
+// image: pulledFromRegistry), then rolls out an update that drains and
+// reboots both nodes (the kubelet restarts each daemon pod after
 // the reboot, and the new container completes the update) and one that
 // reloads CRI-O, and reads each pod's log with kubectl. A real Prometheus
 // scrapes the daemons and the controller through the shipped objects
@@ -62,8 +63,9 @@ func TestDaemonSetOnRealNodes(t *testing.T) {
 	nodes, logs := startNodes(ctx, t, "rendered-worker-base", names...)
 	ds := waitDaemonSet(ctx, t, int32(len(names)))
 	if got, want := ds.Spec.Template.Spec.Containers[0].Image, bed.Images().DaemonRef; got != want {
-		t.Errorf("the DaemonSet runs image %s, want the one built and imported, %s", got, want)
+		t.Errorf("the DaemonSet runs image %s, want the one built and pushed, %s", got, want)
 	}
+	pulledFromRegistry(ctx, t, names)
 	for _, name := range names {
 		if err := logs[name].WaitFor(ctx, "Updated", "True", ""); err != nil {
 			t.Fatalf("node %s: %v", name, err)
@@ -270,8 +272,8 @@ func workload(ctx context.Context, t *testing.T, name string, replicas int32) {
 				ObjectMeta: metav1.ObjectMeta{Labels: labels},
 				Spec: corev1.PodSpec{
 					TerminationGracePeriodSeconds: new(int64),
-					Containers: []corev1.Container{{Name: "idle", Image: images.Workload,
-						ImagePullPolicy: corev1.PullNever}},
+					Containers: []corev1.Container{{Name: "idle", Image: bed.Images().Workload,
+						ImagePullPolicy: corev1.PullIfNotPresent}},
 				},
 			},
 		},

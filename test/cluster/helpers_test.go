@@ -63,7 +63,7 @@ func startNodes(ctx context.Context, t *testing.T, base string, names ...string)
 		for _, n := range nodes {
 			if t.Failed() {
 				out, _ := n.Sys.Exec(sctx, "journalctl", "--no-pager", "-n", "80", "-u", "kubelet", "-u", "containerd",
-					"-u", "testbed-node", "-u", "testbed-images")
+					"-u", "testbed-node")
 				t.Logf("node %s: the journal's last lines:\n%s", n.Name, out)
 			}
 			if err := n.Stop(sctx); err != nil {

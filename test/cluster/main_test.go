@@ -1,8 +1,9 @@
-// Package cluster runs the daemon as its users run it: manifests/ applied as
-// shipped to a bed of real nodes (testbed.StartCluster: kube-scheduler and
-// kube-controller-manager beside the API server, and in each node a kubelet
-// with its own credentials and containerd), where the DaemonSet's pods run
-// the release image, updates reboot the nodes for real and the kubelet
+// Package cluster runs the daemon as its users run it: the release manifest
+// (manifests/ with the image pushed to the bed's registry) applied to a bed
+// of real nodes (testbed.StartCluster: kube-scheduler and
+// kube-controller-manager beside the API server, a registry, and in each
+// node a kubelet with its own credentials and containerd), where the
+// DaemonSet's pods run the release image pulled from the registry, updates reboot the nodes for real and the kubelet
 // restarts the pods, and `kubectl logs` reads what the daemon wrote.
 //
 // The first run on a machine builds the node stack (kubelet, scheduler,

@@ -23,7 +23,6 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
-	"github.com/nodeconfd/nodeconfd/test/testbed/images"
 )
 
 // surgeDrain: a one-replica Deployment that opted in to surges, under a PodDisruptionBudget of
@@ -118,7 +117,7 @@ func soloWorkload(ctx context.Context, t *testing.T) {
 							Preference: corev1.NodeSelectorTerm{MatchExpressions: []corev1.NodeSelectorRequirement{{
 								Key: testbed.ControllerNodeLabel, Operator: corev1.NodeSelectorOpDoesNotExist}}}}}}},
 					TerminationGracePeriodSeconds: new(int64),
-					Containers: []corev1.Container{{Name: "idle", Image: images.Workload, ImagePullPolicy: corev1.PullNever,
+					Containers: []corev1.Container{{Name: "idle", Image: bed.Images().Workload, ImagePullPolicy: corev1.PullIfNotPresent,
 						ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{Exec: &corev1.ExecAction{
 							Command: []string{"/idle", "ready"}}}, InitialDelaySeconds: 4, PeriodSeconds: 1}}},
 				},

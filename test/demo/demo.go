@@ -84,8 +84,8 @@ func (d *demo) join(ctx context.Context) error {
 		return fmt.Errorf("waiting for the DaemonSet's pods and the controller: %w", err)
 	}
 	d.kubectl(ctx, "get", "nodes", "-o", "wide")
-	fmt.Printf("\nThe DaemonSet and the controller as shipped, from the release image built here (%s):\n",
-		d.bed.Images().DaemonRef)
+	fmt.Printf("\nThe DaemonSet and the controller as shipped (the release manifest), running the image built here,\n"+
+		"pushed to the bed's registry and pulled by the node (%s@%s):\n", d.bed.Images().DaemonRef, d.bed.Images().DaemonDigest)
 	d.kubectl(ctx, "get", "daemonsets,deployments,pods", "-n", testbed.Namespace, "-o", "wide")
 	fmt.Println("\nThe shipped pools: master takes control-plane nodes, worker every other node; no config yet.")
 	d.kubectl(ctx, "get", "machineconfigpools")

@@ -1,10 +1,11 @@
 // Command demo shows nodeconfd as its users run it, on this machine, and
 // as the README tells them to: it starts a local control plane
-// (kube-apiserver, etcd, kube-scheduler, kube-controller-manager), applies
-// manifests/ as shipped (the image reference rewritten to the release
-// image built here), and boots three real nodes whose kubelets register
-// them as kubeadm's do (no role labels) and whose containerd runs the
-// DaemonSet's pods and the controller's. Then, with kubectl only: the first
+// (kube-apiserver, etcd, kube-scheduler, kube-controller-manager) and an
+// OCI registry, pushes the release image built here (`make push`), applies
+// the release manifest for it (`make release`: manifests/ with the image
+// set), and boots three real nodes whose kubelets register them as
+// kubeadm's do (no role labels) and whose containerd pulls the image and
+// runs the DaemonSet's pods and the controller's. Then, with kubectl only: the first
 // rollout (a MachineConfig fragment applied; the controller renders the
 // worker pool's config and hands it to one node at a time; a containerd
 // registry host file, which needs nothing after its write),
@@ -59,7 +60,8 @@ func run(ctx context.Context) (err error) {
 	}
 	defer os.RemoveAll(dir)
 
-	header("Starting the cluster: kube-apiserver, etcd, kube-scheduler, kube-controller-manager; kubectl apply -f manifests/")
+	header("Starting the cluster: kube-apiserver, etcd, kube-scheduler, kube-controller-manager, a registry;\n" +
+		"make push and make release for it; kubectl apply -f nodeconfd-release.yaml")
 	startCtx, cancel := context.WithTimeout(ctx, 15*time.Minute)
 	defer cancel()
 	bed, err := testbed.StartCluster(startCtx, dir, os.Stdout)
@@ -120,7 +122,7 @@ func (d *demo) steps(ctx context.Context) error {
 	}
 
 	header("An update that drains and reboots (a systemd unit and an /etc file), one node of each pool at a time")
-	if err := createWorkload(ctx, d.bed.Kube); err != nil {
+	if err := createWorkload(ctx, d.bed.Kube, d.bed.Images().Workload); err != nil {
 		return err
 	}
 	fmt.Println("A Deployment's pods for the drains to evict:")

@@ -9,8 +9,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/nodeconfd/nodeconfd/test/testbed/images"
 )
 
 const (
@@ -19,10 +17,10 @@ const (
 	workloadPods      = 2
 )
 
-// createWorkload creates a Deployment of idle pods (the bed's workload
-// image, imported into the node, never pulled) for the drain to evict, and
+// createWorkload creates a Deployment of idle pods (image, the bed's
+// workload image, pulled from its registry) for the drain to evict, and
 // waits until they run.
-func createWorkload(ctx context.Context, kube kubernetes.Interface) error {
+func createWorkload(ctx context.Context, kube kubernetes.Interface, image string) error {
 	labels := map[string]string{"app": workloadName}
 	replicas := int32(workloadPods)
 	_, err := kube.AppsV1().Deployments(workloadNamespace).Create(ctx, &appsv1.Deployment{
@@ -32,8 +30,8 @@ func createWorkload(ctx context.Context, kube kubernetes.Interface) error {
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{ObjectMeta: metav1.ObjectMeta{Labels: labels}, Spec: corev1.PodSpec{
 				TerminationGracePeriodSeconds: new(int64),
-				Containers: []corev1.Container{{Name: "idle", Image: images.Workload,
-					ImagePullPolicy: corev1.PullNever}},
+				Containers: []corev1.Container{{Name: "idle", Image: image,
+					ImagePullPolicy: corev1.PullIfNotPresent}},
 			}},
 		},
 	}, metav1.CreateOptions{})

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/netip"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sync"
 	"testing"
@@ -21,7 +22,7 @@ import (
 // cluster is what a bed of real nodes (StartCluster) adds to a bed.
 type cluster struct {
 	images    images.Set
-	imageDir  string // the folder of the image archives, bound into nodes
+	registry  *registry
 	nodeStack string // hack/build-nodestack.sh's folder
 	rootImage string // hack/node-image-kube.sh's folder
 	bridge    *bridge
@@ -32,19 +33,18 @@ type cluster struct {
 
 // StartCluster starts a bed for real nodes (AddKubeNode): the control plane
 // runs kube-scheduler and kube-controller-manager beside the API server
-// (controlplane.Options.Cluster), the images the nodes run are built (the
-// sandbox, a workload, the daemon's release image), and manifests/ is
-// applied as shipped, so the DaemonSet runs the daemon on every node that
+// (controlplane.Options.Cluster), the bed's registry runs on its bridge, the
+// images the nodes run are built and pushed there (the sandbox, a workload,
+// the daemon's release image index), and the release manifest
+// (hack/release, manifests/ with the pushed image) is applied, so the
+// DaemonSet runs the daemon, pulled from the registry, on every node that
 // registers. The nodes' network is a host bridge of the bed's own.
 func StartCluster(ctx context.Context, dir string, log io.Writer) (*Bed, error) {
 	repo, err := RepoRoot()
 	if err != nil {
 		return nil, err
 	}
-	c := &cluster{imageDir: filepath.Join(dir, "images")}
-	if c.images, err = images.Build(ctx, repo, c.imageDir); err != nil {
-		return nil, err
-	}
+	c := &cluster{}
 	if c.nodeStack, err = controlplane.RunHackScript(ctx, "build-nodestack.sh", log); err != nil {
 		return nil, err
 	}
@@ -54,15 +54,42 @@ func StartCluster(ctx context.Context, dir string, log io.Writer) (*Bed, error) 
 	if c.bridge, err = newBridge(); err != nil {
 		return nil, err
 	}
-	b, err := StartWith(ctx, dir, log, controlplane.Options{Cluster: true, NodeBinDir: c.nodeStack})
+	release, err := c.publish(ctx, repo, dir, log)
 	if err != nil {
-		return nil, errors.Join(err, c.bridge.remove())
+		return nil, errors.Join(err, c.stop())
+	}
+	b, err := startWith(ctx, dir, log, controlplane.Options{Cluster: true, NodeBinDir: c.nodeStack}, release)
+	if err != nil {
+		return nil, errors.Join(err, c.stop())
 	}
 	b.cluster = c
 	return b, nil
 }
 
-// Images returns the images a cluster bed's nodes have (StartCluster).
+// publish starts the registry, pushes the images and writes the release
+// manifest for the pushed daemon image; it returns the manifest's path.
+func (c *cluster) publish(ctx context.Context, repo, dir string, log io.Writer) (string, error) {
+	start := time.Now()
+	var err error
+	addr := netip.AddrPortFrom(c.bridge.Gateway(), RegistryPort)
+	if c.registry, err = startRegistry(ctx, filepath.Join(dir, "registry"), addr, log); err != nil {
+		return "", err
+	}
+	if c.images, err = images.Build(ctx, repo, filepath.Join(dir, "images"), c.registry.host); err != nil {
+		return "", err
+	}
+	release := filepath.Join(dir, "nodeconfd-release.yaml")
+	cmd := exec.CommandContext(ctx, "go", "run", "./hack/release", "-image", c.images.DaemonRef, "-out", release)
+	cmd.Dir = repo
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("writing the release manifest: %w\n%s", err, out)
+	}
+	fmt.Fprintf(log, "testbed: registry %s up, images pushed (daemon %s@%s), release written in %s\n",
+		c.registry.host, c.images.DaemonRef, c.images.DaemonDigest, time.Since(start).Round(100*time.Millisecond))
+	return release, nil
+}
+
+// Images returns the images a cluster bed's nodes pull (StartCluster).
 func (b *Bed) Images() images.Set { return b.cluster.images }
 
 // KubeNode is a real node: a systemd container with containerd and a
@@ -97,7 +124,7 @@ func (b *Bed) AddKubeNode(ctx context.Context, name string) (*KubeNode, error) {
 	cfg := kubenode.Config{
 		Name: name, IP: c.bridge.addr(index), Gateway: c.bridge.Gateway(), PrefixLen: c.bridge.prefix.Bits(),
 		APIPort: b.CP.APIPort(), PodCIDR: netip.PrefixFrom(netip.AddrFrom4([4]byte{10, 244, byte(index), 0}), 24),
-		CACert: b.CP.CACert(), Kubeconfig: kubeconfig, SandboxImage: images.Pause,
+		CACert: b.CP.CACert(), Kubeconfig: kubeconfig, SandboxImage: c.images.Pause, Registry: c.registry.host,
 	}
 	files, err := kubenode.Files(cfg)
 	if err != nil {
@@ -115,7 +142,7 @@ func (b *Bed) AddKubeNode(ctx context.Context, name string) (*KubeNode, error) {
 	sys, err := nspawn.Start(ctx, nspawn.Options{
 		Name: name, ImageDir: c.rootImage, WorkDir: dir, Log: console,
 		Setup:  func(root string) error { return kubenode.Write(root, files) },
-		Bridge: c.bridge.name, BindRO: kubenode.Binds(c.nodeStack, c.imageDir), LegacyCgroups: true,
+		Bridge: c.bridge.name, BindRO: kubenode.Binds(c.nodeStack), LegacyCgroups: true,
 	})
 	if err != nil {
 		console.Close()
@@ -153,6 +180,7 @@ func (c *cluster) stop() error {
 	if c == nil {
 		return nil
 	}
+	c.registry.stop()
 	return c.bridge.remove()
 }
 

@@ -58,6 +58,16 @@ func StartWith(ctx context.Context, dir string, log io.Writer, cpo controlplane.
 	if err != nil {
 		return nil, err
 	}
+	return startWith(ctx, dir, log, cpo, filepath.Join(repo, "manifests"))
+}
+
+// startWith is StartWith applying manifests (a folder or a file: a cluster
+// bed applies the release manifest, hack/release).
+func startWith(ctx context.Context, dir string, log io.Writer, cpo controlplane.Options, manifests string) (*Bed, error) {
+	repo, err := RepoRoot()
+	if err != nil {
+		return nil, err
+	}
 	bin := filepath.Join(dir, "nodeconfd")
 	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "./cmd/nodeconfd")
 	build.Dir = repo
@@ -79,7 +89,7 @@ func StartWith(ctx context.Context, dir string, log io.Writer, cpo controlplane.
 		b.Stop()
 		return nil, err
 	}
-	if out, err := b.Kubectl(ctx, "apply", "-f", filepath.Join(repo, "manifests")); err != nil {
+	if out, err := b.Kubectl(ctx, "apply", "-f", manifests); err != nil {
 		b.Stop()
 		return nil, fmt.Errorf("applying manifests: %v\n%s", err, out)
 	}

@@ -1,8 +1,9 @@
 // Package images builds the container images the test bed's real nodes
-// run, without a container engine and without pulling anything: the
-// sandbox ("pause") image and a workload image, both the idle command of
-// this package, and the daemon's release image (hack/buildimage). Each is an
-// archive that `ctr -n k8s.io images import` reads.
+// run, without a container engine, and pushes them to the bed's registry:
+// the sandbox ("pause") image and a workload image, both the idle command of
+// this package, and the daemon's release image (hack/buildimage -push, the
+// image index of `make push`). The nodes pull them by reference; nothing is
+// imported into a node.
 package images
 
 import (
@@ -19,31 +20,31 @@ import (
 	"github.com/google/go-containerregistry/pkg/name"
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/mutate"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
-// The images' references. Nothing resolves the registry's name: the images
-// are imported, and pods name them with imagePullPolicy IfNotPresent. The
-// daemon's image is the release image (`make image`), named as the
-// DaemonSet names it.
+// The repositories of the images in the bed's registry, and their tags;
+// the daemon's is the release's repository path with VERSION as its tag.
 const (
-	Pause    = "testbed.local/pause:1"
-	Workload = "testbed.local/idle:1"
+	pauseRepo    = "testbed/pause:1"
+	workloadRepo = "testbed/idle:1"
+	daemonRepo   = "nodeconfd/nodeconfd"
 )
 
-// Set is one build's archives, each the path of an image archive.
+// Set is one build's images, each a reference in the bed's registry.
 type Set struct {
-	Pause, Workload, Daemon string
-	// DaemonRef is the daemon image's reference, as hack/buildimage names it.
-	DaemonRef string
+	Pause, Workload string
+	// DaemonRef is the daemon image's reference (by tag), the one the
+	// release the bed applies runs; DaemonDigest the digest of the image
+	// index pushed under it.
+	DaemonRef, DaemonDigest string
 }
 
-// Archives lists the set's archives.
-func (s Set) Archives() []string { return []string{s.Pause, s.Workload, s.Daemon} }
-
-// Build writes the three image archives into dir. repo is the repository's
-// root, whose daemon it builds.
-func Build(ctx context.Context, repo, dir string) (Set, error) {
+// Build builds the three images in dir and pushes them to the registry at
+// host (host:port, plain HTTP). repo is the repository's root, whose daemon
+// it builds.
+func Build(ctx context.Context, repo, dir, host string) (Set, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return Set{}, fmt.Errorf("creating %s: %w", dir, err)
 	}
@@ -51,30 +52,30 @@ func Build(ctx context.Context, repo, dir string) (Set, error) {
 	if err := goBuild(ctx, repo, idle, "./test/testbed/images/idle"); err != nil {
 		return Set{}, err
 	}
-	s := Set{Pause: filepath.Join(dir, "pause.tar"), Workload: filepath.Join(dir, "workload.tar"),
-		Daemon: filepath.Join(dir, "nodeconfd.tar")}
-	if err := single(idle, "/pause", Pause, s.Pause); err != nil {
+	s := Set{Pause: host + "/" + pauseRepo, Workload: host + "/" + workloadRepo}
+	if err := single(ctx, idle, "/pause", s.Pause); err != nil {
 		return Set{}, err
 	}
-	if err := single(idle, "/idle", Workload, s.Workload); err != nil {
+	if err := single(ctx, idle, "/idle", s.Workload); err != nil {
 		return Set{}, err
 	}
-	cmd := exec.CommandContext(ctx, "go", "run", "./hack/buildimage", "-out", s.Daemon)
+	cmd := exec.CommandContext(ctx, "go", "run", "./hack/buildimage", "-out", filepath.Join(dir, "nodeconfd.tar"),
+		"-repo", host+"/"+daemonRepo, "-push")
 	cmd.Dir = repo
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		return Set{}, fmt.Errorf("building the daemon's image: %w\n%s", err, stderr.Bytes())
+		return Set{}, fmt.Errorf("building and pushing the daemon's image: %w\n%s", err, stderr.Bytes())
 	}
-	// "image:   quay.io/nodeconfd/nodeconfd:v0.1.0"
+	// "pushed:  10.250.7.1:5000/nodeconfd/nodeconfd:v0.1.0@sha256:..."
 	for line := range strings.SplitSeq(string(out), "\n") {
-		if ref, ok := strings.CutPrefix(line, "image:"); ok {
-			s.DaemonRef = strings.TrimSpace(ref)
+		if ref, ok := strings.CutPrefix(line, "pushed:"); ok {
+			s.DaemonRef, s.DaemonDigest, _ = strings.Cut(strings.TrimSpace(ref), "@")
 		}
 	}
-	if s.DaemonRef == "" {
-		return Set{}, fmt.Errorf("building the daemon's image: hack/buildimage named no image:\n%s", out)
+	if s.DaemonRef == "" || s.DaemonDigest == "" {
+		return Set{}, fmt.Errorf("building the daemon's image: hack/buildimage named no pushed image:\n%s", out)
 	}
 	return s, nil
 }
@@ -89,9 +90,9 @@ func goBuild(ctx context.Context, repo, out, pkg string) error {
 	return nil
 }
 
-// single writes an image of one file, the static binary bin at path in the
-// image, which is also its entrypoint, named ref, to the archive out.
-func single(bin, path, ref, out string) error {
+// single pushes an image of one file, the static binary bin at path in the
+// image, which is also its entrypoint, as ref.
+func single(ctx context.Context, bin, path, ref string) error {
 	data, err := os.ReadFile(bin)
 	if err != nil {
 		return fmt.Errorf("reading %s: %w", bin, err)
@@ -130,8 +131,8 @@ func single(bin, path, ref, out string) error {
 	if err != nil {
 		return fmt.Errorf("parsing %s: %w", ref, err)
 	}
-	if err := tarball.WriteToFile(out, tag, img); err != nil {
-		return fmt.Errorf("writing image %s to %s: %w", ref, out, err)
+	if err := remote.Write(tag, img, remote.WithContext(ctx)); err != nil {
+		return fmt.Errorf("pushing image %s: %w", ref, err)
 	}
 	return nil
 }

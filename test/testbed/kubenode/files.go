@@ -37,8 +37,6 @@ const (
 	// BinDir is where the node stack's binaries (hack/build-nodestack.sh)
 	// are bound.
 	BinDir = "/opt/nodestack"
-	// ImageDir is where the image archives to import are bound.
-	ImageDir = "/opt/testbed/images"
 	// ContainerdSocket is containerd's CRI and API socket.
 	ContainerdSocket = "/run/containerd/containerd.sock"
 	// KubeletDir is the kubelet's root folder.
@@ -66,40 +64,43 @@ type Config struct {
 	CACert, Kubeconfig []byte
 	// SandboxImage is the pause image's reference.
 	SandboxImage string
+	// Registry is the bed's registry, host:port, spoken to over plain HTTP
+	// (its hosts.toml says so).
+	Registry string
 }
 
 // Binds are the host folders the node gets read-only, host path to node
-// path: the node stack's binaries and the image archives.
-func Binds(binDir, imageDir string) map[string]string {
-	return map[string]string{binDir: BinDir, imageDir: ImageDir}
+// path: the node stack's binaries.
+func Binds(binDir string) map[string]string {
+	return map[string]string{binDir: BinDir}
 }
 
 // Files returns the node's files, path in the node to contents and mode.
 func Files(c Config) (map[string]File, error) {
-	if c.Name == "" || !c.IP.IsValid() || !c.Gateway.IsValid() || c.APIPort == 0 || !c.PodCIDR.IsValid() {
-		return nil, fmt.Errorf("configuring node %q: name, IP, gateway, API port and pod CIDR are required", c.Name)
+	if c.Name == "" || !c.IP.IsValid() || !c.Gateway.IsValid() || c.APIPort == 0 || !c.PodCIDR.IsValid() || c.Registry == "" {
+		return nil, fmt.Errorf("configuring node %q: name, IP, gateway, API port, pod CIDR and registry are required", c.Name)
 	}
 	kubelet, err := kubeletConfig(c)
 	if err != nil {
 		return nil, err
 	}
 	files := map[string]File{
-		"/etc/kubernetes/pki/ca.crt":                 {Data: string(c.CACert), Mode: 0o644},
-		"/etc/kubernetes/kubelet.kubeconfig":         {Data: string(c.Kubeconfig), Mode: 0o600},
-		KubeletDir + "/config.yaml":                  {Data: kubelet, Mode: 0o644},
-		"/etc/containerd/config.toml":                {Data: containerdConfig(c), Mode: 0o644},
-		"/etc/cni/net.d/10-testbed.conflist":         {Data: cniConfig(c), Mode: 0o644},
-		"/usr/local/sbin/testbed-node-setup":         {Data: setupScript(c), Mode: 0o755},
-		"/etc/testbed/kube-proxy.nft":                {Data: serviceRule(c), Mode: 0o644},
-		"/etc/testbed/sysctl/overcommit":             {Data: "1\n", Mode: 0o444},
-		"/etc/testbed/sysctl/panic":                  {Data: "10\n", Mode: 0o444},
-		"/etc/testbed/sysctl/panic_on_oops":          {Data: "1\n", Mode: 0o444},
-		"/etc/systemd/system/testbed-node.service":   {Data: setupUnit, Mode: 0o644},
-		"/etc/systemd/system/containerd.service":     {Data: containerdUnit, Mode: 0o644},
-		"/etc/systemd/system/testbed-images.service": {Data: imagesUnit, Mode: 0o644},
-		"/etc/systemd/system/kubelet.service":        {Data: kubeletUnit(c), Mode: 0o644},
+		"/etc/kubernetes/pki/ca.crt":                {Data: string(c.CACert), Mode: 0o644},
+		"/etc/kubernetes/kubelet.kubeconfig":        {Data: string(c.Kubeconfig), Mode: 0o600},
+		KubeletDir + "/config.yaml":                 {Data: kubelet, Mode: 0o644},
+		"/etc/containerd/config.toml":               {Data: containerdConfig(c), Mode: 0o644},
+		hostsDir + "/" + c.Registry + "/hosts.toml": {Data: registryHosts(c), Mode: 0o644},
+		"/etc/cni/net.d/10-testbed.conflist":        {Data: cniConfig(c), Mode: 0o644},
+		"/usr/local/sbin/testbed-node-setup":        {Data: setupScript(c), Mode: 0o755},
+		"/etc/testbed/kube-proxy.nft":               {Data: serviceRule(c), Mode: 0o644},
+		"/etc/testbed/sysctl/overcommit":            {Data: "1\n", Mode: 0o444},
+		"/etc/testbed/sysctl/panic":                 {Data: "10\n", Mode: 0o444},
+		"/etc/testbed/sysctl/panic_on_oops":         {Data: "1\n", Mode: 0o444},
+		"/etc/systemd/system/testbed-node.service":  {Data: setupUnit, Mode: 0o644},
+		"/etc/systemd/system/containerd.service":    {Data: containerdUnit, Mode: 0o644},
+		"/etc/systemd/system/kubelet.service":       {Data: kubeletUnit(c), Mode: 0o644},
 	}
-	for _, unit := range []string{"testbed-node", "containerd", "testbed-images", "kubelet"} {
+	for _, unit := range []string{"testbed-node", "containerd", "kubelet"} {
 		files["/etc/systemd/system/multi-user.target.wants/"+unit+".service"] = File{
 			Link: "/etc/systemd/system/" + unit + ".service"}
 	}
@@ -199,29 +200,25 @@ LimitNOFILE=infinity
 WantedBy=multi-user.target
 `
 
-// imagesUnit imports the image archives at every boot (quick once they are
-// there), before the kubelet starts: nothing is ever pulled.
-const imagesUnit = `[Unit]
-Description=Import the test bed's images into containerd
-After=containerd.service
-Requires=containerd.service
-Before=kubelet.service
+// hostsDir is containerd's registry host configuration folder
+// (config_path), one folder per registry host, as on real nodes.
+const hostsDir = "/etc/containerd/certs.d"
 
-[Service]
-Type=oneshot
-RemainAfterExit=yes
-ExecStart=/bin/sh -c 'for f in ` + ImageDir + `/*.tar; do ` + BinDir + `/ctr -a ` + ContainerdSocket +
-	` -n k8s.io images import --snapshotter native "$f" || exit 1; done'
+// registryHosts tells containerd that the bed's registry speaks plain
+// HTTP: without it, containerd speaks HTTPS to any host but localhost.
+func registryHosts(c Config) string {
+	return fmt.Sprintf(`server = "http://%[1]s"
 
-[Install]
-WantedBy=multi-user.target
-`
+[host."http://%[1]s"]
+  capabilities = ["pull", "resolve"]
+`, c.Registry)
+}
 
 func kubeletUnit(c Config) string {
 	return `[Unit]
 Description=kubelet (test bed)
-After=containerd.service testbed-images.service
-Wants=containerd.service testbed-images.service
+After=containerd.service
+Wants=containerd.service
 
 [Service]
 ExecStart=` + BinDir + `/kubelet --config=` + KubeletDir + `/config.yaml --kubeconfig=/etc/kubernetes/kubelet.kubeconfig --node-ip=` + c.IP.String() + ` --hostname-override=` + c.Name + `
@@ -247,6 +244,8 @@ state = "/run/containerd"
   snapshotter = "native"
   [plugins.'io.containerd.cri.v1.images'.pinned_images]
     sandbox = "SANDBOX"
+  [plugins.'io.containerd.cri.v1.images'.registry]
+    config_path = "`+hostsDir+`"
 
 # Nothing on this host may lower an OOM score below 0 (the test process
 # itself lacks CAP_SYS_RESOURCE), while the kubelet gives critical pods

@@ -8,7 +8,8 @@ import "fmt"
 // this bed's shared host asks for (see the package's doc): cgroup v1
 // through the cgroupfs driver, and neither image garbage collection nor
 // disk-pressure eviction, which would count the host's disk, shared by every
-// node, and remove the imported images, which cannot be pulled again. The
+// node, and remove images a test's pods run (pulled again, but a pull in the
+// middle of a drain or reboot would only add time). The
 // kubelet decodes it strictly: an unknown field stops it.
 func kubeletConfig(c Config) (string, error) {
 	if c.Name == "" {
