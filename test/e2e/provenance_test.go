@@ -49,13 +49,20 @@ func TestRenderedConfigVerified(t *testing.T) {
 
 	// A rendered config that adds a file is refused, naming the field.
 	rogue := renderPool(ctx, t, pool, map[string]string{dir + "rogue": "planted\n"})
+	from := log.Len()
 	if err := n.SetDesired(ctx, rogue); err != nil {
 		t.Fatal(err)
 	}
-	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
+	// The refusal as written: each retry's prepare sets UpdateCompatible
+	// Unknown again.
+	st, err := log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
+		c := testbed.Find(st, "NodeDegraded")
+		return c != nil && c.Status == "True" && strings.Contains(c.Message, rogue)
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	c := log.Condition("UpdateCompatible")
+	c := testbed.Find(st, "UpdateCompatible")
 	want := `MachineConfig "` + rogue + `": spec.config.storage.files: not the merge of pool pv1's MachineConfigs`
 	if c == nil || c.Status != "False" || !strings.Contains(c.Message, want) {
 		t.Errorf("UpdateCompatible = %+v, want False with %q", c, want)

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -119,14 +121,21 @@ func refusedThroughSymlink(ctx context.Context, t *testing.T, n *testbed.Node, l
 		t.Fatal(err)
 	}
 	etcBefore := statOf(t, filepath.Join(root, "etc"))
+	from := log.Len()
 	if err := n.SetDesired(ctx, "rendered-su-d"); err != nil {
 		t.Fatal(err)
 	}
-	if err := log.WaitFor(ctx, "NodeDegraded", "True", ""); err != nil {
+	// The refusal as it was written: the update is retried (1 s on this
+	// bed), and each retry's prepare sets UpdateCompatible Unknown again.
+	const field = "spec.config.passwd.users[1].sshAuthorizedKeys"
+	st, err := log.WaitStatus(ctx, from, func(st mcfgv1.MachineConfigNodeStatus) bool {
+		c := testbed.Find(st, "NodeDegraded")
+		return c != nil && c.Status == "True" && strings.Contains(c.Message, "rendered-su-d")
+	})
+	if err != nil {
 		t.Fatal(err)
 	}
-	const field = "spec.config.passwd.users[1].sshAuthorizedKeys"
-	if c := log.Condition("UpdateCompatible"); c.Status != "False" || !strings.Contains(c.Message, `"rendered-su-d"`) ||
+	if c := testbed.Find(st, "UpdateCompatible"); c.Status != "False" || !strings.Contains(c.Message, `"rendered-su-d"`) ||
 		!strings.Contains(c.Message, field) || !strings.Contains(c.Message, "/home/debadmin/.ssh is a symlink") {
 		t.Errorf("UpdateCompatible = %s %q, want False naming rendered-su-d, %s and the symlink", c.Status, c.Message, field)
 	}

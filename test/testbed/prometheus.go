@@ -2,10 +2,8 @@ package testbed
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -95,34 +93,11 @@ func (b *Bed) startPrometheus(ctx context.Context, dir, config string, rules map
 
 // waitReady waits for /-/ready to answer 200.
 func (p *Prometheus) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, time.Minute)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, p.URL+"/-/ready", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("prometheus not ready within a minute")
-		case <-time.After(200 * time.Millisecond):
-		}
-	}
+	return waitOK(ctx, p.URL+"/-/ready", "prometheus", time.Minute, 200*time.Millisecond)
 }
 
 // Stop stops the server (SIGTERM, then SIGKILL after 10 s).
 func (p *Prometheus) Stop() {
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = p.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(10 * time.Second):
-		_ = p.cmd.Process.Kill()
-		<-done
-	}
+	stopServer(p.cmd, 10*time.Second)
 	p.out.Close()
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -87,22 +85,7 @@ http:
 
 // waitReady waits for the API's base endpoint, /v2/, to answer 200.
 func (r *registry) waitReady(ctx context.Context) error {
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	for {
-		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+r.host+"/v2/", nil)
-		if resp, err := http.DefaultClient.Do(req); err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-		}
-		select {
-		case <-ctx.Done():
-			return errors.New("the registry did not answer at /v2/ within 30 s")
-		case <-time.After(100 * time.Millisecond):
-		}
-	}
+	return waitOK(ctx, "http://"+r.host+"/v2/", "the registry", 30*time.Second, 100*time.Millisecond)
 }
 
 // stop stops the registry (SIGTERM, then SIGKILL after 5 s); nil-safe.
@@ -110,14 +93,6 @@ func (r *registry) stop() {
 	if r == nil {
 		return
 	}
-	_ = r.cmd.Process.Signal(syscall.SIGTERM)
-	done := make(chan struct{})
-	go func() { _ = r.cmd.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-time.After(5 * time.Second):
-		_ = r.cmd.Process.Kill()
-		<-done
-	}
+	stopServer(r.cmd, 5*time.Second)
 	r.out.Close()
 }
