@@ -8,7 +8,11 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
+	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/render"
@@ -32,7 +36,7 @@ func TestRenderedConfigVerified(t *testing.T) {
 	config(t, "rendered-pv1-base", ign(nil))
 	createPool(ctx, t, pool)
 	fragment := provenanceFragment(ctx, t, "99-pv1-a", pool, dir+"pv1", "first\n")
-	first := renderPool(ctx, t, pool, nil)
+	first := renderPool(ctx, t, pool)
 	n, log := nodeOpts(t, pool, "rendered-pv1-base", testbed.NodeOptions{ExtraArgs: []string{"--pool", pool,
 		"--allowed-config-pattern", plan.DefaultConfigPattern, "--verify-rendered-configs=true"}})
 
@@ -47,11 +51,15 @@ func TestRenderedConfigVerified(t *testing.T) {
 		t.Fatalf("%s holds %q", dir+"pv1", got)
 	}
 
-	// A rendered config that adds a file is refused, naming the field.
-	rogue := renderPool(ctx, t, pool, map[string]string{dir + "rogue": "planted\n"})
+	// A stolen controller token: it may create a rendered config of the
+	// pool's (named for its content, owned by the pool) that adds a file,
+	// and hand it to the node. The daemon refuses it, naming the field.
+	ctl := controllerClient(ctx, t, pool)
+	rogue := rogueConfig(ctx, t, ctl, pool, map[string]string{dir + "rogue": "planted\n"})
 	from := log.Len()
-	if err := n.SetDesired(ctx, rogue); err != nil {
-		t.Fatal(err)
+	patch := []byte(`{"metadata":{"annotations":{"machineconfiguration.openshift.io/desiredConfig":"` + rogue + `"}}}`)
+	if _, err := ctl.kube.CoreV1().Nodes().Patch(ctx, pool, types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		t.Fatalf("handing the node %s with the controller's token: %v", rogue, err)
 	}
 	// The refusal as written: each retry's prepare sets UpdateCompatible
 	// Unknown again.
@@ -73,6 +81,7 @@ func TestRenderedConfigVerified(t *testing.T) {
 	if getNode(t, pool).Spec.Unschedulable {
 		t.Error("node cordoned for a refused config")
 	}
+	ctl.done() // its pod, unowned, would hold the node's drains
 
 	// The administrator changes the fragment: its new render is applied;
 	// then the config the node ran before is handed back, and taken.
@@ -80,7 +89,7 @@ func TestRenderedConfigVerified(t *testing.T) {
 	if _, err := bed.MCfg.MachineconfigurationV1().MachineConfigs().Update(ctx, fragment, metav1.UpdateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	second := renderPool(ctx, t, pool, nil)
+	second := renderPool(ctx, t, pool)
 	for _, step := range []struct{ config, content string }{{second, "second\n"}, {first, "first\n"}} {
 		if err := n.SetDesired(ctx, step.config); err != nil {
 			t.Fatal(err)
@@ -119,19 +128,71 @@ func provenanceFragment(ctx context.Context, t *testing.T, name, pool, path, con
 	return out
 }
 
-// renderPool renders pool's fragments as the controller does (with extra
-// files in one more fragment, when given) and creates the rendered config.
-func renderPool(ctx context.Context, t *testing.T, pool string, extra map[string]string) string {
+// renderPool renders pool's fragments as the controller does and creates
+// the rendered config.
+func renderPool(ctx context.Context, t *testing.T, pool string) string {
 	t.Helper()
-	var more []*mcfgv1.MachineConfig
-	if len(extra) > 0 {
-		mc := testbed.MachineConfig("zz-"+pool+"-extra", ign(extra))
-		mc.Labels = map[string]string{render.RoleLabel: pool}
-		more = append(more, mc)
-	}
-	name, err := bed.RenderPool(ctx, pool, more...)
+	name, err := bed.RenderPool(ctx, pool)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return name
+}
+
+// controllerTokens are clients with the controller's ServiceAccount token,
+// bound to a pod of its Deployment on node (as a stolen token would be).
+type controllerTokens struct {
+	kube kubernetes.Interface
+	mcfg mcfgclient.Interface
+	// done deletes the pod (its token then stops working).
+	done func()
+}
+
+func controllerClient(ctx context.Context, t *testing.T, node string) controllerTokens {
+	t.Helper()
+	dep, err := bed.Kube.AppsV1().Deployments(testbed.Namespace).Get(ctx, testbed.ControllerName, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "stolen-controller-" + node, Namespace: testbed.Namespace},
+		Spec: *dep.Spec.Template.Spec.DeepCopy()}
+	pod.Spec.NodeName = node
+	pods := bed.Kube.CoreV1().Pods(testbed.Namespace)
+	created, err := pods.Create(ctx, pod, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := func() {
+		zero := int64(0)
+		_ = pods.Delete(context.Background(), created.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	}
+	t.Cleanup(done)
+	cfg, err := bed.CP.RestConfigForPod(ctx, created)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return controllerTokens{kube: kubernetes.NewForConfigOrDie(cfg), mcfg: mcfgclient.NewForConfigOrDie(cfg), done: done}
+}
+
+// rogueConfig renders pool's fragments and one more with extra files, and
+// creates that config as the controller creates its own: named for its
+// content, owned by the pool, with the controller's token.
+func rogueConfig(ctx context.Context, t *testing.T, ctl controllerTokens, pool string, extra map[string]string) string {
+	t.Helper()
+	p, err := bed.MCfg.MachineconfigurationV1().MachineConfigPools().Get(ctx, pool, metav1.GetOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	more := testbed.MachineConfig("zz-"+pool+"-extra", ign(extra))
+	more.Labels = map[string]string{render.RoleLabel: pool}
+	mc, err := bed.RenderedPool(ctx, pool, more)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mc.OwnerReferences = []metav1.OwnerReference{{APIVersion: mcfgv1.GroupVersion.String(), Kind: "MachineConfigPool",
+		Name: p.Name, UID: p.UID, Controller: new(true)}}
+	if _, err := ctl.mcfg.MachineconfigurationV1().MachineConfigs().Create(ctx, mc, metav1.CreateOptions{}); err != nil {
+		t.Fatalf("creating %s with the controller's token: %v", mc.Name, err)
+	}
+	return mc.Name
 }
