@@ -22,7 +22,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
@@ -145,19 +144,12 @@ func podPointers(items []corev1.Pod) []*corev1.Pod {
 	return pods
 }
 
-func (d *Drainer) podSelector() string {
-	return fields.OneTermEqualSelector("spec.nodeName", d.NodeName).String()
-}
-
-// maxNodePods bounds the pods one list of the node's reads: far above
-// what a kubelet runs (110 by default), far below what would exhaust the
-// daemon's memory.
-const maxNodePods = 5000
+func (d *Drainer) podSelector() string { return kube.NodePodsSelector(d.NodeName) }
 
 func (d *Drainer) listPods(ctx context.Context) (*corev1.PodList, error) {
 	all := &corev1.PodList{}
 	rv, err := kube.Pages(ctx, d.Client.Pods(metav1.NamespaceAll).List, metav1.ListOptions{FieldSelector: d.podSelector()},
-		"pods on node "+d.NodeName, maxNodePods, func(l *corev1.PodList) error {
+		"pods on node "+d.NodeName, kube.MaxNodePods, func(l *corev1.PodList) error {
 			all.Items = append(all.Items, l.Items...)
 			return nil
 		})

@@ -14,8 +14,15 @@ import (
 // volume attached anywhere in the cluster (they cannot be listed by node).
 const maxVolumeAttachments = 50000
 
-// maxNodePods bounds the list of the pods left on the node.
-const maxNodePods = 5000
+// MaxNodePods bounds the pods one list of a node's reads: far above what a
+// kubelet runs (110 by default), far below what would exhaust the daemon's
+// memory.
+const MaxNodePods = 5000
+
+// NodePodsSelector is the field selector of the pods bound to node.
+func NodePodsSelector(node string) string {
+	return fields.OneTermEqualSelector("spec.nodeName", node).String()
+}
 
 // AttachedVolumes lists, by name, the VolumeAttachments of this node that
 // a reboot waits to see gone (phases.VolumeWait): those whose volume no
@@ -58,8 +65,8 @@ func (c *Client) AttachedVolumes(ctx context.Context) ([]string, error) {
 // pods still running on the node.
 func (c *Client) claimsOnNode(ctx context.Context) (map[string]bool, error) {
 	inUse := map[string]bool{}
-	opts := metav1.ListOptions{FieldSelector: fields.OneTermEqualSelector("spec.nodeName", c.NodeName).String()}
-	_, err := Pages(ctx, c.API.Pods("").List, opts, "the node's pods", maxNodePods, func(l *corev1.PodList) error {
+	opts := metav1.ListOptions{FieldSelector: NodePodsSelector(c.NodeName)}
+	_, err := Pages(ctx, c.API.Pods("").List, opts, "the node's pods", MaxNodePods, func(l *corev1.PodList) error {
 		for _, p := range l.Items {
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue
