@@ -18,9 +18,9 @@ import (
 // already match the desired config, the config is adopted without an
 // update (currentConfig, state=Done, Updated=True) and the update ends here.
 // Otherwise the update goes on, and writes the desired config.
-func Adopt() Phase {
-	return Phase{
-		Name: progress.StepAdopt, Quick: true,
+func Adopt() Step {
+	return Step{
+		Name: progress.StepAdopt, Show: Show{Quick: true},
 		Needed: func(d Data) (bool, string) {
 			rec := d.Progress()
 			switch {

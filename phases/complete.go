@@ -21,9 +21,9 @@ const (
 )
 
 // Validate checks the on-disk state against the desired config.
-func Validate() Phase {
-	return Phase{
-		Name: progress.StepValidate, Group: status.UpdateComplete,
+func Validate() Step {
+	return Step{
+		Name: progress.StepValidate,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			cfg := d.Update().Desired
 			if err := CheckOnDisk(ctx, d.Ports().Host, d.Ports().Units, cfg); err != nil {
@@ -62,10 +62,9 @@ func CheckOnDisk(ctx context.Context, host Host, units Units, cfg plan.Config) e
 
 // Uncordon makes the node schedulable again, only if this daemon cordoned
 // it.
-func Uncordon() Phase {
-	return Phase{
-		Name: progress.StepUncordon, Group: status.UpdateComplete, Condition: status.Uncordoned,
-		Starting: "Uncordoning node",
+func Uncordon() Step {
+	return Step{
+		Name: progress.StepUncordon, Show: Show{Condition: status.Uncordoned, Starting: "Uncordoning node"},
 		Needed: func(d Data) (bool, string) {
 			if d.Progress().CordonedByUs {
 				return true, ""
@@ -87,9 +86,9 @@ func Uncordon() Phase {
 
 // SetCurrent records the node at its new config: it writes the node's currentConfig and state=Done annotations, keeps the
 // config on the node and stages status.configVersion.current.
-func SetCurrent() Phase {
-	return Phase{
-		Name: progress.StepSetCurrent, Group: status.UpdateComplete,
+func SetCurrent() Step {
+	return Step{
+		Name: progress.StepSetCurrent,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			if err := commitCurrent(ctx, d, u.DesiredName, u.DesiredObject); err != nil {
@@ -106,9 +105,9 @@ func SetCurrent() Phase {
 }
 
 // Resume restarts the config drift monitor and marks the node updated.
-func Resume() Phase {
-	return Phase{
-		Name: progress.StepResume, Group: status.Resumed, Quick: true,
+func Resume() Step {
+	return Step{
+		Name: progress.StepResume, Show: Show{Quick: true},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			if d.Ports().Drift != nil {

@@ -32,10 +32,9 @@ func needsDrain(d Data) (bool, string) {
 // failure undoes the cordon: failing here would leave the node cordoned.
 // Who goes next is not the daemon's to decide: a node updates once its
 // desiredConfig changes (nodeconfd controller paces that per pool).
-func Cordon() Phase {
-	return Phase{
-		Name: progress.StepCordon, Group: status.UpdateExecuted, Condition: status.Cordoned,
-		Starting: "Cordoning node", EventOnNode: true,
+func Cordon() Step {
+	return Step{
+		Name: progress.StepCordon, Show: Show{Condition: status.Cordoned, Starting: "Cordoning node", OnNode: true},
 		Needed: func(d Data) (bool, string) {
 			// A cordon inherited from a replaced update that had written its
 			// files stays until this update's uncordon: the phase reports
@@ -45,17 +44,7 @@ func Cordon() Phase {
 			}
 			return needsDrain(d)
 		},
-		Undo:    giveBackForCut,
-		Holding: func(d Data) string { return cordonHeld(d.Progress()) },
-		Wait: func(ctx context.Context, d Data) error {
-			if d.Progress().CordonedByUs {
-				return nil
-			}
-			if err := d.Ports().Cluster.CheckDrain(ctx); err != nil {
-				return fmt.Errorf("checking the pods of node %s before the cordon: %w", d.Update().Node, err)
-			}
-			return nil
-		},
+		Cut: &Cut{Undo: giveBackForCut},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			if !d.Update().Action.NeedsDrain() { // the inherited cordon (Needed)
 				return Outcome{Message: "Node stays cordoned by an earlier update of this daemon until this update " +
@@ -95,6 +84,23 @@ func Cordon() Phase {
 	}
 }
 
+// PodsDrainable is the cordon's last gate: the drain could start (pods
+// without a controller fail the update here, with nothing cordoned). When
+// this daemon's cordon may already be on the node (an earlier try was cut
+// short before it was undone), the check is left to the drain, whose
+// failure undoes the cordon: failing here would leave the node cordoned.
+func PodsDrainable() Gate {
+	return Gate{Name: "pods-drainable", Wait: func(ctx context.Context, d Data) error {
+		if d.Progress().CordonedByUs {
+			return nil
+		}
+		if err := d.Ports().Cluster.CheckDrain(ctx); err != nil {
+			return fmt.Errorf("checking the pods of node %s before the cordon: %w", d.Update().Node, err)
+		}
+		return nil
+	}}
+}
+
 // giveBackForCut is the Undo of the cordon, drain and gate steps: the
 // update cut short by cause (a new desired config, a pause) goes on from an
 // uncordoned node, so that whatever comes next (even a failure) leaves no
@@ -102,7 +108,7 @@ func Cordon() Phase {
 func giveBackForCut(ctx context.Context, d Data, cause error) error {
 	why, uncordoned := "new desired config", "Uncordoned: the node's desired config changed before anything was written"
 	if pe := (*PausedError)(nil); errors.As(cause, &pe) {
-		why, uncordoned = "pause", "Uncordoned: the node was paused before anything was written ("+pe.Hold.Message+")"
+		why, uncordoned = "pause", "Uncordoned: the node was paused before anything was written ("+pe.Message+")"
 	}
 	if _, err := giveBack(ctx, d, uncordoned); err != nil {
 		return fmt.Errorf("giving back the cordon of node %s for its %s: %w", d.Update().Node, why, err)

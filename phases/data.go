@@ -13,6 +13,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -244,25 +245,26 @@ type Data interface {
 	Ports() *Ports
 	// Clock is the time now, from the runner's clock.
 	Clock() time.Time
-	// Interrupt is done when a step that can wait without end (a blocked
-	// drain) should give up: context.Cause says why, ErrSuperseded (the
-	// node's desired config changed) or ErrPaused (a pause, for a Pausable
-	// step): the step returns that cause and the runner calls its Undo; or
-	// ErrStopped (the daemon shuts down: the step runs again at the next
-	// start). See Stop.
-	Interrupt() context.Context
+	// Cuttable marks the part of a step that a shutdown may cut (the health
+	// gate's checks): the context it returns is done, with cause
+	// ErrStopped, a grace period after the daemon's shutdown began; release
+	// ends it. A step whose whole Run may be cut says so with its Cut.
+	Cuttable(ctx context.Context) (cut context.Context, release func())
+	// RunSub runs list as a sub-list of the running step, with rec as its
+	// record (engine.Runner.RunSub).
+	RunSub(ctx context.Context, name string, rec engine.Record, list []Item) error
 	Reporter
 }
 
 // Reporter is how a step shows itself; the runner writes what it stages.
 type Reporter interface {
-	// Report sets the running phase's condition message (live progress)
+	// Report sets the running step's condition message (live progress)
 	// and writes the status at once. The runner logs a failed write; a
 	// step may go on without it (best effort) or fail on it.
 	Report(ctx context.Context, message string) error
-	// SetCondition stages a condition other than the running phase's own.
+	// SetCondition stages a condition other than the running step's own.
 	SetCondition(t string, s metav1.ConditionStatus, reason, msg string)
-	// Stager is the node's MachineConfigNode status, for the phases that
+	// Stager is the node's MachineConfigNode status, for the steps that
 	// stage more than conditions (detect's reset, the config versions, an
 	// adoption); the runner writes it.
 	Stager() *status.Stager
@@ -301,81 +303,33 @@ type Update struct {
 	// DesiredObject is the desired config as fetched, kept on the node
 	// once the update is complete (SaveApplied).
 	DesiredObject *mcfgv1.MachineConfig
+
+	// steered is set while the holds gate keeps the daemon's steering
+	// taint on the node (waits.go).
+	steered bool
 }
 
-// Outcome is what a finished phase reports in its condition.
-type Outcome struct {
-	// Reason overrides the condition's default reason.
-	Reason  string
-	Message string
-	// Took, when set, is the phase's real duration where it spans more
-	// than this run of it (a reboot, from its request to the node back);
-	// else the run is timed.
-	Took time.Duration
-	// Complete ends the update after this phase: the rest is not needed
-	// (an adoption).
-	Complete bool
-	// WriteNow writes the status as the phase ends, before the next phase
-	// changes it (give-back's Cordoned, before detect resets the
-	// conditions); a failed write is logged, not the update's failure.
-	WriteNow bool
-}
-
-// Phase is one step of the update.
-type Phase struct {
-	// Name is the step's name in the progress record and the logs (a
-	// progress.Step constant).
-	Name string
-	// Group is the primary condition this phase belongs to.
-	Group string
-	// Condition is the secondary condition the phase reports, or "" when the
-	// phase reports through its group (the group then takes its outcome).
-	Condition string
-	// Reload restores, after a restart, the in-memory state a done phase
-	// had produced (the plan, for prepare). Nil when there is none.
-	Reload func(ctx context.Context, d Data) error
-	// Needed reports whether the update needs this phase, and if not, why.
-	// Nil means always needed.
-	Needed func(d Data) (bool, string)
-	// Wait, when set, runs before a needed phase starts and returns once it
-	// may start (nothing holds the update, its pods can be drained). While it waits the phase's
-	// conditions stay False, not started; Report sets the message of the
-	// phase's condition (reason Waiting). Nil means no wait.
-	Wait func(ctx context.Context, d Data) error
-	Run  func(ctx context.Context, d Data) (Outcome, error)
-	// Undo, set on the steps that hold the node before anything is
-	// written (the cordon, the drain, the gate), makes them stoppable: a
-	// new desired config ends their Wait or Run (a long Run watches
-	// Data.Interrupt and returns its cause), and so does a pause for a
-	// Pausable step. The runner then calls Undo with the cause, to give
-	// back what the update holds (its cordon), and the run stops with that
-	// cause (ErrSuperseded, ErrPaused).
-	Undo func(ctx context.Context, d Data, cause error) error
-	// Holding, when set, says what the step already holds on the node
-	// before it runs (a cordon the update inherited), "" for nothing:
-	// while the step waits, its condition then says True, reason Waiting,
-	// this text and then what the update waits for, never False.
-	Holding func(d Data) string
-	// Pausable marks a step that a pause cuts while it runs (the drain:
-	// its cordon is given back, and the update waits uncordoned).
-	Pausable bool
-	// Quick marks a phase whose start is not worth a write of its own: its
-	// start is written together with its end.
-	Quick bool
-	// Starting is the phase's condition message while it runs.
-	Starting string
-	// EventOnNode puts the phase's Event on the Node too (what a node's
-	// administrator sees in `kubectl describe node`), not only on the
-	// MachineConfigNode.
-	EventOnNode bool
-	// Commits marks the phase from which the update runs to its end: a new
-	// desired config no longer stops it (see Stop).
-	Commits bool
-}
-
-// Recorder records Kubernetes Events about the node's update.
-type Recorder interface {
-	// Event records an event on the MachineConfigNode, and on the Node too
-	// when onNode is set. warning marks failures.
-	Event(onNode, warning bool, reason, message string)
-}
+// The shapes of the update's lists (package engine), with what the steps
+// see.
+type (
+	// Item is one entry of a list: a Step, Group, Gate or Commit.
+	Item = engine.Item[Data]
+	// Step is one step of the update.
+	Step = engine.Step[Data]
+	// Group is a primary condition and its steps.
+	Group = engine.Group[Data]
+	// Gate is a named wait that holds the step after it.
+	Gate = engine.Gate[Data]
+	// Commit is the point from which the update runs to its end.
+	Commit = engine.Commit[Data]
+	// Cut says a step may be cut short, and how it is given back.
+	Cut = engine.Cut[Data]
+	// Show is how a step shows in the status and the Events.
+	Show = engine.Show
+	// Outcome is what a finished step reports in its condition.
+	Outcome = engine.Outcome
+	// StepError is an update failure in one step.
+	StepError = engine.StepError
+	// Recorder records Kubernetes Events about the node's update.
+	Recorder = engine.Recorder
+)

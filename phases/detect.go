@@ -13,9 +13,9 @@ import (
 // Detect is step 1 of the status contract: Updated=False saying from which
 // config to which, every other phase condition reset, and the node's state
 // annotation Working.
-func Detect() Phase {
-	return Phase{
-		Name: progress.StepDetect, Quick: true,
+func Detect() Step {
+	return Step{
+		Name: progress.StepDetect, Show: Show{Quick: true},
 		// A status reset since (a MachineConfigNode created again) must not
 		// say Cordoned=False either.
 		Reload: func(_ context.Context, d Data) error { sayCordonHeld(d); return nil },

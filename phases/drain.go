@@ -20,19 +20,14 @@ import (
 // runs again at the next start. A new desired config (a rollback) or a
 // pause stops a drain: the runner undoes the cordon (giveBackForCut), and
 // the daemon takes up the new config, or waits for the pause to end.
-func Drain() Phase {
-	return Phase{
-		Name: progress.StepDrain, Group: status.UpdateExecuted, Condition: status.Drained, Needed: needsDrain,
-		Starting: "Draining node", EventOnNode: true,
-		Undo: giveBackForCut, Pausable: true,
+func Drain() Step {
+	return Step{
+		Name: progress.StepDrain, Show: Show{Condition: status.Drained, Starting: "Draining node", OnNode: true}, Needed: needsDrain,
+		Cut: &Cut{Undo: giveBackForCut, Pause: true},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
-			interrupt := d.Interrupt()
-			dctx, cancel := context.WithCancel(ctx)
-			defer cancel()
-			defer context.AfterFunc(interrupt, cancel)()
-			res, err := d.Ports().Cluster.Drain(dctx, drainProgress{ctx: ctx, d: d})
-			if err != nil && dctx.Err() != nil && ctx.Err() == nil {
-				return Outcome{}, context.Cause(interrupt) // cut: the runner undoes the cordon (Undo)
+			res, err := d.Ports().Cluster.Drain(ctx, drainProgress{ctx: ctx, d: d})
+			if err != nil && ctx.Err() != nil {
+				return Outcome{}, context.Cause(ctx) // cut: the runner undoes the cordon (Undo)
 			}
 			if errors.Is(err, ErrDrainTimedOut) || errors.Is(err, ErrCannotDrain) {
 				return Outcome{}, giveBackForFailure(ctx, d, err)

@@ -1,11 +1,5 @@
 package phases
 
-// NewStop lets the external tests build a Stop as the Runner does.
-var NewStop = newStop
-
-// RunSubList lets the external tests run a sub-list as a step does.
-var RunSubList = runSubList
-
 // UnitHealthy is judgeUnit's verdict on one unit, for the table test.
 func UnitHealthy(name string, st UnitHealth, optional bool) bool {
 	return judgeUnit(name, st, optional).healthy

@@ -24,9 +24,9 @@ const ReasonRolledBack = "RolledBack"
 // node as it was, uncordoned, whatever it needs. A running update replaced before it wrote
 // does this itself (its steps' Undo); this step is for one that did not get to
 // (a restart, a SIGTERM or a failure came between, or it was writing).
-func GiveBack() Phase {
-	return Phase{
-		Name: progress.StepGiveBack, Quick: true,
+func GiveBack() Step {
+	return Step{
+		Name: progress.StepGiveBack, Show: Show{Quick: true},
 		Needed: func(d Data) (bool, string) {
 			if d.Progress().Replaced == nil {
 				return false, "No replaced update holds anything"

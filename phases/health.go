@@ -113,10 +113,9 @@ func gateNeeded(d Data) (bool, string) {
 // phase) and the run ends with ErrRolledBack. A restart resumes where the record
 // says: the check (its timeout counted from its first start), or the
 // rollback's next step.
-func Health() Phase {
-	return Phase{
-		Name: progress.StepHealth, Group: status.UpdateComplete, Condition: status.HealthChecked,
-		Starting: "Checking the health of the node", EventOnNode: true,
+func Health() Step {
+	return Step{
+		Name: progress.StepHealth, Show: Show{Condition: status.HealthChecked, Starting: "Checking the health of the node", OnNode: true},
 		Needed: gateNeeded,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rec := d.Progress()
@@ -213,7 +212,8 @@ func watchHealth(ctx context.Context, d Data, c gateCheck) (gateResult, error) {
 	g := d.Ports().Health
 	var prev map[string]UnitHealth
 	lastReport := ""
-	interrupt := d.Interrupt()
+	cut, release := d.Cuttable(ctx) // the checks only: never the rollback's steps
+	defer release()
 	for {
 		units, v := healthRound(ctx, d, c)
 		if v.healthy && prev != nil {
@@ -240,12 +240,10 @@ func watchHealth(ctx context.Context, d Data, c gateCheck) (gateResult, error) {
 			lastReport = msg
 		}
 		select {
-		case <-ctx.Done():
-			return gateResult{}, ctx.Err()
-		case <-interrupt.Done():
+		case <-cut.Done():
 			// The update committed at its write, so only a shutdown
-			// interrupts it (Stop): the check runs again at the next start.
-			return gateResult{}, ErrStopped
+			// interrupts it: the check runs again at the next start.
+			return gateResult{}, context.Cause(cut)
 		case <-time.After(g.interval()):
 		}
 	}

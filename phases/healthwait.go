@@ -15,22 +15,27 @@ import (
 // node retried it successfully, or an administrator removed the
 // annotation) or this node's desired config changes. Nothing is held while
 // it waits.
-func HealthWait() Phase {
-	return Phase{
-		Name: progress.StepFailedElsewhere, Group: status.UpdatePrepared, Quick: true,
+func HealthWait() Step {
+	return Step{
+		Name: progress.StepFailedElsewhere, Show: Show{Quick: true},
 		Needed: func(d Data) (bool, string) {
 			if g := d.Ports().Health; g == nil || g.Probe == nil {
 				return false, "No health gate is configured"
 			}
 			return true, ""
 		},
-		Wait: waitNotFailedElsewhere,
-		Undo: func(context.Context, Data, error) error { return nil },
+		Cut: &Cut{}, // nothing held: a new desired config ends its gate
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			// The group's message as when this phase is skipped.
 			return Outcome{Reason: status.UpdatePrepared, Message: groupOf(status.UpdatePrepared).done(d.Update().DesiredName)}, nil
 		},
 	}
+}
+
+// NotFailedElsewhere is HealthWait's gate: the config failed the health
+// gate on no other node.
+func NotFailedElsewhere() Gate {
+	return Gate{Name: "failed-elsewhere", Wait: waitNotFailedElsewhere}
 }
 
 func waitNotFailedElsewhere(ctx context.Context, d Data) error {

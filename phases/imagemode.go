@@ -17,8 +17,8 @@ import (
 // ImagePulledFromRegistry (the OS image pulled) and AppliedOSImage (the OS
 // image and kernel arguments staged for the next boot). AppliedFilesAndOS
 // is still reported, for the consoles and printer columns that read it.
-func splitWrite(p Phase) Phase {
-	run, starting := p.Run, p.Starting
+func splitWrite(p Step) Step {
+	run, starting := p.Run, p.Show.Starting
 	p.Run = func(ctx context.Context, d Data) (Outcome, error) {
 		sd := splitData{Data: d, started: map[string]bool{}}
 		sd.start(status.AppliedFiles, "Applying the files, units and SSH keys of "+d.Update().DesiredName)

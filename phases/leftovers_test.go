@@ -66,7 +66,7 @@ func TestGiveBackRollsBackReplacedWrite(t *testing.T) {
 	old.MarkDone(progress.Step{Name: "cordon"})
 	r := newRunner(configs{"a": empty, "b": file("/etc/x", "b"), "c": empty}, h, cl, units, w)
 	r.Record = progress.Replacing(old, "a", "c")
-	r.Phases = []phases.Phase{phases.GiveBack()}
+	r.Phases = []phases.Item{phases.GiveBack()}
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

@@ -9,13 +9,14 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
-func names(ps []phases.Phase) []string {
-	out := make([]string, len(ps))
-	for i, p := range ps {
-		out[i] = p.Name
+func names(list []phases.Item) []string {
+	var out []string
+	for _, p := range engine.Steps(list) {
+		out = append(out, p.Name)
 	}
 	return out
 }
@@ -33,10 +34,13 @@ func TestListVariants(t *testing.T) {
 	if got := names(phases.List(phases.ListOptions{NoCluster: true})); !slices.Equal(got, want) {
 		t.Errorf("without the cluster: %v, want %v", got, want)
 	}
-	for _, p := range phases.List(phases.ListOptions{NoCluster: true, SkipReboot: true}) {
-		if p.Name == "reboot" && p.Starting != "Skipping the reboot (--skip-reboot)" {
-			t.Errorf("reboot with SkipReboot starts %q", p.Starting)
+	for _, p := range engine.Steps(phases.OnceFrom(true)) {
+		if p.Name == "reboot" && p.Show.Starting != "Skipping the reboot (--skip-reboot)" {
+			t.Errorf("reboot with SkipReboot starts %q", p.Show.Starting)
 		}
+	}
+	if got := names(phases.OnceFrom(false)); !slices.Equal(got, want) {
+		t.Errorf("--once-from: %v, want %v", got, want)
 	}
 }
 
@@ -45,16 +49,14 @@ func TestListVariants(t *testing.T) {
 // condition like any other.
 func TestAddedStepRuns(t *testing.T) {
 	ran := false
-	audit := phases.Phase{
-		Name: "audit", Group: status.UpdateComplete, Starting: "Auditing",
+	audit := phases.Step{
+		Name: "audit", Show: phases.Show{Starting: "Auditing"},
 		Run: func(context.Context, phases.Data) (phases.Outcome, error) {
 			ran = true
 			return phases.Outcome{Message: "Audited"}, nil
 		},
 	}
-	list := phases.All()
-	i := slices.IndexFunc(list, func(p phases.Phase) bool { return p.Name == "validate" })
-	list = slices.Insert(list, i+1, audit) // the one line
+	list := engine.Insert(phases.All(), "validate", phases.Item(audit)) // the one line
 
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
@@ -69,37 +71,38 @@ func TestAddedStepRuns(t *testing.T) {
 	if st := r.Record.Step("audit"); st == nil || st.Message != "Audited" {
 		t.Errorf("the record has %+v for the added step", st)
 	}
+	if g := engine.Places(list)["audit"].Group; g != status.UpdateComplete {
+		t.Errorf("the added step is in group %q", g)
+	}
 }
 
-// A made-up gate is one more value in the list too: a step that holds
-// something (here a lease) before anything is written, waits on it, and
-// gives it back in its Undo. A new desired config during its wait cuts it:
-// the runner calls the Undo with the cause and stops the run, with nothing
-// written.
+// A made-up gate is one more value in the list too, before a step that
+// holds something (here a lease) before anything is written and gives it
+// back in its Cut's Undo. A new desired config during the gate's wait cuts
+// the step: the runner calls the Undo with the cause and stops the run,
+// with nothing written.
 func TestAddedGateIsUndone(t *testing.T) {
 	var held, undone atomic.Bool
 	var cause error
 	changed := make(chan struct{})
-	lease := phases.Phase{
-		Name: "lease", Group: status.UpdateExecuted, Starting: "Holding the lease",
-		Wait: func(ctx context.Context, _ phases.Data) error {
-			held.Store(true)
-			close(changed) // the desired config changes while the gate waits
-			<-ctx.Done()   // the runner ends the wait for the cut
-			return ctx.Err()
-		},
-		Undo: func(_ context.Context, _ phases.Data, c error) error {
+	gate := phases.Gate{Name: "lease-free", Wait: func(ctx context.Context, _ phases.Data) error {
+		held.Store(true)
+		close(changed) // the desired config changes while the gate waits
+		<-ctx.Done()   // the runner ends the wait for the cut
+		return ctx.Err()
+	}}
+	lease := phases.Step{
+		Name: "lease", Show: phases.Show{Starting: "Holding the lease"},
+		Cut: &phases.Cut{Undo: func(_ context.Context, _ phases.Data, c error) error {
 			undone.Store(held.Load())
 			cause = c
 			return nil
-		},
+		}},
 		Run: func(context.Context, phases.Data) (phases.Outcome, error) {
 			return phases.Outcome{}, errors.New("the gate ran after it was cut")
 		},
 	}
-	list := phases.All()
-	i := slices.IndexFunc(list, func(p phases.Phase) bool { return p.Name == "prepare" })
-	list = slices.Insert(list, i+1, lease) // the one line
+	list := engine.Insert(phases.All(), "prepare", gate, lease) // the one line
 
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}

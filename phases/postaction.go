@@ -23,16 +23,14 @@ func actionIs(k plan.ActionKind) func(Data) (bool, string) {
 
 // Reboot reboots the node through logind after the progress record is on
 // disk, and after the boot checks that the boot identity changed.
-func Reboot() Phase {
-	return Phase{
-		Name: progress.StepReboot, Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
-		Starting: "Rebooting node", EventOnNode: true,
-		Needed: actionIs(plan.ActionReboot),
-		Wait:   waitVolumesDetached, // volumes.go
+func Reboot() Step {
+	return Step{
 		// Its start is written with "Rebooting into X" before the reboot,
 		// and after the boot with its end: two status writes fewer per
 		// update, and RebootedNode goes Unknown then True all the same.
-		Quick: true,
+		Name:   progress.StepReboot,
+		Show:   Show{Condition: status.RebootedNode, Starting: "Rebooting node", OnNode: true, Quick: true},
+		Needed: actionIs(plan.ActionReboot),
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rec := d.Progress()
 			now, err := readBoot(ctx, d.Ports().Units)
@@ -78,11 +76,10 @@ func Reboot() Phase {
 
 // skippedReboot stands for the reboot with start --once-from --skip-reboot
 // (ListOptions.SkipReboot).
-func skippedReboot() Phase {
-	return Phase{
-		Name: progress.StepReboot, Group: status.UpdatePostActionComplete, Condition: status.RebootedNode,
-		Starting: "Skipping the reboot (--skip-reboot)",
-		Needed:   actionIs(plan.ActionReboot),
+func skippedReboot() Step {
+	return Step{
+		Name: progress.StepReboot, Show: Show{Condition: status.RebootedNode, Starting: "Skipping the reboot (--skip-reboot)"},
+		Needed: actionIs(plan.ActionReboot),
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			return Outcome{Reason: "RebootSkipped", Message: "Reboot skipped (--skip-reboot): the changes that " +
 				"need one (units, OS image, kernel arguments) take effect at the next boot"}, nil
@@ -93,11 +90,10 @@ func skippedReboot() Phase {
 // ReloadCRIO runs the post action's list when it reloads or restarts CRI-O
 // (the ReloadedCRIO condition says so); PostAction runs it otherwise. Either
 // way the list runs once, in its order.
-func ReloadCRIO() Phase {
-	return Phase{
-		Name: progress.StepReloadCRIO, Group: status.UpdatePostActionComplete, Condition: status.ReloadedCRIO,
-		Starting: "Reloading " + plan.CRIOUnit,
-		Needed:   actionIs(plan.ActionReloadCRIO),
+func ReloadCRIO() Step {
+	return Step{
+		Name: progress.StepReloadCRIO, Show: Show{Condition: status.ReloadedCRIO, Starting: "Reloading " + plan.CRIOUnit},
+		Needed: actionIs(plan.ActionReloadCRIO),
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			done, err := runActions(ctx, d)
 			if err != nil {
@@ -111,9 +107,9 @@ func ReloadCRIO() Phase {
 // PostAction runs the node disruption policy's actions, in order (when the
 // ReloadCRIO step did not), and closes the post action with a message
 // saying what was done.
-func PostAction() Phase {
-	return Phase{
-		Name: progress.StepPostAction, Group: status.UpdatePostActionComplete,
+func PostAction() Step {
+	return Step{
+		Name: progress.StepPostAction,
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			a := d.Update().Action
 			switch a.Kind {

@@ -28,10 +28,9 @@ func (e *UnsupportedError) Error() string {
 // Nothing on the node is touched. The planned OS change is kept in the
 // progress record, so a restart (after the reboot, say) reloads the same
 // plan.
-func Prepare() Phase {
-	return Phase{
-		Name: progress.StepPrepare, Group: status.UpdatePrepared, Condition: status.UpdateCompatible,
-		Starting: "Checking that the config can be applied in place",
+func Prepare() Step {
+	return Step{
+		Name: progress.StepPrepare, Show: Show{Condition: status.UpdateCompatible, Starting: "Checking that the config can be applied in place"},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			// A name the node does not accept (a fragment, another pool's
 			// config) is refused before it is even fetched.

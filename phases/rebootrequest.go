@@ -8,7 +8,6 @@ import (
 	"unicode"
 
 	"github.com/nodeconfd/nodeconfd/phases/progress"
-	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // A reboot on request (kured's job, issue 30) is an update from the
@@ -46,9 +45,9 @@ func rebootRequestText(why string) string {
 
 // ClearRebootRequest answers the node's reboot request once the node has
 // rebooted, passed the health gate and been uncordoned.
-func ClearRebootRequest() Phase {
-	return Phase{
-		Name: progress.StepClearRebootRequest, Group: status.UpdateComplete, Quick: true,
+func ClearRebootRequest() Step {
+	return Step{
+		Name: progress.StepClearRebootRequest, Show: Show{Quick: true},
 		Needed: func(d Data) (bool, string) {
 			if d.Progress().RebootRequest == "" {
 				return false, "No reboot was requested"

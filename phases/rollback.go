@@ -87,16 +87,13 @@ func reverse(d Data) reversed {
 	return reversed{Data: d, u: r}
 }
 
-// rollbackSteps is the health gate's rollback, a sub-list of the health
-// step (runSubList), each step saved in progress.Health once done;
-// ends it.
-func rollbackSteps() []SubStep {
-	return []SubStep{
-		{Name: rollbackWrite, Run: rollBackWrite}, // the previous config's files, units, SSH keys: a new journal
-		{Name: rollbackOS, Run: rollBackOS},       // the OS, through the updater's own rollback
-		{Name: rollbackPost, Run: rollBackPost},   // a reboot, or the reverse diff's reloads and restarts
-		{Name: rollbackCheck, Run: rollBackCheck}, // healthy on the previous config
-	}
+// subStep is a step of a sub-list: it reports through the step that runs
+// the sub-list, so it says only what it did.
+func subStep(name string, run func(ctx context.Context, d Data) (string, error)) Step {
+	return Step{Name: name, Show: Show{Quick: true}, Run: func(ctx context.Context, d Data) (Outcome, error) {
+		msg, err := run(ctx, d)
+		return Outcome{Message: msg}, err
+	}}
 }
 
 // rollBack runs the rollback's steps not yet done, then keeps the node on
@@ -105,9 +102,9 @@ func rollBack(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
 	h := d.Progress().Health
 	_ = d.Report(ctx, fmt.Sprintf("Rolling back to %s: %s failed the health gate: %s", previousName(u), u.DesiredName, h.Failed))
-	err := runSubList(ctx, d, h, rollbackSteps())
+	err := d.RunSub(ctx, "rollback", h, Rollback())
 	switch {
-	case errors.Is(err, ErrRebooting):
+	case errors.Is(err, ErrRebooting), errors.Is(err, ErrStopped): // it goes on after the boot, or the next start
 		return Outcome{}, err
 	case err != nil:
 		d.Ports().Health.observe("rollback-failed")
@@ -149,7 +146,7 @@ func rollBackWrite(ctx context.Context, d Data) (string, error) {
 		msg += fmt.Sprintf(", removed %s the update made", plan.Plural(removed, "folder"))
 	}
 	h := d.Progress().Health
-	h.Finish(progress.Step{Name: rollbackWrite, Message: msg})
+	h.MarkDone(progress.Step{Name: rollbackWrite, Message: msg})
 	if err := d.SaveProgress(); err != nil {
 		return "", err
 	}

@@ -509,7 +509,7 @@ func TestRunnerGiveBack(t *testing.T) {
 	old.MarkDone(progress.Step{Name: "cordon"})
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x"), "c": empty}, h, cl, units, w)
 	r.Record = progress.Replacing(old, "a", "c")
-	r.Phases = []phases.Phase{phases.GiveBack()}
+	r.Phases = []phases.Item{phases.GiveBack()}
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
 	}

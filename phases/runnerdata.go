@@ -6,11 +6,13 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
-// The runner is what the phases see (Data).
+// The runner is what the steps see (Data): the update's own parts here,
+// the engine's services (status, Events, metrics, the stop) through it.
 
 // Clock returns the runner's time now.
 func (r *Runner) Clock() time.Time { return r.Now() }
@@ -18,14 +20,20 @@ func (r *Runner) Clock() time.Time { return r.Now() }
 // Progress returns the update's progress record.
 func (r *Runner) Progress() *progress.Record { return r.Record }
 
-// SetCondition stages a condition other than the running phase's.
-func (r *Runner) SetCondition(t string, s metav1.ConditionStatus, reason, msg string) {
-	r.set(t, s, reason, msg)
-}
+// Ports returns what the steps act on.
+func (r *Runner) Ports() *Ports { return &r.Env.Ports }
 
-// Stager is the node's status, for the phases that stage more than
+// Stager is the node's status, for the steps that stage more than
 // conditions (detect's reset, an adoption).
 func (r *Runner) Stager() *status.Stager { return r.Status }
+
+// Report sets the running step's condition message and writes it.
+func (r *Runner) Report(ctx context.Context, message string) error { return r.eng.Report(ctx, message) }
+
+// SetCondition stages a condition other than the running step's.
+func (r *Runner) SetCondition(t string, s metav1.ConditionStatus, reason, msg string) {
+	r.eng.SetCondition(t, s, reason, msg)
+}
 
 // Event records an Event on the MachineConfigNode (and the Node).
 func (r *Runner) Event(onNode, warning bool, reason, message string) {
@@ -37,8 +45,17 @@ func (r *Runner) Event(onNode, warning bool, reason, message string) {
 // Warn records a Warning Event on the node and its MachineConfigNode.
 func (r *Runner) Warn(reason, message string) { r.Event(true, true, reason, message) }
 
-// Interrupt is done when a step that may wait without end should give up.
-func (r *Runner) Interrupt() context.Context { return r.stop.Interrupt() }
+// Note records a Normal Event on the node and its MachineConfigNode.
+func (r *Runner) Note(reason, message string) { r.Event(true, false, reason, message) }
 
-// Ports returns what the steps act on.
-func (r *Runner) Ports() *Ports { return &r.Env.Ports }
+// Waiting tells the Observer which wait (a Hold kind or a Wait* reason)
+// holds the update, "" once none does.
+func (r *Runner) Waiting(reason string) { r.eng.Waiting(reason) }
+
+// Cuttable marks the part of a step that a shutdown may cut.
+func (r *Runner) Cuttable(ctx context.Context) (context.Context, func()) { return r.eng.Cuttable(ctx) }
+
+// RunSub runs list as a sub-list of the running step.
+func (r *Runner) RunSub(ctx context.Context, name string, rec engine.Record, list []Item) error {
+	return r.eng.RunSub(ctx, name, rec, list)
+}

@@ -3,19 +3,17 @@ package phases
 import (
 	"context"
 	"errors"
-	"fmt"
-	"time"
 
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
-// How the runner shows an update in the status: the conditions of the
-// phases and their groups, derived from the list (update.go).
+// How an update's run ends in the status (the engine stages each step's).
 
 // set stages a condition change and reports whether it changed anything.
 func (r *Runner) set(t string, s metav1.ConditionStatus, reason, msg string) bool {
@@ -24,115 +22,7 @@ func (r *Runner) set(t string, s metav1.ConditionStatus, reason, msg string) boo
 
 // Flush writes staged status changes, if any, in one request.
 func (r *Runner) Flush(ctx context.Context) error {
-	if err := r.reporting().Send(ctx, NodeReport{}); err != nil {
-		return err
-	}
-	r.startPending = false
-	return nil
-}
-
-// stageGroupStart stages the phase's group going Unknown when the group
-// has not started yet, and reports whether it did.
-func (r *Runner) stageGroupStart(p *Phase) bool {
-	if p.Group == "" {
-		return false
-	}
-	g := r.Status.Find(p.Group)
-	if g != nil && g.Status != metav1.ConditionFalse {
-		return false
-	}
-	started := r.set(p.Group, metav1.ConditionUnknown, p.Group, groupOf(p.Group).starting(r.Record.Desired))
-	r.startPending = r.startPending || started
-	return started
-}
-
-// stageDone stages the conditions of a finished step: its own condition,
-// and its group once the group's last phase is done.
-func (r *Runner) stageDone(p *Phase, st *progress.Step) {
-	switch {
-	case st.Skipped && p.Condition != "":
-		r.set(p.Condition, metav1.ConditionFalse, status.ReasonNotRequired, st.Message)
-	case p.Condition != "":
-		r.set(p.Condition, metav1.ConditionTrue, st.Reason, st.Message)
-	}
-	if p.Group == "" || !r.lastOfGroup(p) {
-		return
-	}
-	if p.Condition == "" && !st.Skipped {
-		r.set(p.Group, metav1.ConditionTrue, st.Reason, st.Message)
-		return
-	}
-	r.set(p.Group, metav1.ConditionTrue, p.Group, groupOf(p.Group).done(r.Record.Desired))
-}
-
-func (r *Runner) lastOfGroup(p *Phase) bool {
-	last := ""
-	for i := range r.Phases {
-		if r.Phases[i].Group == p.Group {
-			last = r.Phases[i].Name
-		}
-	}
-	return last == p.Name
-}
-
-// cond is the condition that reports the phase: its own, else its group's,
-// else (a phase that reports through others: detect, give-back, adopt)
-// UpdatePrepared, where a failure before the update's first phase shows.
-func (r *Runner) cond(p *Phase) string {
-	switch {
-	case p.Condition != "":
-		return p.Condition
-	case p.Group != "":
-		return p.Group
-	}
-	return status.UpdatePrepared
-}
-
-// event records one Event per finished phase that reports a condition of
-// its own, and one for a group whose phases reported none (a post action
-// of None, the completion, the resume).
-func (r *Runner) event(p *Phase, msg string, took time.Duration) {
-	if r.Events == nil || p.Group == "" {
-		return
-	}
-	if p.Condition == "" {
-		if !r.lastOfGroup(p) || r.evented[p.Group] {
-			return
-		}
-	}
-	if r.evented == nil {
-		r.evented = map[string]bool{}
-	}
-	r.evented[p.Group] = true
-	r.Events.Event(p.EventOnNode, false, r.cond(p), fmt.Sprintf("%s (%s)", msg, took))
-}
-
-// Report sets the running phase's condition message and writes it. A
-// failed write is logged here, once: live progress is best effort, so most
-// steps go on without it (the next write brings the status up to date);
-// the reboot fails on it, not to go down unannounced.
-func (r *Runner) Report(ctx context.Context, message string) error {
-	if r.current == nil {
-		return nil
-	}
-	c := r.cond(r.current)
-	held := ""
-	if r.waiting && r.current.Holding != nil {
-		held = r.current.Holding(r)
-	}
-	switch {
-	case held != "": // the step's effect is on the node already: never False
-		r.set(c, metav1.ConditionTrue, status.ReasonWaiting, held+"; the update waits: "+message)
-	case r.waiting:
-		r.set(c, metav1.ConditionFalse, status.ReasonWaiting, message)
-	default:
-		r.set(c, metav1.ConditionUnknown, status.Reason(c), message)
-	}
-	err := r.Flush(ctx)
-	if err != nil {
-		r.log().Warn("Cannot write the step's progress", zap.String("phase", r.current.Name), zap.Error(err))
-	}
-	return err
+	return r.reporting().Send(ctx, NodeReport{})
 }
 
 // end ends a run: it writes what the run staged, once, unless the run
@@ -145,12 +35,12 @@ func (r *Runner) end(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, ErrRebooting):
 		return err
-	case err != nil && !errors.Is(err, ErrComplete) && !errors.Is(err, ErrStopped) && !errors.Is(err, ErrRolledBack) && !isCut(err):
+	case err != nil && !errors.Is(err, ErrComplete) && !errors.Is(err, ErrStopped) && !errors.Is(err, ErrRolledBack) && !engine.IsCut(err):
 		return err
 	}
 	ferr := r.Flush(ctx)
 	switch {
-	case isCut(err) || errors.Is(err, ErrStopped):
+	case engine.IsCut(err) || errors.Is(err, ErrStopped):
 		if ferr != nil {
 			r.log().Warn("Cannot write the status of the stopped update", zap.Error(ferr))
 		}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/systemd/systemdtest"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 )
 
@@ -24,7 +25,7 @@ func TestSkippedStepsSavedWithTheNext(t *testing.T) {
 			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 			r := newRunner(configs{"a": empty, "b": file("/etc/containers/registries.d/a.yaml", "x")}, h, cl, units, w)
 			if tc.endInSkip {
-				r.Phases = append(slices.Clone(r.Phases), phases.Phase{Name: "made-up",
+				r.Phases = append(slices.Clone(r.Phases), phases.Step{Name: "made-up",
 					Needed: func(phases.Data) (bool, string) { return false, "never needed" }})
 			}
 			if err := r.Run(context.Background()); err != nil {
@@ -35,7 +36,7 @@ func TestSkippedStepsSavedWithTheNext(t *testing.T) {
 				t.Fatal(err)
 			}
 			ran, skipped := 0, 0
-			for _, p := range r.Phases {
+			for _, p := range engine.Steps(r.Phases) {
 				st := rec.Step(p.Name)
 				switch {
 				case st == nil:

@@ -5,12 +5,13 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // All is the whole update of a node as the daemon runs it with no
 // options: List(ListOptions{}).
-func All() []Phase { return List(ListOptions{}) }
+func All() []Item { return List(ListOptions{}) }
 
 // ListOptions choose the variants of the update's list: every variant is
 // written in List, so the list reads as the update does.
@@ -19,9 +20,7 @@ type ListOptions struct {
 	// AppliedFilesAndOS (--image-mode-status, imagemode.go).
 	ImageModeStatus bool
 	// NoCluster leaves out the steps that need the cluster: what a node
-	// updated without an API server runs (start --once-from): no give-back
-	// or adoption (no cluster ever gave the node a config), no cordon,
-	// drain, waits, health gate or uncordon.
+	// updated without an API server runs (OnceFrom).
 	NoCluster bool
 	// SkipReboot stands the reboot in for one that does not happen
 	// (start --once-from --skip-reboot, skippedReboot).
@@ -29,57 +28,88 @@ type ListOptions struct {
 }
 
 // List is the whole update of a node, in order: every step an
-// administrator sees, each in its own file. The daemon's loop runs it
+// administrator sees, each in its own file, in the groups whose conditions
+// report them, with the gates that hold them. The daemon's loop runs it
 // (Runner.Run) once the node's desired config differs from its current one,
 // or when a record of an unfinished update is on the node; a restarted
 // daemon resumes at the first step not done. Before it, each pass of the
 // loop rolls back or removes the journals no update owns (CleanLeftovers,
 // leftovers.go). When a step fails, the update ends with Fail
-// (runnerstatus.go) and is retried from that step with backoff. The steps
-// marked cluster() are left out with NoCluster.
-func List(o ListOptions) []Phase {
-	cluster := func(p Phase) []Phase {
-		if o.NoCluster {
-			return nil
-		}
-		return []Phase{p}
-	}
-	write, reboot := Write(), Reboot()
+// (runnerstatus.go) and is retried from that step with backoff.
+func List(o ListOptions) []Item {
+	cluster := !o.NoCluster
+	write := Write()
 	if o.ImageModeStatus {
 		write = splitWrite(write) // imagemode.go
 	}
+	reboot := []Item{VolumesDetached(), Reboot()} // volumes.go, postaction.go
 	if o.SkipReboot {
-		reboot = skippedReboot() // postaction.go
+		reboot = []Item{skippedReboot()} // postaction.go
 	}
 	return slices.Concat(
-		cluster(GiveBack()), // giveback.go: what a replaced update held, given back
-		cluster(Adopt()),    // adopt.go: a node that already runs its desired config
-		[]Phase{
-			Detect(),  // detect.go: the status reset, state=Working
-			Prepare(), // prepare.go: fetch, validate, diff, post action
-		},
-		cluster(HealthWait()), // healthwait.go: not a config that failed the gate elsewhere
-		// The waits (waits.go: pause, maintenance window, blocking pods)
-		// hold the cordon and the drain, or, for an update that drains
-		// nothing, the gate before its first write.
-		cluster(WaitFirst(Cordon())), // cordon.go: the waits, the pod check, then the cordon
-		cluster(Drain()),             // drain.go: a pause stops it
-		cluster(Gate()),              // waits.go
-		[]Phase{
-			write,        // write.go: files, units, SSH keys, OS; journaled
-			reboot,       // postaction.go
-			ReloadCRIO(), // postaction.go
-			PostAction(), // postaction.go: the units the policy names
-			Validate(),   // complete.go: the node against the config
-		},
-		cluster(Health()),             // health.go: the health gate; on failure, rollback.go
-		cluster(Uncordon()),           // complete.go
-		cluster(ClearRebootRequest()), // rebootrequest.go: a reboot on request answered
-		[]Phase{
-			SetCurrent(), // complete.go: currentConfig, state=Done
-			Resume(),     // complete.go: the drift monitor, Updated=True
+		engine.When(cluster,
+			GiveBack(), // giveback.go: what a replaced update held, given back
+			Adopt(),    // adopt.go: a node that already runs its desired config
+		),
+		[]Item{
+			Detect(), // detect.go: the status reset, state=Working
+			Group{Condition: status.UpdatePrepared, Items: slices.Concat(
+				[]Item{Prepare()}, // prepare.go: fetch, validate, diff, post action
+				engine.When(cluster,
+					NotFailedElsewhere(), HealthWait(), // healthwait.go: not a config that failed the gate elsewhere
+				),
+			)},
+			Group{Condition: status.UpdateExecuted, Items: slices.Concat(
+				engine.When(cluster,
+					Holds(true),     // waits.go: pause, windows, blocking pods, drain forecast, alerts
+					PodsDrainable(), // cordon.go: no pod the drain would refuse
+					Cordon(),        // cordon.go
+					Drain(),         // drain.go: a pause cuts it
+					Holds(false),    // waits.go: an update not cordoned waits here
+					WriteGate(),     // waits.go
+				),
+				[]Item{
+					Commit{}, // from here the update runs to its end
+					write,    // write.go: files, units, SSH keys, OS; journaled
+				},
+			)},
+			Group{Condition: status.UpdatePostActionComplete, Items: slices.Concat(reboot, []Item{
+				ReloadCRIO(), // postaction.go
+				PostAction(), // postaction.go: the units the policy names
+			})},
+			Group{Condition: status.UpdateComplete, Items: slices.Concat(
+				[]Item{Validate()}, // complete.go: the node against the config
+				engine.When(cluster,
+					Health(),             // health.go: the health gate; on failure, Rollback
+					Uncordon(),           // complete.go
+					ClearRebootRequest(), // rebootrequest.go: a reboot on request answered
+				),
+				[]Item{SetCurrent()}, // complete.go: currentConfig, state=Done
+			)},
+			Group{Condition: status.Resumed, Items: []Item{
+				Resume(), // complete.go: the drift monitor, Updated=True
+			}},
 		},
 	)
+}
+
+// OnceFrom is the update of a node without an API server (start
+// --once-from): the list without give-back or adoption (no cluster ever
+// gave the node a config), cordon, drain, waits, health gate or uncordon.
+func OnceFrom(skipReboot bool) []Item {
+	return List(ListOptions{NoCluster: true, SkipReboot: skipReboot})
+}
+
+// Rollback is the health gate's rollback of a committed update, a
+// sub-list of the health step (rollback.go), each step saved in
+// progress.Health once done and never run twice.
+func Rollback() []Item {
+	return []Item{
+		subStep(rollbackWrite, rollBackWrite), // the previous config's files, units, SSH keys: a new journal
+		subStep(rollbackOS, rollBackOS),       // the OS, through the updater's own rollback
+		subStep(rollbackPost, rollBackPost),   // a reboot, or the reverse diff's reloads and restarts
+		subStep(rollbackCheck, rollBackCheck), // healthy on the previous config
+	}
 }
 
 // group is a primary condition's messages.

@@ -5,46 +5,53 @@ import (
 	"testing"
 
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
-// The list is the one place a phase is declared: its condition belongs to
+// The list is the one place a step is declared: its condition belongs to
 // its group as the status contract says, names are unique, the groups come
-// in the contract's order, and exactly one phase commits the update.
+// in the contract's order, and the list commits once, before the write.
 func TestListAgreesWithStatusContract(t *testing.T) {
 	order := status.Order()
 	seen := map[string]bool{}
 	lastGroup, commits := -1, 0
-	for _, p := range phases.All() {
+	places := engine.Places(phases.All())
+	for _, p := range engine.Steps(phases.All()) {
 		if seen[p.Name] {
-			t.Errorf("phase %s listed twice", p.Name)
+			t.Errorf("step %s listed twice", p.Name)
 		}
 		seen[p.Name] = true
-		if p.Commits {
+		at := places[p.Name]
+		if at.Commit {
 			commits++
+			if p.Name != progress.StepWrite {
+				t.Errorf("the list commits before %s, not the write", p.Name)
+			}
 		}
-		if p.Condition != "" && status.Parent(p.Condition) != p.Group {
-			t.Errorf("phase %s: condition %s belongs to %q in the contract, the phase says %q",
-				p.Name, p.Condition, status.Parent(p.Condition), p.Group)
+		c := p.Show.Condition
+		if c != "" && status.Parent(c) != at.Group {
+			t.Errorf("step %s: condition %s belongs to %q in the contract, the list puts it in %q",
+				p.Name, c, status.Parent(c), at.Group)
 		}
-		if p.Condition != "" && p.Starting == "" {
-			t.Errorf("phase %s reports %s but declares no start message", p.Name, p.Condition)
+		if c != "" && p.Show.Starting == "" {
+			t.Errorf("step %s reports %s but declares no start message", p.Name, c)
 		}
-		if p.Group == "" {
-			if p.Condition != "" || lastGroup >= 0 {
-				t.Errorf("phase %s has no group but comes after the grouped phases or has a condition", p.Name)
+		if at.Group == "" {
+			if c != "" || lastGroup >= 0 {
+				t.Errorf("step %s has no group but comes after the grouped steps or has a condition", p.Name)
 			}
 			continue
 		}
-		g := slices.Index(order, p.Group)
+		g := slices.Index(order, at.Group)
 		if g < 0 || g < lastGroup {
-			t.Errorf("phase %s: group %s out of the contract's order", p.Name, p.Group)
+			t.Errorf("step %s: group %s out of the contract's order", p.Name, at.Group)
 		}
 		lastGroup = g
 	}
 	if commits != 1 {
-		t.Errorf("%d phases commit the update, want 1", commits)
+		t.Errorf("the list commits %d times, want 1", commits)
 	}
 }
 
@@ -53,7 +60,7 @@ func TestListAgreesWithStatusContract(t *testing.T) {
 // could be renamed, and an older daemon's record would then redo or skip
 // it.
 func TestEveryStepNamed(t *testing.T) {
-	for _, p := range phases.All() {
+	for _, p := range engine.Steps(phases.All()) {
 		if !slices.Contains(progress.Steps(), p.Name) {
 			t.Errorf("step %q is not one of progress.Steps", p.Name)
 		}

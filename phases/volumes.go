@@ -29,6 +29,9 @@ type VolumeWait struct {
 // maxVolumesNamed is how many attachments a message names.
 const maxVolumesNamed = 5
 
+// VolumesDetached is the reboot's gate (waitVolumesDetached).
+func VolumesDetached() Gate { return Gate{Name: "volumes-detached", Wait: waitVolumesDetached} }
+
 // waitVolumesDetached is the reboot's wait: once the drain is done and
 // before the reboot is asked for (never after the boot), it waits until
 // nothing the node's pods used is attached, at most Timeout, saying in

@@ -8,7 +8,6 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nodeconfd/nodeconfd/phases/progress"
-	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // Waits is what may hold an update before it disrupts the node or, for a
@@ -69,8 +68,6 @@ func gate(ctx context.Context, d Data, disrupts bool, onHold func(context.Contex
 	}
 	var cur Hold
 	var since time.Time
-	steer := steering{d: d, log: LogFrom(ctx, zap.NewNop())}
-	defer steer.set(context.WithoutCancel(ctx), false)
 	end := func() {
 		if cur.Kind == "" {
 			return
@@ -110,7 +107,7 @@ func gate(ctx context.Context, d Data, disrupts bool, onHold func(context.Contex
 					return err
 				}
 			}
-			steer.set(ctx, disrupts && h.Kind != HoldPaused)
+			steer(ctx, d, disrupts && h.Kind != HoldPaused)
 			since = d.Clock()
 			d.Waiting(h.Kind)
 			d.Note(h.Kind, fmt.Sprintf("Update to %s waits: %s", d.Update().DesiredName, h.Message))
@@ -131,56 +128,51 @@ func gate(ctx context.Context, d Data, disrupts bool, onHold func(context.Contex
 	}
 }
 
-// steering keeps the daemon's PreferNoSchedule taint on the node while a
+// steer keeps the daemon's PreferNoSchedule taint on the node while a
 // disruptive update waits for its turn (a window, blocking pods, the
 // drain's forecast, alerts), and off while it is paused (not its turn: an
 // administrator's hold) and once the gate ends, whichever way (the cordon
-// takes over, a new config, a shutdown). A taint a killed daemon left is
-// taken off at its next start (daemon.clearSteer).
-type steering struct {
-	d   Data
-	log *zap.Logger
-	on  bool
-}
-
-func (s *steering) set(ctx context.Context, on bool) {
-	if on == s.on {
+// takes over, a new config, a shutdown: the gate's Release). A taint a
+// killed daemon left is taken off at its next start (daemon.clearSteer).
+func steer(ctx context.Context, d Data, on bool) {
+	u := d.Update()
+	if on == u.steered {
 		return
 	}
-	if err := s.d.Ports().Cluster.Steer(ctx, on); err != nil {
+	if err := d.Ports().Cluster.Steer(ctx, on); err != nil {
 		// Only a preference of the scheduler: the update goes on without it.
-		s.log.Warn("Cannot change the node's steering taint", zap.Bool("on", on), zap.Error(err))
+		LogFrom(ctx, zap.NewNop()).Warn("Cannot change the node's steering taint", zap.Bool("on", on), zap.Error(err))
 		return
 	}
-	s.on = on
+	u.steered = on
 }
 
-// WaitFirst puts the waits (the gate: pause, windows, blocking pods)
-// before p's own wait: the cordon's, so that nothing is cordoned while an
-// update must wait (its own wait, the pod check, comes after). An update
-// that is not cordoned (a rebootless one) waits in Gate instead.
-func WaitFirst(p Phase) Phase {
-	inner := p.Wait
-	p.Wait = func(ctx context.Context, d Data) error {
-		if err := gate(ctx, d, disruptive(d), giveBackBeforeWait(d)); err != nil {
-			return err
-		}
-		if inner == nil {
-			return nil
-		}
-		return inner(ctx, d)
+// Holds is the gate of what may hold an update (package daemon/waits: the
+// pause, the maintenance windows, pods that block a disruption, the drain's
+// forecast, alerts). Before the cordon (cordon), it first gives back a
+// cordon the update inherited when something holds it, and says the
+// cordon it holds while it waits; before the write of an update that is
+// not cordoned (a rebootless one), it holds the pause, and the windows
+// when they hold every update.
+func Holds(cordon bool) Gate {
+	g := Gate{Name: "holds", Release: func(ctx context.Context, d Data) { steer(ctx, d, false) }}
+	if !cordon {
+		g.Wait = func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d), nil) }
+		return g
 	}
-	return p
+	g.Wait = func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d), giveBackBeforeWait(d)) }
+	g.Holding = func(d Data) string { return cordonHeld(d.Progress()) }
+	return g
 }
 
-// Gate is the wait of an update that is not cordoned (a rebootless one)
-// before its first write: the pause, and the windows when they hold every
-// update. A new desired config during the wait replaces the update
-// (nothing is written yet). It reports through UpdateExecuted, which says
-// what it waits for (reason Waiting) while it does.
-func Gate() Phase {
-	return Phase{
-		Name: progress.StepGate, Group: status.UpdateExecuted, Quick: true,
+// WriteGate is the step of an update that is not cordoned (a rebootless
+// one), held by the holds gate before its first write. A new desired
+// config during the wait replaces the update (nothing is written yet). It
+// reports through UpdateExecuted, which says what it waits for (reason
+// Waiting) while it does.
+func WriteGate() Step {
+	return Step{
+		Name: progress.StepGate, Show: Show{Quick: true},
 		Needed: func(d Data) (bool, string) {
 			rec := d.Progress()
 			switch {
@@ -191,8 +183,7 @@ func Gate() Phase {
 			}
 			return true, ""
 		},
-		Wait: func(ctx context.Context, d Data) error { return gate(ctx, d, disruptive(d), nil) },
-		Undo: giveBackForCut,
+		Cut: &Cut{Undo: giveBackForCut},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			return Outcome{Message: "Nothing holds the update"}, nil
 		},

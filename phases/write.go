@@ -13,10 +13,9 @@ import (
 
 // Write applies files, units, SSH keys and OS changes. A failure rolls back
 // what this update already wrote, in reverse order, before it is reported.
-func Write() Phase {
-	return Phase{
-		Name: progress.StepWrite, Group: status.UpdateExecuted, Condition: status.AppliedFilesAndOS,
-		Starting: "Writing files, units, SSH keys and OS changes", Commits: true,
+func Write() Step {
+	return Step{
+		Name: progress.StepWrite, Show: Show{Condition: status.AppliedFilesAndOS, Starting: "Writing files, units, SSH keys and OS changes"},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			if err := markWriteStarted(ctx, d); err != nil {

@@ -91,7 +91,7 @@ func Run(ctx context.Context, o Options) error {
 		Env: phases.Env{Ports: phases.Ports{Configs: configs{o.Config}, Cluster: noCluster{log}, Host: o.Host, Units: o.Units,
 			OS: o.OS, Policy: o.Policy, Limits: o.Limits, ConfigRule: o.Rule}},
 		Status: status.NewStager(statusLog{log}, o.Now, status.Snapshot{}), Events: eventLog{log}, Log: log, Now: o.Now,
-		Phases: Phases(o.SkipReboot), Record: rec, Node: o.Node,
+		Phases: phases.OnceFrom(o.SkipReboot), Record: rec, Node: o.Node,
 	}
 	switch err := r.Run(ctx); {
 	case errors.Is(err, phases.ErrRebooting):
@@ -116,12 +116,6 @@ func Run(ctx context.Context, o Options) error {
 	log.Info("Applied the MachineConfig and kept it on the node as the config it runs", zap.String("config", o.Config.Name),
 		zap.String("state", phases.AppliedFileName))
 	return nil
-}
-
-// Phases is the update's list (phases.List) without the steps that need
-// the cluster, with the reboot skipped when asked.
-func Phases(skipReboot bool) []phases.Phase {
-	return phases.List(phases.ListOptions{NoCluster: true, SkipReboot: skipReboot})
 }
 
 // record returns the progress record to run: the unfinished one of this

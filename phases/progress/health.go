@@ -46,8 +46,8 @@ func (h *Health) Step(name string) *Step {
 	return nil
 }
 
-// Finish records a finished rollback step.
-func (h *Health) Finish(s Step) {
+// MarkDone records a finished rollback step.
+func (h *Health) MarkDone(s Step) {
 	if old := h.Step(s.Name); old != nil {
 		*old = s
 		return

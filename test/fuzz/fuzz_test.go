@@ -139,7 +139,7 @@ func runUpdate(host *hostfs.FS, units *systemdtest.Fake, current, desired string
 		Env: phases.Env{Ports: phases.Ports{Configs: configs, Host: daemon.Host{FS: host, Units: units}, Units: units,
 			Policy: plan.DefaultPolicy()}},
 		Status: status.NewStager(nopStatus{}, time.Now, status.Snapshot{}), Log: zap.NewNop(), Now: time.Now, Node: "fuzz",
-		Phases: []phases.Phase{phases.Prepare(), phases.Write(), phases.Validate()},
+		Phases: []phases.Item{phases.Prepare(), phases.Write(), phases.Validate()},
 		Record: progress.New(current, desired),
 	}
 	return r.Run(context.Background())

@@ -1,4 +1,4 @@
-package phases_test
+package engine
 
 import (
 	"context"
@@ -7,7 +7,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeconfd/nodeconfd/phases"
 )
 
 // The stop signal's causes: a new desired config stops the update only
@@ -18,19 +17,20 @@ func TestStopCauses(t *testing.T) {
 	var changed atomic.Bool
 	shutdown, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	stop, release := phases.NewStop(phases.Signals{Shutdown: shutdown, Grace: 300 * time.Millisecond, Superseded: changed.Load}, nil)
+	stop, release := NewStop(Signals{Shutdown: shutdown, Grace: 300 * time.Millisecond, Superseded: changed.Load})
 	defer release()
 	if stop.Cause() != nil {
 		t.Fatalf("cause %v before anything happened", stop.Cause())
 	}
-	interrupt := stop.Interrupt()
+	interrupt, end := stop.stepContext(context.Background())
+	defer end()
 	changed.Store(true)
 	select {
 	case <-stop.Context().Done():
 	case <-time.After(5 * time.Second):
 		t.Fatal("a new desired config did not stop the update")
 	}
-	if stop.Cause() != phases.ErrSuperseded {
+	if stop.Cause() != ErrSuperseded {
 		t.Fatalf("cause %v, want ErrSuperseded", stop.Cause())
 	}
 	select {
@@ -42,44 +42,44 @@ func TestStopCauses(t *testing.T) {
 	if stop.Cause() != nil {
 		t.Fatalf("cause %v after the commit, want none", stop.Cause())
 	}
-	interrupt = stop.Interrupt()
+	interrupt, end2 := stop.stepContext(context.Background())
+	defer end2()
 	start := time.Now()
 	cancel()
 	<-stop.Context().Done()
-	if stop.Cause() != phases.ErrStopped {
+	if stop.Cause() != ErrStopped {
 		t.Fatalf("cause %v after the shutdown, want ErrStopped", stop.Cause())
 	}
 	<-interrupt.Done()
-	if context.Cause(interrupt) != phases.ErrStopped || time.Since(start) < 300*time.Millisecond {
+	if context.Cause(interrupt) != ErrStopped || time.Since(start) < 300*time.Millisecond {
 		t.Errorf("interrupt %v after %v, want ErrStopped after the grace", context.Cause(interrupt), time.Since(start))
 	}
 }
 
-// A pause cuts only a Pausable step, while it runs: it is looked at as the
+// A pause cuts only a step whose Cut has Pause, while it runs: it is looked at as the
 // step starts, its cause carries the pause's message, and leaving the step
 // takes back a pause signal the step did not act on.
 func TestStopPause(t *testing.T) {
 	var paused atomic.Bool
-	hold := func() (phases.Hold, bool) {
-		return phases.Hold{Kind: phases.HoldPaused, Message: "Paused by ops"}, paused.Load()
-	}
-	stop, release := phases.NewStop(phases.Signals{}, hold)
+	hold := func() (string, bool) { return "Paused by ops", paused.Load() }
+	stop, release := NewStop(Signals{Paused: hold})
 	defer release()
 	paused.Store(true)
 	time.Sleep(1500 * time.Millisecond) // a watch round: no step is Pausable yet
 	if c := stop.Cause(); c != nil {
 		t.Fatalf("cause %v outside a Pausable step, want none", c)
 	}
-	interrupt := stop.Interrupt()
+	interrupt, end := stop.stepContext(context.Background())
+	defer end()
 	stop.Pausable(true)
 	c := stop.Cause()
-	var pe *phases.PausedError
-	if !errors.Is(c, phases.ErrPaused) || errors.Is(c, phases.ErrSuperseded) || !errors.As(c, &pe) ||
-		pe.Hold.Message != "Paused by ops" {
+	var pe *PausedError
+	if !errors.Is(c, ErrPaused) || errors.Is(c, ErrSuperseded) || !errors.As(c, &pe) ||
+		pe.Message != "Paused by ops" {
 		t.Fatalf("cause %v as a Pausable step starts, want ErrPaused with the hold", c)
 	}
 	<-interrupt.Done()
-	if !errors.Is(context.Cause(interrupt), phases.ErrPaused) {
+	if !errors.Is(context.Cause(interrupt), ErrPaused) {
 		t.Errorf("interrupt cause %v, want ErrPaused at once", context.Cause(interrupt))
 	}
 	stop.Pausable(false)

@@ -1,4 +1,4 @@
-package phases
+package engine
 
 import (
 	"context"
@@ -8,10 +8,9 @@ import (
 
 type logKey struct{}
 
-// WithLog returns ctx carrying log. The runner gives each phase's Wait and
-// Run a context with its logger (node, config and phase fields), so that
-// the adapters a phase calls (the drainer, the waits) log
-// their decisions with the same fields.
+// WithLog returns ctx carrying log. The runner gives each step's gates and
+// Run a context with its logger (node, config and step fields), so that
+// the adapters a step calls log their decisions with the same fields.
 func WithLog(ctx context.Context, log *zap.Logger) context.Context {
 	return context.WithValue(ctx, logKey{}, log)
 }

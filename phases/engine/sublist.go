@@ -1,0 +1,29 @@
+package engine
+
+import "context"
+
+// RunSub runs list as a sub-list of the running step (the health gate's
+// rollback), by name, with rec as its record: the same runner, so the same
+// skipping of done steps, logs, metrics, fault points and saves (rec is
+// part of the run's record, saved with it) as the run's own list. Its steps
+// report through the running step's condition; they are named in the logs
+// and metrics by name too ("rollback-write"). A failure is returned as the
+// sub-step gave it, which says what it was doing; an End (a reboot) too.
+// A sub-list has no Commit and no step that Completes the run.
+func (r *Runner[D]) RunSub(ctx context.Context, name string, rec Record, list []Item[D]) error {
+	parent, outer := r.current, r.Record
+	r.parent, r.Record = parent, rec
+	defer func() { r.parent, r.Record, r.current = nil, outer, parent }()
+	nodes := flatten(list)
+	for i := range nodes {
+		nodes[i].sub = name
+	}
+	return r.runNodes(ctx, nodes)
+}
+
+// Cuttable returns the context of a part of a step that a stop may cut:
+// done, with the stop's cause, at once for a cut and a grace period after
+// a shutdown (see Cut); release ends it.
+func (r *Runner[D]) Cuttable(ctx context.Context) (context.Context, func()) {
+	return r.stop.stepContext(ctx)
+}
