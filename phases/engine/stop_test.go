@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
 )
 
 // The stop signal's causes: a new desired config stops the update only
