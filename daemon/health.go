@@ -33,7 +33,7 @@ func (d *Daemon) startRetry(rec *progress.Record, desired string) (*progress.Rec
 	d.keptOn = ""
 	retry := d.node.Annotations[kube.RetryFailedConfig]
 	n := progress.New(rec.Current, desired)
-	n.EarlierKernelArgs = rec.EarlierKernelArgs
+	n.Inherited.EarlierKernelArgs = rec.Inherited.EarlierKernelArgs
 	n.Health = &progress.Health{Retry: retry}
 	data, err := n.Marshal()
 	if err == nil {

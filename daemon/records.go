@@ -127,7 +127,7 @@ func lostRecordPlan(current, desired string) (tryAdopt bool, from string) {
 // cordoned for good, its status saying Cordoned=False.
 func (d *Daemon) lostRecord(from, to string) *progress.Record {
 	rec := progress.New(from, to)
-	rec.CordonedByUs = d.node.Annotations[drain.CordonedBy] != "" && d.node.Spec.Unschedulable
+	rec.Cordon.ByUs = d.node.Annotations[drain.CordonedBy] != "" && d.node.Spec.Unschedulable
 	return rec
 }
 

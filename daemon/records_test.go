@@ -13,15 +13,17 @@ func TestDecodeRecord(t *testing.T) {
 	for _, tc := range []struct {
 		name, data, err string
 	}{
-		{"ok", `{"version":1,"current":"a","desired":"b","steps":[{"name":"detect","message":"detected"}]}`, ""},
+		{"ok", `{"version":2,"current":"a","desired":"b","steps":[{"name":"detect","message":"detected"}]}`, ""},
+		{"version 1, migrated", `{"version":1,"current":"a","desired":"b","steps":[{"name":"detect","message":"detected"}]}`, ""},
 		{"empty", ``, "unexpected end of JSON input"},
 		{"truncated", `{"version":1,"current":"a","desi`, "unexpected end of JSON input"},
 		{"garbage", "\x00garbage", "invalid character"},
 		{"null", `null`, "has version 0"},
-		{"newer version", `{"version":2,"current":"a","desired":"b"}`, "progress record has version 2, this daemon reads version 1"},
+		{"newer version", `{"version":3,"current":"a","desired":"b"}`, "progress record has version 3, this daemon reads versions 1 and 2"},
 		{"no version", `{"current":"a","desired":"b"}`, "has version 0"},
-		{"no desired config", `{"version":1,"current":"a"}`, "names no desired config"},
-		{"wrong type", `{"version":1,"desired":"b","steps":"all"}`, "cannot unmarshal"},
+		{"no desired config", `{"version":2,"current":"a"}`, "names no desired config"},
+		{"wrong type", `{"version":2,"desired":"b","steps":"all"}`, "cannot unmarshal"},
+		{"wrong type in version 1", `{"version":1,"desired":"b","steps":"all"}`, "cannot unmarshal"},
 	} {
 		rec, err := decodeRecord([]byte(tc.data))
 		if tc.err == "" {
@@ -65,7 +67,7 @@ func TestLostRecordPlan(t *testing.T) {
 func TestRecordForReplacedFailedUpdate(t *testing.T) {
 	failed := func(steps ...string) *progress.Record {
 		r := progress.New("a", "b")
-		r.Action = &progress.ActionPlan{Actions: []progress.Action{{Type: "Reload", Unit: "crio.service"}}}
+		r.Prepare.Action = &progress.ActionPlan{Actions: []progress.Action{{Type: "Reload", Unit: "crio.service"}}}
 		for _, s := range steps {
 			r.MarkDone(progress.Step{Name: s})
 		}
@@ -82,8 +84,8 @@ func TestRecordForReplacedFailedUpdate(t *testing.T) {
 	} {
 		n := (&Daemon{}).recordFor(tc.old, "a", "c")
 		var owed []string
-		if n.Owed != nil {
-			owed = n.Owed.Configs
+		if n.Inherited.Owed != nil {
+			owed = n.Inherited.Owed.Configs
 		}
 		if n.Current != tc.from || n.Desired != "c" || strings.Join(owed, ",") != strings.Join(tc.owedFrom, ",") {
 			t.Errorf("%s: record %s -> %s owing %v, want %s -> c owing %v", tc.name, n.Current, n.Desired, owed,

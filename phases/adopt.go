@@ -28,8 +28,8 @@ func Adopt() Step {
 				return false, "The update has begun"
 			case d.Update().CurrentName != "":
 				return false, "Node runs config " + d.Update().CurrentName
-			case rec.Replaced != nil:
-				return false, "Node was being updated to " + rec.Replaced.Desired
+			case rec.Inherited.Replaced != nil:
+				return false, "Node was being updated to " + rec.Inherited.Replaced.Desired
 			}
 			return true, ""
 		},
@@ -65,7 +65,7 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 			return Outcome{}, err
 		}
 		rec := d.Progress() // saved with the update's end (Complete)
-		rec.CordonedByUs, rec.CordonOwn = false, false
+		rec.Cordon.ByUs, rec.Cordon.Own = false, false
 	}
 	if err := commitCurrent(ctx, d, u.DesiredName, mc); err != nil {
 		return Outcome{}, err

@@ -87,7 +87,7 @@ func TestRebootStepWaitsForHostnamedWithOldRecord(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec.RebootFromBootStart = "" // as the release before wrote it
+	rec.Reboot.FromBootStart = "" // as the release before wrote it
 	units.SetHostnamed(false)
 	calls := len(units.CallLog())
 	resume := func() error {

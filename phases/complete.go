@@ -66,7 +66,7 @@ func Uncordon() Step {
 	return Step{
 		Name: progress.StepUncordon, Show: Show{Condition: status.Uncordoned, Starting: "Uncordoning node"},
 		Needed: func(d Data) (bool, string) {
-			if d.Progress().CordonedByUs {
+			if d.Progress().Cordon.ByUs {
 				return true, ""
 			}
 			if d.Update().Action.NeedsDrain() {
@@ -78,7 +78,7 @@ func Uncordon() Step {
 			if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 				return Outcome{}, err
 			}
-			d.Progress().CordonedByUs = false
+			d.Progress().Cordon.ByUs = false
 			return Outcome{Message: "Uncordoned node " + d.Update().Node}, nil
 		},
 	}

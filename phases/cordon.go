@@ -39,7 +39,7 @@ func Cordon() Step {
 			// A cordon inherited from a replaced update that had written its
 			// files stays until this update's uncordon: the phase reports
 			// it, so Cordoned never says False while the node is cordoned.
-			if d.Progress().CordonedByUs {
+			if d.Progress().Cordon.ByUs {
 				return true, ""
 			}
 			return needsDrain(d)
@@ -52,12 +52,12 @@ func Cordon() Step {
 			}
 			// The intent first: a crash right after the cordon, before the
 			// outcome is saved, must not lose the cordon (a new desired
-			// config starts a new record that inherits CordonedByUs, and
+			// config starts a new record that inherits Cordon.ByUs, and
 			// its uncordon lifts only a cordon carrying this daemon's
 			// annotation, so an administrator's cordon is safe either way).
 			rec := d.Progress()
-			if !rec.CordonedByUs {
-				rec.CordonedByUs, rec.CordonOwn = true, true
+			if !rec.Cordon.ByUs {
+				rec.Cordon.ByUs, rec.Cordon.Own = true, true
 				if err := d.SaveProgress(); err != nil {
 					return Outcome{}, err
 				}
@@ -68,15 +68,15 @@ func Cordon() Step {
 			}
 			// Cordon reports the truth even after a restart (it finds its own
 			// cordon by its annotation), so the record follows it. A cordon
-			// of an earlier update stays that update's (not CordonOwn): the
+			// of an earlier update stays that update's (not Cordon.Own): the
 			// node holds what that update wrote until this one completes, so
 			// no give-back of this update lifts it.
-			rec.CordonedByUs = cordoned
-			rec.CordonOwn = rec.CordonOwn && cordoned
+			rec.Cordon.ByUs = cordoned
+			rec.Cordon.Own = rec.Cordon.Own && cordoned
 			if err := d.SaveProgress(); err != nil {
 				return Outcome{}, err
 			}
-			if !rec.CordonedByUs {
+			if !rec.Cordon.ByUs {
 				return Outcome{Message: "Node was already cordoned; it stays cordoned after the update"}, nil
 			}
 			return Outcome{Message: "Cordoned node " + d.Update().Node}, nil
@@ -91,7 +91,7 @@ func Cordon() Step {
 // failure undoes the cordon: failing here would leave the node cordoned.
 func PodsDrainable() Gate {
 	return Gate{Name: "pods-drainable", Wait: func(ctx context.Context, d Data) error {
-		if d.Progress().CordonedByUs {
+		if d.Progress().Cordon.ByUs {
 			return nil
 		}
 		if err := d.Ports().Cluster.CheckDrain(ctx); err != nil {
@@ -120,14 +120,14 @@ func giveBackForCut(ctx context.Context, d Data, cause error) error {
 // is done, "" when it is not (by this daemon): a cordon of an earlier
 // update (the one this one replaced after its write, or one whose record
 // was lost) stays until this update's uncordon; one of an earlier try of
-// this update (progress.Record.CordonOwn) until the update waits
+// this update (progress.Record's Cordon.Own) until the update waits
 // (giveBackBeforeWait) or its cordon step runs. The status says so
 // (detect, the cordon's Holding), never Cordoned=False.
 func cordonHeld(rec *progress.Record) string {
 	switch {
-	case !rec.CordonedByUs || rec.Done(progress.StepCordon):
+	case !rec.Cordon.ByUs || rec.Done(progress.StepCordon):
 		return ""
-	case rec.CordonOwn:
+	case rec.Cordon.Own:
 		return "Node is cordoned by an earlier try of this update"
 	}
 	return "Node stays cordoned by an earlier update of this daemon"
@@ -147,11 +147,11 @@ func sayCordonHeld(d Data) {
 // wait gives back a cordon of this daemon that its cordon step did not
 // record (a crash right after the request, an uncordon the API server
 // refused), so that it waits uncordoned as every update does. An inherited
-// cordon stays (progress.Record.CordonOwn unset; cordonHeld says so).
+// cordon stays (progress.Record's Cordon.Own unset; cordonHeld says so).
 func giveBackBeforeWait(d Data) func(context.Context, Hold) error {
 	return func(ctx context.Context, h Hold) error {
 		rec := d.Progress()
-		if !rec.CordonedByUs || !rec.CordonOwn || rec.Done(progress.StepCordon) {
+		if !rec.Cordon.ByUs || !rec.Cordon.Own || rec.Done(progress.StepCordon) {
 			return nil
 		}
 		if _, err := giveBack(ctx, d, "Uncordoned: the update waits ("+h.Kind+")"); err != nil {
@@ -175,7 +175,7 @@ func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 	if err := d.SaveProgress(); err != nil {
 		return "", err
 	}
-	return liftCordon(ctx, d, rec.CordonOwn, wasCordoned, rec.WriteStarted, uncordoned)
+	return liftCordon(ctx, d, rec.Cordon.Own, wasCordoned, rec.Write.Started, uncordoned)
 }
 
 // liftCordon lifts this daemon's cordon (see giveBack) when it is the
@@ -191,14 +191,14 @@ func liftCordon(ctx context.Context, d Data, own, cordonDone, writeStarted bool,
 	if cordonDone {
 		outcome = "the node stays cordoned (it was cordoned before the update)"
 	}
-	if rec.CordonedByUs && !own {
+	if rec.Cordon.ByUs && !own {
 		outcome = "the node stays cordoned by an earlier update of this daemon"
 	}
-	if rec.CordonedByUs && own {
+	if rec.Cordon.ByUs && own {
 		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 			return "", err
 		}
-		rec.CordonedByUs, rec.CordonOwn = false, false
+		rec.Cordon.ByUs, rec.Cordon.Own = false, false
 		if err := d.SaveProgress(); err != nil {
 			return "", fmt.Errorf("uncordoned the node, then %w", err)
 		}

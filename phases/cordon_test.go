@@ -101,8 +101,8 @@ func TestRunnerResumesRecordOfLeaseBudget(t *testing.T) {
 	if got := strings.Join(cl.calls, ","); got != "drain" {
 		t.Errorf("cluster calls %s, want drain only", got)
 	}
-	if h.files["/etc/motd"] != "x" || !rec.CordonedByUs {
-		t.Errorf("files %v, cordoned by us %v after the resumed update", h.files, rec.CordonedByUs)
+	if h.files["/etc/motd"] != "x" || !rec.Cordon.ByUs {
+		t.Errorf("files %v, cordoned by us %v after the resumed update", h.files, rec.Cordon.ByUs)
 	}
 }
 
@@ -159,7 +159,7 @@ func TestRunnerUndrainableWithOurCordonUncordons(t *testing.T) {
 	cl := &cluster{checkErr: undrainable, drainErr: undrainable}
 	units, w := &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, cl, units, w)
-	r.Record.CordonedByUs, r.Record.CordonOwn = true, true
+	r.Record.Cordon.ByUs, r.Record.Cordon.Own = true, true
 	err := r.Run(context.Background())
 	if !errors.Is(err, phases.ErrCannotDrain) {
 		t.Fatalf("Run: %v, want the drain failing", err)
@@ -167,8 +167,8 @@ func TestRunnerUndrainableWithOurCordonUncordons(t *testing.T) {
 	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
 		t.Errorf("cluster calls %s, want cordon,drain,uncordon", got)
 	}
-	if r.Record.CordonedByUs || r.Record.Done("cordon") {
-		t.Errorf("CordonedByUs %v, cordon done %v: want false, false", r.Record.CordonedByUs, r.Record.Done("cordon"))
+	if r.Record.Cordon.ByUs || r.Record.Done("cordon") {
+		t.Errorf("CordonedByUs %v, cordon done %v: want false, false", r.Record.Cordon.ByUs, r.Record.Done("cordon"))
 	}
 }
 
@@ -181,13 +181,13 @@ func TestRunnerSavesCordonIntent(t *testing.T) {
 	saved := false
 	cl.onCordon = func() {
 		rec, err := progress.Unmarshal(h.state[progress.FileName])
-		saved = err == nil && rec.CordonedByUs
+		saved = err == nil && rec.Cordon.ByUs
 	}
 	if err := r.Run(context.Background()); err == nil {
 		t.Fatal("Run succeeded")
 	}
 	if !saved {
-		t.Error("the record on disk did not say CordonedByUs when Cordon ran")
+		t.Error("the record on disk did not say Cordon.ByUs when Cordon ran")
 	}
 }
 

@@ -51,7 +51,7 @@ func cordonedRunner(t *testing.T, own bool, cfgs configs) (*phases.Runner, *clus
 	cw := &cordonWatch{t: t, cl: cl, on: true}
 	r := newRunner(cfgs, h, cl, &systemdtest.Fake{}, &cw.writes)
 	r.Status = status.NewStager(cw, time.Now, status.Snapshot{Conditions: status.Initial(metav1.Now())})
-	r.Record.CordonedByUs, r.Record.CordonOwn = true, own
+	r.Record.Cordon.ByUs, r.Record.Cordon.Own = true, own
 	return r, cl, cw, h
 }
 
@@ -101,7 +101,7 @@ func TestCordonWhileWaiting(t *testing.T) {
 			if got := strings.Join(cl.calls, ","); got != tc.calls {
 				t.Errorf("cluster calls %q, want %q", got, tc.calls)
 			}
-			if !r.Record.CordonedByUs || r.Record.CordonOwn != tc.own || !r.Record.Done("cordon") || h.files["/etc/motd"] != "x" {
+			if !r.Record.Cordon.ByUs || r.Record.Cordon.Own != tc.own || !r.Record.Done("cordon") || h.files["/etc/motd"] != "x" {
 				t.Errorf("after the wait: record %+v, files %v", r.Record, h.files)
 			}
 		})
@@ -144,13 +144,13 @@ func TestCordonNotGivenBackBeforeWait(t *testing.T) {
 	cl, units, w := &refusingUncordon{}, &systemdtest.Fake{}, &writes{}
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x")}, h, &cl.cluster, units, w)
 	r.Env.Cluster = cl
-	r.Record.CordonedByUs, r.Record.CordonOwn = true, true
+	r.Record.Cordon.ByUs, r.Record.Cordon.Own = true, true
 	r.Env.Waits = &fakeWaits{hold: phases.Hold{Kind: phases.HoldPaused, Message: "Paused by test"}, holds: 3}
 	err := r.Run(context.Background())
 	if err == nil || !strings.Contains(err.Error(), "giving back the cordon of node n1 before the update waits: forbidden") {
 		t.Fatalf("Run: %v", err)
 	}
-	if !r.Record.CordonedByUs || !r.Record.CordonOwn || len(h.written) != 0 {
+	if !r.Record.Cordon.ByUs || !r.Record.Cordon.Own || len(h.written) != 0 {
 		t.Errorf("after the refused uncordon: record %+v, written %v", r.Record, h.written)
 	}
 }
@@ -184,7 +184,7 @@ func TestEarlierCordonOutlivesCuts(t *testing.T) {
 			if got := strings.Join(cl.calls, ","); got != tc.calls {
 				t.Errorf("cluster calls %q, want %q", got, tc.calls)
 			}
-			if r.Record.CordonedByUs == tc.own || r.Record.Done("cordon") {
+			if r.Record.Cordon.ByUs == tc.own || r.Record.Done("cordon") {
 				t.Errorf("after the cut: record %+v", r.Record)
 			}
 		})

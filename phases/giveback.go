@@ -28,13 +28,13 @@ func GiveBack() Step {
 	return Step{
 		Name: progress.StepGiveBack, Show: Show{Quick: true},
 		Needed: func(d Data) (bool, string) {
-			if d.Progress().Replaced == nil {
+			if d.Progress().Inherited.Replaced == nil {
 				return false, "No replaced update holds anything"
 			}
 			return true, ""
 		},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
-			rp := d.Progress().Replaced
+			rp := d.Progress().Inherited.Replaced
 			if err := rollBackReplaced(ctx, d, rp); err != nil {
 				return Outcome{}, err
 			}

@@ -152,7 +152,7 @@ func checkDesired(ctx context.Context, d Data) (Outcome, bool, error) {
 		}
 	}
 	res, err := watchHealth(ctx, d, gateCheck{config: u.DesiredName, ready: u.Action.Kind == plan.ActionReboot,
-		since: d.Progress().RebootRequestedAt, deadline: h.StartedAt.Add(d.Ports().Health.Timeout)})
+		since: d.Progress().Reboot.RequestedAt, deadline: h.StartedAt.Add(d.Ports().Health.Timeout)})
 	if err != nil {
 		return Outcome{}, false, err
 	}
@@ -342,7 +342,7 @@ func previousName(u *Update) string {
 func gateWithoutRollback(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
 	res, err := watchHealth(ctx, d, gateCheck{config: u.DesiredName, ready: u.Action.Kind == plan.ActionReboot,
-		since: d.Progress().RebootRequestedAt, deadline: d.Clock().Add(d.Ports().Health.Timeout)})
+		since: d.Progress().Reboot.RequestedAt, deadline: d.Clock().Add(d.Ports().Health.Timeout)})
 	if err != nil {
 		return Outcome{}, err
 	}

@@ -27,11 +27,11 @@ func markWriteStarted(ctx context.Context, d Data) error {
 	if a := d.Update().Action; a.Kind != plan.ActionNone || len(a.Actions) > 0 {
 		now, _ = readBoot(ctx, d.Ports().Units)
 	}
-	if rec.WriteStarted && rec.WriteBootID == now.mark() && rec.WriteBootStart == now.start {
+	if rec.Write.Started && rec.Write.BootID == now.mark() && rec.Write.BootStart == now.start {
 		return nil
 	}
-	rec.WriteStarted = true
-	now.save(&rec.WriteBootID, &rec.WriteBootStart)
+	rec.Write.Started = true
+	now.save(&rec.Write.BootID, &rec.Write.BootStart)
 	return d.SaveProgress()
 }
 
@@ -96,9 +96,9 @@ func leftoverFate(rec *progress.Record, id string, pending []string) journalFate
 		return journalCommitted
 	case rec != nil && id == rec.Desired:
 		return journalKeep
-	case rec != nil && rec.Replaced != nil && id == rec.Replaced.Desired && !rec.Done(progress.StepGiveBack):
+	case rec != nil && rec.Inherited.Replaced != nil && id == rec.Inherited.Replaced.Desired && !rec.Done(progress.StepGiveBack):
 		return journalKeep // the give-back step rolls it back
-	case rec == nil, !rec.WriteStarted && !rec.Done(progress.StepWrite) && !slices.Contains(pending, rec.Desired):
+	case rec == nil, !rec.Write.Started && !rec.Done(progress.StepWrite) && !slices.Contains(pending, rec.Desired):
 		return journalRollBack
 	}
 	return journalStale

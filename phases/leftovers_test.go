@@ -47,8 +47,8 @@ func TestWriteJournalsUnitStatesFirst(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rec.WriteStarted || !rec.Done("write") {
-		t.Errorf("record: write started %v, steps %v", rec.WriteStarted, rec.Steps)
+	if !rec.Write.Started || !rec.Done("write") {
+		t.Errorf("record: write started %v, steps %v", rec.Write.Started, rec.Steps)
 	}
 }
 
@@ -60,8 +60,8 @@ func TestGiveBackRollsBackReplacedWrite(t *testing.T) {
 		pending: []string{"b"}, unitStates: map[string]string{"a.service": "enabled"}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	old := progress.New("a", "b")
-	old.WriteStarted = true
-	old.CordonedByUs, old.CordonOwn = true, true
+	old.Write.Started = true
+	old.Cordon.ByUs, old.Cordon.Own = true, true
 	old.MarkDone(progress.Step{Name: "detect"})
 	old.MarkDone(progress.Step{Name: "cordon"})
 	r := newRunner(configs{"a": empty, "b": file("/etc/x", "b"), "c": empty}, h, cl, units, w)
@@ -100,15 +100,15 @@ func TestGiveBackRollsBackReplacedWrite(t *testing.T) {
 
 func TestCleanLeftovers(t *testing.T) {
 	written := progress.New("a", "b")
-	written.WriteStarted = true
+	written.Write.Started = true
 	written.MarkDone(progress.Step{Name: "write"})
 	notStarted := progress.New("a", "b")
 	rollingBack := progress.New("a", "b")
-	rollingBack.WriteStarted = true
+	rollingBack.Write.Started = true
 	rollingBack.MarkDone(progress.Step{Name: "write"})
 	rollingBack.Health = &progress.Health{Failed: "unit x failed"}
 	rolledBack := progress.New("a", "b")
-	rolledBack.WriteStarted = true
+	rolledBack.Write.Started = true
 	rolledBack.MarkDone(progress.Step{Name: "write"})
 	rolledBack.Health = &progress.Health{Failed: "unit x failed", Steps: []progress.Step{{Name: "write"}}}
 	for _, tc := range []struct {

@@ -286,8 +286,8 @@ func TestOSReloadKeepsPlan(t *testing.T) {
 	}
 	osu.booted = phases.BootedOS{Image: "os:2"} // the boot brought up os:2
 	rec, err := progress.Unmarshal(h.state[progress.FileName])
-	if err != nil || rec.OS == nil || !rec.OS.ImageChanged {
-		t.Fatalf("saved OS plan %+v, %v", rec.OS, err)
+	if err != nil || rec.Prepare.OS == nil || !rec.Prepare.OS.ImageChanged {
+		t.Fatalf("saved OS plan %+v, %v", rec.Prepare.OS, err)
 	}
 	if err := restartOS(t, cfgs, h, units, w, osu).Run(context.Background()); err != nil {
 		t.Fatalf("Run after the boot: %v", err)

@@ -20,7 +20,7 @@ import (
 // unit is gone.
 func addOwed(ctx context.Context, d Data) error {
 	rec, u := d.Progress(), d.Update()
-	o := rec.Owed
+	o := rec.Inherited.Owed
 	if o == nil {
 		return nil
 	}
@@ -34,7 +34,7 @@ func addOwed(ctx context.Context, d Data) error {
 			return fmt.Errorf("checking what is owed: %w", err)
 		}
 		if booted {
-			rec.Owed = nil
+			rec.Inherited.Owed = nil
 			return nil
 		}
 	}

@@ -59,7 +59,7 @@ func TestRunnerRunsOwedPostAction(t *testing.T) {
 			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 			units.SetEnabled("foo.service", "enabled")
 			r := newRunner(configs{"a": empty, "b": crioFiles}, h, cl, units, w)
-			r.Record.Owed, r.SingleNode = tc.owed, tc.singleNode
+			r.Record.Inherited.Owed, r.SingleNode = tc.owed, tc.singleNode
 			if err := r.Run(context.Background()); !errors.Is(err, tc.err) {
 				t.Fatalf("Run: %v, want %v", err, tc.err)
 			}
@@ -76,8 +76,8 @@ func TestRunnerRunsOwedPostAction(t *testing.T) {
 			if tc.owes != "" && !strings.Contains(c.Message, tc.owes) {
 				t.Errorf("UpdateCompatible %q does not say %q", c.Message, tc.owes)
 			}
-			if (r.Record.Owed != nil) != tc.wantOwed {
-				t.Errorf("record's Owed %+v, want kept %v", r.Record.Owed, tc.wantOwed)
+			if (r.Record.Inherited.Owed != nil) != tc.wantOwed {
+				t.Errorf("record's Owed %+v, want kept %v", r.Record.Inherited.Owed, tc.wantOwed)
 			}
 		})
 	}
@@ -115,7 +115,7 @@ func TestRunnerDropsOwedRestartOfRemovedUnit(t *testing.T) {
 	r := newRunner(configs{"a": withUnit, "b": empty}, h, cl, units, w)
 	r.Env.Ports.Policy = plan.DefaultPolicy().With(plan.Policy{Units: []plan.UnitRule{
 		{Name: "foo.service", Actions: []plan.Action{{Type: plan.ActNone}}, Source: "units[0]"}}})
-	r.Record.Owed = &progress.Owed{Configs: []string{"z"},
+	r.Record.Inherited.Owed = &progress.Owed{Configs: []string{"z"},
 		Action: progress.ActionPlan{Actions: []progress.Action{{Type: "Restart", Unit: "foo.service"}}}}
 	if err := r.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -144,7 +144,7 @@ func TestWriteSavesItsBoot(t *testing.T) {
 			cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 			r := newRunner(configs{"a": empty, "b": tc.desired}, h, cl, units, w)
 			if tc.earlier != "" {
-				r.Record.WriteStarted, r.Record.WriteBootID = true, tc.earlier
+				r.Record.Write.Started, r.Record.Write.BootID = true, tc.earlier
 			}
 			if err := r.Run(context.Background()); err != nil {
 				t.Fatal(err)
@@ -153,8 +153,8 @@ func TestWriteSavesItsBoot(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if rec.WriteBootID != tc.want {
-				t.Errorf("WriteBootID %q, want %q", rec.WriteBootID, tc.want)
+			if rec.Write.BootID != tc.want {
+				t.Errorf("WriteBootID %q, want %q", rec.Write.BootID, tc.want)
 			}
 		})
 	}

@@ -37,16 +37,16 @@ func Reboot() Step {
 			if err != nil {
 				return Outcome{}, fmt.Errorf("reading the boot ID: %w", err)
 			}
-			rebooted, err := now.since(rec.RebootFromBootID, rec.RebootFromBootStart)
+			rebooted, err := now.since(rec.Reboot.FromBootID, rec.Reboot.FromBootStart)
 			if err != nil {
 				return Outcome{}, err
 			}
 			if rebooted {
 				var took time.Duration
-				if !rec.RebootRequestedAt.IsZero() {
-					took = d.Clock().Sub(rec.RebootRequestedAt)
+				if !rec.Reboot.RequestedAt.IsZero() {
+					took = d.Clock().Sub(rec.Reboot.RequestedAt)
 				}
-				msg := fmt.Sprintf("Rebooted; boot ID changed from %s to %s", rec.RebootFromBootID, now.mark())
+				msg := fmt.Sprintf("Rebooted; boot ID changed from %s to %s", rec.Reboot.FromBootID, now.mark())
 				// After a boot that did not bring up the staged OS the phase
 				// fails here at every retry and never reboots again.
 				osMsg, err := checkBootedOS(ctx, d)
@@ -58,8 +58,8 @@ func Reboot() Step {
 				}
 				return Outcome{Message: msg, Took: took}, nil
 			}
-			now.save(&rec.RebootFromBootID, &rec.RebootFromBootStart)
-			rec.RebootRequestedAt = d.Clock().UTC().Truncate(time.Millisecond)
+			now.save(&rec.Reboot.FromBootID, &rec.Reboot.FromBootStart)
+			rec.Reboot.RequestedAt = d.Clock().UTC().Truncate(time.Millisecond)
 			if err := d.SaveProgress(); err != nil {
 				return Outcome{}, err
 			}

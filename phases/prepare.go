@@ -51,14 +51,14 @@ func Prepare() Step {
 				return Outcome{}, err
 			}
 			u := d.Update()
-			d.Progress().OS = &progress.OSPlan{FromKernelArgs: u.Current.KernelArguments, ImageChanged: u.Diff.OSImageChanged,
+			d.Progress().Prepare.OS = &progress.OSPlan{FromKernelArgs: u.Current.KernelArguments, ImageChanged: u.Diff.OSImageChanged,
 				KernelArgsRemoved: u.Diff.KernelArgsRemoved, KernelArgsAdded: u.Diff.KernelArgsAdded,
 				ExtensionsChanged: u.Diff.ExtensionsChanged, KernelTypeChanged: u.Diff.KernelTypeChanged}
-			d.Progress().Action = saveAction(u.Action)
+			d.Progress().Prepare.Action = saveAction(u.Action)
 			d.Stager().SetDesiredVersion(u.DesiredName)
 			return Outcome{Message: plan.Summary(u.Diff, u.Action)}, nil
 		},
-		Reload: func(ctx context.Context, d Data) error { return Plan(ctx, d, d.Progress().OS) },
+		Reload: func(ctx context.Context, d Data) error { return Plan(ctx, d, d.Progress().Prepare.OS) },
 	}
 }
 
@@ -87,18 +87,18 @@ func Plan(ctx context.Context, d Data, saved *progress.OSPlan) error {
 		if d.Ports().OS == nil {
 			NotManaged(&diff)
 		}
-	} else if err := checkOS(ctx, d.Ports().OS, u.CurrentName == "", current, desired, d.Progress().EarlierKernelArgs, &diff); err != nil {
+	} else if err := checkOS(ctx, d.Ports().OS, u.CurrentName == "", current, desired, d.Progress().Inherited.EarlierKernelArgs, &diff); err != nil {
 		return err
 	} else if err := d.Ports().Host.Preflight(current, desired, diff); err != nil {
 		return err // the node's side, before the cordon, a write
 	}
 	u.Current, u.Desired, u.Diff = current, desired, diff
-	if saved != nil && d.Progress().Action != nil {
+	if saved != nil && d.Progress().Prepare.Action != nil {
 		// Restored drains every reboot (records of releases that saved no
 		// drain); a single node is never drained, also after a restart, and
 		// also when the Node's topology no longer says so: the plan saved
 		// the answer.
-		kept := d.Progress().Action
+		kept := d.Progress().Prepare.Action
 		u.Action = restoreAction(kept)
 		if u.SingleNode || kept.DrainReason == plan.SingleNodeNoDrain {
 			u.Action = u.Action.OnSingleNode()

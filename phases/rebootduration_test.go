@@ -35,8 +35,8 @@ func TestRebootEventDuration(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !rec.RebootRequestedAt.Equal(t0) {
-		t.Fatalf("reboot requested at %v, want %v", rec.RebootRequestedAt, t0)
+	if !rec.Reboot.RequestedAt.Equal(t0) {
+		t.Fatalf("reboot requested at %v, want %v", rec.Reboot.RequestedAt, t0)
 	}
 	ev := events{}
 	back := t0.Add(38 * time.Second)

@@ -57,7 +57,7 @@ func ClearRebootRequest() Step {
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rec := d.Progress()
 			if r := d.Ports().RebootRequests; r != nil {
-				if err := r.Clear(ctx, rec.RebootRequest, rec.RebootRequestedAt); err != nil {
+				if err := r.Clear(ctx, rec.RebootRequest, rec.Reboot.RequestedAt); err != nil {
 					return Outcome{}, fmt.Errorf("clearing the node's reboot request: %w", err)
 				}
 			}

@@ -131,7 +131,7 @@ func rollBackWrite(ctx context.Context, d Data) (string, error) {
 	if err == nil {
 		// The update's files are gone: the folders it made for them go too
 		// (when empty), so a later config may put a file there.
-		removed, err = txn.RemoveEmptyDirs(d.Progress().CreatedDirs)
+		removed, err = txn.RemoveEmptyDirs(d.Progress().Write.CreatedDirs)
 	}
 	if err != nil {
 		if rbErr := txn.Rollback(); rbErr != nil {
@@ -195,15 +195,15 @@ func rollBackPost(ctx context.Context, d Data) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("reading the boot ID: %w", err)
 	}
-	rebooted, err := now.since(h.RebootFromBootID, h.RebootFromBootStart)
+	rebooted, err := now.since(h.Reboot.FromBootID, h.Reboot.FromBootStart)
 	if err != nil {
 		return "", err
 	}
 	if rebooted {
-		return fmt.Sprintf("Rebooted into %s; boot ID changed from %s to %s", previousName(d.Update()), h.RebootFromBootID, now.mark()), nil
+		return fmt.Sprintf("Rebooted into %s; boot ID changed from %s to %s", previousName(d.Update()), h.Reboot.FromBootID, now.mark()), nil
 	}
-	now.save(&h.RebootFromBootID, &h.RebootFromBootStart)
-	h.RebootRequestedAt = d.Clock().UTC().Truncate(time.Millisecond)
+	now.save(&h.Reboot.FromBootID, &h.Reboot.FromBootStart)
+	h.Reboot.RequestedAt = d.Clock().UTC().Truncate(time.Millisecond)
 	if err := d.SaveProgress(); err != nil {
 		return "", err
 	}
@@ -229,7 +229,7 @@ func rollBackCheck(ctx context.Context, d Data) (string, error) {
 				"not rebooting again: waiting for an administrator or a new desired config", err)
 		}
 	}
-	res, err := watchHealth(ctx, d, gateCheck{config: previousName(u), ready: rebooted, since: d.Progress().Health.RebootRequestedAt,
+	res, err := watchHealth(ctx, d, gateCheck{config: previousName(u), ready: rebooted, since: d.Progress().Health.Reboot.RequestedAt,
 		optional: true, deadline: d.Clock().Add(d.Ports().Health.Timeout)})
 	if err != nil {
 		return "", err
@@ -266,11 +266,11 @@ func keepPrevious(ctx context.Context, d Data) (Outcome, error) {
 	if err := markDegraded(ctx, d.Ports().Cluster, d.Stager(), deg); err != nil {
 		return Outcome{}, err
 	}
-	if rec.CordonedByUs {
+	if rec.Cordon.ByUs {
 		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
 			return Outcome{}, err
 		}
-		rec.CordonedByUs = false
+		rec.Cordon.ByUs = false
 		if err := d.SaveProgress(); err != nil {
 			return Outcome{}, err
 		}

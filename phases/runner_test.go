@@ -384,7 +384,7 @@ func TestRunnerDrainTimeoutUncordons(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Done("cordon") || rec.Done("drain") || rec.CordonedByUs || !rec.Done("prepare") {
+	if rec.Done("cordon") || rec.Done("drain") || rec.Cordon.ByUs || !rec.Done("prepare") {
 		t.Errorf("record after the failed drain: %+v", rec)
 	}
 	if c := status.Find(w.last, status.Cordoned); c.Status != metav1.ConditionFalse {
@@ -442,8 +442,8 @@ func TestRunnerDesiredChangeStopsDrain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rec.Done("cordon") || rec.CordonedByUs || rec.Done("drain") || len(h.written) != 0 {
-		t.Errorf("after the change: steps %+v, cordoned by us %v, written %v", rec.Steps, rec.CordonedByUs, h.written)
+	if rec.Done("cordon") || rec.Cordon.ByUs || rec.Done("drain") || len(h.written) != 0 {
+		t.Errorf("after the change: steps %+v, cordoned by us %v, written %v", rec.Steps, rec.Cordon.ByUs, h.written)
 	}
 	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
 		t.Errorf("cluster calls %s", got)
@@ -466,7 +466,7 @@ func TestRunnerDesiredChangeLeavesWrite(t *testing.T) {
 	close(changed)
 	r.Stop = stopOn(t, context.Background(), changed)
 	// The cordon and the drain are done (a resumed update).
-	r.Record.CordonedByUs = true
+	r.Record.Cordon.ByUs = true
 	r.Record.MarkDone(progress.Step{Name: "cordon"})
 	r.Record.MarkDone(progress.Step{Name: "drain"})
 	if err := r.Run(context.Background()); !errors.Is(err, phases.ErrRebooting) {
@@ -504,7 +504,7 @@ func TestRunnerGiveBack(t *testing.T) {
 	h := &host{files: map[string]string{}, state: map[string][]byte{}}
 	cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 	old := progress.New("a", "b")
-	old.CordonedByUs, old.CordonOwn = true, true
+	old.Cordon.ByUs, old.Cordon.Own = true, true
 	old.MarkDone(progress.Step{Name: "detect"})
 	old.MarkDone(progress.Step{Name: "cordon"})
 	r := newRunner(configs{"a": empty, "b": file("/etc/motd", "x"), "c": empty}, h, cl, units, w)
@@ -520,8 +520,8 @@ func TestRunnerGiveBack(t *testing.T) {
 	if st := rec.Step("give-back"); st == nil || !strings.HasSuffix(st.Message, "uncordoned the node, nothing was written") {
 		t.Errorf("give-back step %+v", st)
 	}
-	if rec.Done("cordon") || rec.CordonedByUs {
-		t.Errorf("record after the give-back: steps %+v, cordoned by us %v", rec.Steps, rec.CordonedByUs)
+	if rec.Done("cordon") || rec.Cordon.ByUs {
+		t.Errorf("record after the give-back: steps %+v, cordoned by us %v", rec.Steps, rec.Cordon.ByUs)
 	}
 	if got := strings.Join(cl.calls, ","); got != "uncordon" {
 		t.Errorf("cluster calls %s", got)
@@ -539,7 +539,7 @@ func TestRunnerInheritedCordonReported(t *testing.T) {
 		}
 		cl, units, w := &cluster{}, &systemdtest.Fake{}, &writes{}
 		r := newRunner(configs{"a": empty, "b": file("/etc/containers/registries.d/a.yaml", "x")}, h, cl, units, w)
-		r.Record.CordonedByUs = true // from progress.Replacing
+		r.Record.Cordon.ByUs = true // from progress.Replacing
 		err := r.Run(context.Background())
 		if fail != (err != nil) {
 			t.Fatalf("failing write %v: Run: %v", fail, err)

@@ -75,7 +75,7 @@ func TestOSNotManagedWithoutUpdater(t *testing.T) {
 	if c.Status != metav1.ConditionTrue || !strings.Contains(c.Message, phases.NotManagedMessage) || strings.Contains(c.Message, "OS unchanged") {
 		t.Errorf("AppliedFilesAndOS = %s %q", c.Status, c.Message)
 	}
-	if r.Record.OS == nil || r.Record.OS.ImageChanged || r.Record.OS.ExtensionsChanged || len(r.Record.OS.KernelArgsAdded) > 0 {
-		t.Errorf("saved OS plan %+v", r.Record.OS)
+	if r.Record.Prepare.OS == nil || r.Record.Prepare.OS.ImageChanged || r.Record.Prepare.OS.ExtensionsChanged || len(r.Record.Prepare.OS.KernelArgsAdded) > 0 {
+		t.Errorf("saved OS plan %+v", r.Record.Prepare.OS)
 	}
 }

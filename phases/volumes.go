@@ -38,7 +38,7 @@ func VolumesDetached() Gate { return Gate{Name: "volumes-detached", Wait: waitVo
 // RebootedNode (reason Waiting) what it waits for.
 func waitVolumesDetached(ctx context.Context, d Data) error {
 	v := d.Ports().Volumes
-	if v == nil || v.Timeout <= 0 || !d.Progress().RebootRequestedAt.IsZero() {
+	if v == nil || v.Timeout <= 0 || !d.Progress().Reboot.RequestedAt.IsZero() {
 		return nil
 	}
 	log := LogFrom(ctx, zap.NewNop())

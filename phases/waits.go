@@ -178,7 +178,7 @@ func WriteGate() Step {
 			switch {
 			case d.Ports().Waits == nil:
 				return false, "Nothing may hold the update"
-			case ran(rec, progress.StepCordon) || ran(rec, progress.StepDrain) || rec.WriteStarted:
+			case ran(rec, progress.StepCordon) || ran(rec, progress.StepDrain) || rec.Write.Started:
 				return false, "The update's waits came before its cordon"
 			}
 			return true, ""

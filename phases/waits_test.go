@@ -176,7 +176,7 @@ func TestPauseStopsDrain(t *testing.T) {
 	if got := strings.Join(cl.calls, ","); got != "cordon,drain,uncordon" {
 		t.Errorf("cluster calls %s", got)
 	}
-	if r.Record.Done("cordon") || r.Record.CordonedByUs || len(h.written) != 0 {
+	if r.Record.Done("cordon") || r.Record.Cordon.ByUs || len(h.written) != 0 {
 		t.Errorf("after the pause: steps %+v, written %v", r.Record.Steps, h.written)
 	}
 	if c := status.Find(w.last, status.Cordoned); c.Status != metav1.ConditionFalse ||

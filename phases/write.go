@@ -51,7 +51,7 @@ func Write() Step {
 			// to be committed, never a committed write the record does not
 			// know of (a replacing update would then diff from the config
 			// before it, and leave this one's files behind).
-			d.Progress().CreatedDirs = txn.CreatedDirs()
+			d.Progress().Write.CreatedDirs = txn.CreatedDirs()
 			d.Progress().MarkDone(progress.Step{Name: progress.StepWrite, Reason: status.Reason(status.AppliedFilesAndOS), Message: msg})
 			if err := d.SaveProgress(); err != nil {
 				return Outcome{}, fmt.Errorf("recording the write of %s: %w", u.DesiredName, err)

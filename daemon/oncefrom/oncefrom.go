@@ -99,7 +99,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	case err != nil:
 		r.Fail(ctx, err)
-		if !rec.WriteStarted {
+		if !rec.Write.Started {
 			// Refused, or failed before its first write: nothing of it is
 			// on the node, so no record of it stays either.
 			if rerr := o.Host.RemoveState(progress.FileName); rerr != nil {
@@ -133,7 +133,7 @@ func record(host Host, desired string) (rec *progress.Record, resuming bool, err
 		if rec, err = progress.Unmarshal(data); err != nil {
 			return nil, false, fmt.Errorf("reading the progress record %s: %w", progress.FileName, err)
 		}
-		if !rec.Done(progress.StepResume) && (rec.WriteStarted || rec.Desired == desired) {
+		if !rec.Done(progress.StepResume) && (rec.Write.Started || rec.Desired == desired) {
 			if rec.Desired != desired {
 				return nil, false, fmt.Errorf("an update to MachineConfig %q is unfinished on this node (%s): "+
 					"finish it first (the same command with its file, or the daemon)", rec.Desired, progress.FileName)

@@ -32,8 +32,8 @@ func TestRecordsOfVersion1Resume(t *testing.T) {
 		return r
 	}
 	r := load("rebooting.json")
-	if !r.Done(StepWrite) || r.Done(StepReboot) || r.RebootFromBootID == "" || !r.CordonedByUs || !r.WriteStarted ||
-		r.Action == nil || !r.Action.Reboot || r.RebootRequestedAt.IsZero() {
+	if !r.Done(StepWrite) || r.Done(StepReboot) || r.Reboot.FromBootID == "" || !r.Cordon.ByUs || !r.Write.Started ||
+		r.Prepare.Action == nil || !r.Prepare.Action.Reboot || r.Reboot.RequestedAt.IsZero() {
 		t.Errorf("rebooting.json read as %+v", r)
 	}
 	if st := r.Step(StepFailedElsewhere); st == nil || !st.Skipped {
@@ -41,14 +41,14 @@ func TestRecordsOfVersion1Resume(t *testing.T) {
 	}
 	r = load("health-rollback.json")
 	h := r.Health
-	if h == nil || h.Failed == "" || h.Kept || !h.Done(RollbackWrite) || h.Done(RollbackPost) || h.RebootFromBootID == "" {
+	if h == nil || h.Failed == "" || h.Kept || !h.Done(RollbackWrite) || h.Done(RollbackPost) || h.Reboot.FromBootID == "" {
 		t.Errorf("health-rollback.json read as %+v", h)
 	}
 	r = load("replacing.json")
-	if r.Replaced == nil || !r.Replaced.Cordoned || !r.Replaced.WriteStarted || len(r.EarlierKernelArgs) != 1 || len(r.Steps) != 0 {
+	if r.Inherited.Replaced == nil || !r.Inherited.Replaced.Cordoned || !r.Inherited.Replaced.WriteStarted || len(r.Inherited.EarlierKernelArgs) != 1 || len(r.Steps) != 0 {
 		t.Errorf("replacing.json read as %+v", r)
 	}
-	if r.CordonOwn || r.Replaced.CordonOwn {
+	if r.Cordon.Own || r.Inherited.Replaced.CordonOwn {
 		t.Error("replacing.json: a cordon of the release before read as the update's own (given back)")
 	}
 	if r = load("kept.json"); !r.RolledBack() || !r.Health.Done(RollbackCheck) {
@@ -60,50 +60,27 @@ func TestRecordsOfVersion1Resume(t *testing.T) {
 	// off by a crash right after its cordon request, which that release
 	// could not tell apart.
 	for _, name := range []string{"inherited-cordon.json", "cordon-unrecorded.json"} {
-		if r = load(name); !r.CordonedByUs || r.CordonOwn || r.Done(StepCordon) {
+		if r = load(name); !r.Cordon.ByUs || r.Cordon.Own || r.Done(StepCordon) {
 			t.Errorf("%s read as %+v", name, r)
 		}
 	}
 }
 
-// additive are the paths written since the release before (acc99e2),
-// each with why that release may ignore it safely.
-var additive = map[string]string{
-	"cordonOwn bool":                    "unset, a cordon its step did not record is kept through the waits, as that release keeps every one",
-	"replaced.cordonOwn bool":           "unset, that release's give-back lifts the replaced update's cordon, as it always did",
-	"owed.configs[] string":             owedIgnored,
-	"owed.action.reboot bool":           owedIgnored,
-	"owed.action.actions[].type string": owedIgnored,
-	"owed.action.actions[].unit string": owedIgnored,
-	"owed.action.drain bool":            owedIgnored,
-	"owed.action.drainReason string":    owedIgnored,
-	"owed.bootID string":                owedIgnored,
-	"writeBootID string":                owedIgnored,
-	"owed.bootStart string":             owedIgnored,
-	"writeBootStart string":             owedIgnored,
-	"rebootFromBootStart string":        bootStartIgnored,
-	"health.rebootFromBootStart string": bootStartIgnored,
-}
-
-// bootStartIgnored is why the release before may ignore a boot's start: it
-// compares the boot ID beside it, written as it writes it.
-const bootStartIgnored = "that release compares the boot ID beside it, which this one writes as that release does"
-
-// owedIgnored is why the release before may ignore the owed post action: it
-// runs the replacing update's own, as it always did (a file of the replaced
-// update that takes effect at boot waits for the next one).
-const owedIgnored = "that release runs only the replacing update's own post action, as it always did"
+// additive are the paths written since this release (record version 2),
+// each with why the release that reads version 2 first may ignore it.
+var additive = map[string]string{}
 
 // A record with every field set is written with the paths, and the kinds of
-// value, that the release before reads (testdata/v1/record-paths.txt: this
-// walk run on acc99e2's types), each still written, and new ones only when
-// additive says why that release may ignore them; at the version it reads.
-// A rename, a move, a new type or a removal fails here: the release before
-// would misread the record, or refuse it, after a DaemonSet rollback (a
-// node the health gate kept on its previous config would take the failed
-// config again).
+// value, that this release reads (testdata/v2/record-paths.txt), each still
+// written, and new ones only when additive says why this release may ignore
+// them; at the version it reads. A rename, a move, a new type or a removal
+// fails here: this release would misread the record, or refuse it, after a
+// DaemonSet rollback from a later one (a node the health gate kept on its
+// previous config would take the failed config again). Version 1 records
+// are not written any more: they are migrated as they are read
+// (TestRecordsOfVersion1Resume).
 func TestRecordStaysReadableByTheReleaseBefore(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "v1", "record-paths.txt"))
+	data, err := os.ReadFile(filepath.Join("testdata", "v2", "record-paths.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,8 +99,83 @@ func TestRecordStaysReadableByTheReleaseBefore(t *testing.T) {
 			t.Errorf("the record no longer writes %q, which the release before reads", p)
 		}
 	}
-	if Version != 1 {
-		t.Errorf("Version %d: the release before reads only version 1", Version)
+	if Version != 2 {
+		t.Errorf("Version %d: the release before reads only version 2", Version)
+	}
+}
+
+// A record of version 1 migrated is written as version 2 and reads back
+// the same: the migration is one way, and happens once.
+func TestVersion1MigratesOnce(t *testing.T) {
+	names, err := filepath.Glob(filepath.Join("testdata", "v1", "*.json"))
+	if err != nil || len(names) == 0 {
+		t.Fatalf("fixtures: %v %v", names, err)
+	}
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, err := Unmarshal(data)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		out, err := r.Marshal()
+		if err != nil {
+			t.Fatal(err)
+		}
+		again, err := Unmarshal(out)
+		if err != nil || again.Version != 2 || !reflect.DeepEqual(again, r) {
+			t.Errorf("%s: written as %s, read back as %+v (%v)", name, out, again, err)
+		}
+	}
+}
+
+// A record of version 1 with every field set loses nothing in the
+// migration: each v1 field lands in a v2 field (a field added to v1's
+// types, or forgotten in migrateV1, fails here).
+func TestVersion1MigrationKeepsEveryField(t *testing.T) {
+	var o recordV1
+	fill(reflect.ValueOf(&o).Elem())
+	o.Version = 1
+	data, err := json.Marshal(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := Unmarshal(data)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var zero []string
+	walkZero(reflect.ValueOf(r).Elem(), "", &zero)
+	if len(zero) > 0 {
+		t.Errorf("fields left empty by the migration of a full v1 record: %v", zero)
+	}
+}
+
+// walkZero lists the paths of v's fields that are zero.
+func walkZero(v reflect.Value, path string, out *[]string) {
+	switch v.Kind() {
+	case reflect.Pointer:
+		if v.IsNil() {
+			*out = append(*out, path)
+			return
+		}
+		walkZero(v.Elem(), path, out)
+	case reflect.Struct:
+		if v.Type() == reflect.TypeOf(time.Time{}) {
+			if v.Interface().(time.Time).IsZero() {
+				*out = append(*out, path)
+			}
+			return
+		}
+		for i := range v.NumField() {
+			walkZero(v.Field(i), path+"."+v.Type().Field(i).Name, out)
+		}
+	default:
+		if v.IsZero() {
+			*out = append(*out, path)
+		}
 	}
 }
 

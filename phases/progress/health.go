@@ -20,17 +20,13 @@ type Health struct {
 	Failed string `json:"failed,omitempty"`
 	// Steps are the rollback's finished steps (write, os, post, check).
 	Steps []Step `json:"steps,omitempty"`
-	// RebootFromBootID, RebootFromBootStart and RebootRequestedAt are the
-	// rollback's own reboot, as the record's fields of the same names are
-	// the update's.
-	RebootFromBootID    string    `json:"rebootFromBootID,omitempty"`
-	RebootFromBootStart string    `json:"rebootFromBootStart,omitempty"`
-	RebootRequestedAt   time.Time `json:"rebootRequestedAt,omitzero"`
+	// Reboot is the rollback's own reboot, as the record's is the
+	// update's.
+	Reboot Rebooted `json:"reboot,omitzero"`
 	// Kept is set once the rollback is over: the node runs the config the
 	// update came from and keeps it until its desired config changes or
 	// an administrator asks for a retry.
-	// Saved as "held", its name before: the release before reads it.
-	Kept bool `json:"held,omitempty"`
+	Kept bool `json:"kept,omitempty"`
 }
 
 // Done reports whether the rollback step name is done.

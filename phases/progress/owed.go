@@ -14,12 +14,12 @@ type Owed struct {
 	// Action is the last one's post action, which its prepare merged with
 	// what the earlier ones owed: a reboot, else their actions.
 	Action ActionPlan `json:"action"`
-	// BootID is the boot the last of them last wrote in (its WriteBootID;
+	// BootID is the boot the last of them last wrote in (its Write.BootID;
 	// in a record older than that field, the boot it asked to reboot
 	// from): a later boot brought up their files, and paid it all.
 	BootID string `json:"bootID,omitempty"`
-	// BootStart is that boot's start (the record's WriteBootStart, or
-	// RebootFromBootStart with RebootFromBootID).
+	// BootStart is that boot's start (the record's Write.BootStart, or
+	// Reboot.FromBootStart with Reboot.FromBootID).
 	BootStart string `json:"bootStart,omitempty"`
 }
 
@@ -34,19 +34,19 @@ func owedAfter(old *Record) *Owed {
 	switch {
 	case old.postActionRan(): // also the health gate's rollback, which runs after it
 		return nil
-	case !old.Done(StepWrite) || old.Action == nil || old.RebootRequest != "":
-		return old.Owed.clone()
+	case !old.Done(StepWrite) || old.Prepare.Action == nil || old.RebootRequest != "":
+		return old.Inherited.Owed.clone()
 	}
-	a := *old.Action
+	a := *old.Prepare.Action
 	if !a.Reboot && len(a.Actions) == 0 {
 		return nil
 	}
-	o := &Owed{Action: a, BootID: old.WriteBootID, BootStart: old.WriteBootStart}
+	o := &Owed{Action: a, BootID: old.Write.BootID, BootStart: old.Write.BootStart}
 	if o.BootID == "" {
-		o.BootID, o.BootStart = old.RebootFromBootID, old.RebootFromBootStart
+		o.BootID, o.BootStart = old.Reboot.FromBootID, old.Reboot.FromBootStart
 	}
-	if old.Owed != nil {
-		o.Configs = slices.Clone(old.Owed.Configs)
+	if old.Inherited.Owed != nil {
+		o.Configs = slices.Clone(old.Inherited.Owed.Configs)
 	}
 	o.Configs = append(o.Configs, old.Desired)
 	return o

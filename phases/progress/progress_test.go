@@ -10,7 +10,7 @@ func TestRoundTripAndVersion(t *testing.T) {
 	r := New("a", "b")
 	r.MarkDone(Step{Name: "prepare", Message: "ok"})
 	r.MarkDone(Step{Name: "prepare", Message: "again"})
-	r.RebootFromBootID = "x"
+	r.Reboot.FromBootID = "x"
 	data, err := r.Marshal()
 	if err != nil {
 		t.Fatal(err)
@@ -20,10 +20,10 @@ func TestRoundTripAndVersion(t *testing.T) {
 		t.Fatal(err)
 	}
 	if !got.Done("prepare") || got.Done("write") || len(got.Steps) != 1 || got.Step("prepare").Message != "again" ||
-		got.RebootFromBootID != "x" {
+		got.Reboot.FromBootID != "x" {
 		t.Errorf("round trip: %+v", got)
 	}
-	if _, err := Unmarshal([]byte(`{"version":2}`)); err == nil || !strings.Contains(err.Error(), "version 2") {
+	if _, err := Unmarshal([]byte(`{"version":3}`)); err == nil || !strings.Contains(err.Error(), "version 3") {
 		t.Errorf("other version: %v", err)
 	}
 	if _, err := Unmarshal([]byte(`{`)); err == nil {
@@ -48,16 +48,16 @@ func TestForget(t *testing.T) {
 // was done, and whatever it had itself inherited.
 func TestReplacing(t *testing.T) {
 	written := New("a", "b")
-	written.OS = &OSPlan{FromKernelArgs: []string{"x", "y"}}
-	written.EarlierKernelArgs = []string{"w", "x"}
-	written.CordonedByUs, written.CordonOwn = true, true
+	written.Prepare.OS = &OSPlan{FromKernelArgs: []string{"x", "y"}}
+	written.Inherited.EarlierKernelArgs = []string{"w", "x"}
+	written.Cordon.ByUs, written.Cordon.Own = true, true
 	written.MarkDone(Step{Name: "write"})
 	notWritten := New("a", "b")
-	notWritten.OS = &OSPlan{FromKernelArgs: []string{"x"}, KernelArgsAdded: []string{"v", "w"}}
-	notWritten.EarlierKernelArgs = []string{"w"}
+	notWritten.Prepare.OS = &OSPlan{FromKernelArgs: []string{"x"}, KernelArgsAdded: []string{"v", "w"}}
+	notWritten.Inherited.EarlierKernelArgs = []string{"w"}
 	unplanned := New("a", "b")
 	drained := New("a", "b")
-	drained.CordonedByUs, drained.CordonOwn = true, true
+	drained.Cordon.ByUs, drained.Cordon.Own = true, true
 	for _, s := range []string{"detect", "prepare", "cordon", "drain"} {
 		drained.MarkDone(Step{Name: s})
 	}
@@ -78,10 +78,10 @@ func TestReplacing(t *testing.T) {
 		if n.Current != "b" || n.Desired != "c" || len(n.Steps) != 0 {
 			t.Errorf("%s: record %s -> %s with steps %v, want b -> c and none", tt.name, n.Current, n.Desired, n.Steps)
 		}
-		if strings.Join(n.EarlierKernelArgs, " ") != strings.Join(tt.want, " ") || n.CordonedByUs != tt.cordoned {
-			t.Errorf("%s: earlier %q cordoned %v, want %q %v", tt.name, n.EarlierKernelArgs, n.CordonedByUs, tt.want, tt.cordoned)
+		if strings.Join(n.Inherited.EarlierKernelArgs, " ") != strings.Join(tt.want, " ") || n.Cordon.ByUs != tt.cordoned {
+			t.Errorf("%s: earlier %q cordoned %v, want %q %v", tt.name, n.Inherited.EarlierKernelArgs, n.Cordon.ByUs, tt.want, tt.cordoned)
 		}
-		if n.CordonOwn {
+		if n.Cordon.Own {
 			t.Errorf("%s: the replaced update's cordon taken as the new update's own", tt.name)
 		}
 	}
@@ -94,7 +94,7 @@ func TestReplacingOwes(t *testing.T) {
 	restart := &ActionPlan{Actions: []Action{{Type: "Restart", Unit: "a.service"}}}
 	rec := func(action *ActionPlan, steps ...string) *Record {
 		r := New("a", "b")
-		r.Action = action
+		r.Prepare.Action = action
 		for _, s := range steps {
 			r.MarkDone(Step{Name: s})
 		}
@@ -102,18 +102,18 @@ func TestReplacingOwes(t *testing.T) {
 	}
 	rebooted := rec(reboot, StepDetect, StepPrepare, StepWrite, StepReboot)
 	asked := rec(reboot, StepDetect, StepPrepare, StepWrite)
-	asked.RebootFromBootID = "boot-1" // a record older than WriteBootID
+	asked.Reboot.FromBootID = "boot-1" // a record older than WriteBootID
 	writtenIn := rec(restart, StepDetect, StepPrepare, StepWrite)
-	writtenIn.WriteBootID, writtenIn.RebootFromBootID = "boot-1", "boot-2"
+	writtenIn.Write.BootID, writtenIn.Reboot.FromBootID = "boot-1", "boot-2"
 	crioRan := rec(&ActionPlan{Actions: []Action{{Type: "Reload", Unit: "crio.service"}}}, StepDetect, StepPrepare, StepWrite)
 	crioRan.MarkDone(Step{Name: StepReboot, Skipped: true})
 	crioRan.MarkDone(Step{Name: StepReloadCRIO})
 	skippedReboot := rec(restart, StepDetect, StepPrepare, StepWrite)
 	skippedReboot.MarkDone(Step{Name: StepReboot, Skipped: true})
 	chained := rec(restart, StepDetect, StepPrepare, StepWrite)
-	chained.Owed = &Owed{Configs: []string{"z"}, Action: *restart}
+	chained.Inherited.Owed = &Owed{Configs: []string{"z"}, Action: *restart}
 	notWritten := rec(reboot, StepDetect, StepPrepare)
-	notWritten.Owed = &Owed{Configs: []string{"z"}, Action: *reboot, BootID: "boot-0"}
+	notWritten.Inherited.Owed = &Owed{Configs: []string{"z"}, Action: *reboot, BootID: "boot-0"}
 	onRequest := rec(reboot, StepDetect, StepPrepare, StepWrite)
 	onRequest.RebootRequest = "kernel update"
 	none := rec(&ActionPlan{}, StepDetect, StepPrepare, StepWrite)
@@ -137,19 +137,19 @@ func TestReplacingOwes(t *testing.T) {
 		{"a skipped reboot is not its post action", skippedReboot, &Owed{Configs: []string{"b"}, Action: *restart}},
 		{"post action ran", postActionRan, nil},
 		{"chain: its action covers what it owed", chained, &Owed{Configs: []string{"z", "b"}, Action: *restart}},
-		{"not written: what it owed is still owed", notWritten, notWritten.Owed},
+		{"not written: what it owed is still owed", notWritten, notWritten.Inherited.Owed},
 		{"reboot on request: its request stays", onRequest, nil},
 		{"no post action", none, nil},
 		{"not begun", New("a", "b"), nil},
 	}
 	for _, tt := range tests {
-		got := Replacing(tt.old, "b", "c").Owed
+		got := Replacing(tt.old, "b", "c").Inherited.Owed
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s: owed %+v, want %+v", tt.name, got, tt.want)
 		}
-		if got != nil && tt.old.Owed != nil {
+		if got != nil && tt.old.Inherited.Owed != nil {
 			got.Configs[0] = "changed"
-			if tt.old.Owed.Configs[0] == "changed" {
+			if tt.old.Inherited.Owed.Configs[0] == "changed" {
 				t.Errorf("%s: the new record shares the old one's configs", tt.name)
 			}
 		}

@@ -72,8 +72,8 @@ func killedMidWrite(t *testing.T, name string, back bool) {
 		t.Fatalf("no journal after the kill (the write was not cut short?): %v", err)
 	}
 	rec := readRecord(t, n)
-	if !rec.WriteStarted || rec.Done("write") || !rec.CordonedByUs {
-		t.Fatalf("record after the kill: write started %v, steps %v, cordoned %v", rec.WriteStarted, rec.Steps, rec.CordonedByUs)
+	if !rec.Write.Started || rec.Done("write") || !rec.Cordon.ByUs {
+		t.Fatalf("record after the kill: write started %v, steps %v, cordoned %v", rec.Write.Started, rec.Steps, rec.Cordon.ByUs)
 	}
 	entries, _ := os.ReadDir(filepath.Join(n.Sys.Root, dir))
 	t.Logf("killed with %d entries in %s", len(entries), dir)
