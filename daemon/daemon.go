@@ -228,7 +228,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	if h, paused := d.pause(); paused {
 		pause = &h
 	}
-	plan := decidePass(passFacts{current: current, desired: desired, rec: rec, recordLost: rec == nil && d.recordLost(),
+	plan := decidePass(passFacts{current: current, desired: desired, rec: rec, recordLost: rec == nil && d.status.RecordLost(),
 		retry: node.Annotations[kube.RetryFailedConfig], paused: pause != nil, reapply: node.Annotations[kube.Reapply] != ""})
 	return d.carryOut(ctx, plan, rec, pause)
 }

@@ -19,39 +19,24 @@ type Recordoner interface {
 	Steer(ctx context.Context, on bool) error
 }
 
-// keepCordonEvery is how often a running update looks, in the watch cache
-// (no request), for its cordon lifted behind its back.
-const keepCordonEvery = time.Second
-
 // keepCordon keeps the update's cordon while the update holds it: a node
 // whose cordon annotation is there but which is schedulable was uncordoned
 // by someone else (an administrator's `kubectl uncordon` mid-drain), so
 // pods would land on a node about to be written or rebooted. It is cordoned
 // again, with a Warning Event and a log line saying when (not who: the API
-// keeps no owner of a lifted cordon, see drain.Drainer.Recordon). It
-// returns the function that stops it.
-func (d *Daemon) keepCordon(ctx context.Context, desired string) (stop func()) {
+// keeps no owner of a lifted cordon, see drain.Drainer.Recordon). The
+// update's stop watcher looks every second, in the watch cache (no
+// request): it returns what the watcher runs (engine.Signals.Also), nil
+// without a Recordoner.
+func (d *Daemon) keepCordon(desired string) []func(context.Context) {
 	if d.Cordons == nil {
-		return func() {}
+		return nil
 	}
-	ctx, cancel := context.WithCancel(ctx)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		t := time.NewTicker(keepCordonEvery)
-		defer t.Stop()
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-			if n, ok := d.Watcher.Node(); ok && n.Annotations[drain.CordonedBy] != "" && !n.Spec.Unschedulable {
-				d.recordon(ctx, n.Name, desired)
-			}
+	return []func(context.Context){func(ctx context.Context) {
+		if n, ok := d.Watcher.Node(); ok && n.Annotations[drain.CordonedBy] != "" && !n.Spec.Unschedulable {
+			d.recordon(ctx, n.Name, desired)
 		}
-	}()
-	return func() { cancel(); <-done }
+	}}
 }
 
 func (d *Daemon) recordon(ctx context.Context, node, desired string) {

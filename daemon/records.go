@@ -8,7 +8,6 @@ import (
 	"syscall"
 
 	"go.uber.org/zap"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
@@ -93,13 +92,6 @@ func (d *Daemon) decodeProgress(ctx context.Context, data []byte, readErr error)
 // daemon goes on either way).
 func (d *Daemon) reportDegraded(ctx context.Context, reason, msg string) {
 	phases.ReportDegraded(ctx, d.reporting(), d.Log, phases.Degraded{State: phases.StateDegraded, Reason: reason, Message: msg})
-}
-
-// recordLost reports whether the daemon goes on without an unreadable
-// progress record, not yet past an update or an adoption.
-func (d *Daemon) recordLost() bool {
-	c := d.status.Find(status.NodeDegraded)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == status.ReasonRecordUnreadable
 }
 
 // lostRecordPlan decides how a node whose progress record was lost goes

@@ -62,9 +62,10 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 			now = n.Annotations[kube.DesiredConfig]
 		}
 		return now != "" && now != desired
-	}}
+	}, Also: d.keepCordon(desired)} // keepcordon.go
+	// The run stops for ctx through r.Stop; its end is written and a
+	// failure reported even once ctx is done.
 	stepCtx := context.WithoutCancel(ctx)
-	defer d.keepCordon(ctx, desired)() // keepcordon.go
 	err := r.Run(stepCtx)
 	switch {
 	case err == nil, errors.Is(err, phases.ErrRebooting), errors.Is(err, phases.ErrStopped):

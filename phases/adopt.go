@@ -8,6 +8,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -37,38 +38,84 @@ func Adopt() Step {
 	}
 }
 
+// adoption is what the adoption's steps share: the config to adopt, and
+// whether the node matched it.
+type adoption struct {
+	lost    bool
+	mc      *mcfgv1.MachineConfig
+	cfg     plan.Config
+	matched bool
+	// updating is the Adopt step's message when the node did not match.
+	updating string
+}
+
+// adopt runs the adoption (Adoption, update.go) and ends the update when
+// the node matched its desired config; else the update goes on.
 func adopt(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
-	lost := recordLost(d.Stager())
-	mc, cfg, err := adoptConfig(ctx, d, lost)
-	if err != nil {
+	u.adoption = &adoption{lost: d.Stager().RecordLost()}
+	if err := d.RunSub(ctx, "adopt", &engine.Memory{}, Adoption()); err != nil {
 		return Outcome{}, err
 	}
+	if !u.adoption.matched {
+		return Outcome{Message: u.adoption.updating}, nil
+	}
+	return Outcome{Message: "Adopted " + u.DesiredName + ": the node already matched it", Complete: true}, nil
+}
+
+// adoptMatch compares the node's files, units, SSH keys and booted OS with
+// the desired config.
+func adoptMatch(ctx context.Context, d Data) (string, error) {
+	u, a := d.Update(), d.Update().adoption
+	mc, cfg, err := adoptConfig(ctx, d, a.lost)
+	if err != nil {
+		return "", err
+	}
+	a.mc, a.cfg = mc, cfg
 	log := LogFrom(ctx, zap.NewNop())
-	updating := Outcome{Message: "Node differs from " + u.DesiredName + "; updating it"}
-	if !lost {
-		updating.Message += updateFromApplied(ctx, d) // appliedname.go
+	a.updating = "Node differs from " + u.DesiredName + "; updating it"
+	if !a.lost {
+		a.updating += updateFromApplied(ctx, d) // appliedname.go
 	}
 	if err := CheckOnDisk(ctx, d.Ports().Host, d.Ports().Units, cfg); err != nil {
 		log.Info("Node is not known to run a config and differs from the desired config; updating it", zap.Error(err))
-		return updating, nil
+		return a.updating, nil
 	}
 	if err := CheckOS(ctx, d.Ports().OS, cfg); err != nil {
 		log.Info("Node is not known to run a config and its booted OS differs from the desired config; updating it",
 			zap.Error(err))
-		return updating, nil
+		return a.updating, nil
 	}
-	if lost {
-		// The record that said whether the lost update held a cordon is
-		// gone: lift the daemon's cordon.
-		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
-			return Outcome{}, err
-		}
-		rec := d.Progress() // saved with the update's end (Complete)
-		rec.Cordon.ByUs, rec.Cordon.Own = false, false
+	a.matched = true
+	return "Node matches " + u.DesiredName, nil
+}
+
+// adopting is Needed of the adoption's steps after the match: only when
+// the node matched.
+func adopting(d Data) (bool, string) {
+	if !d.Update().adoption.matched {
+		return false, "Node differs from its desired config"
 	}
-	if err := commitCurrent(ctx, d, u.DesiredName, mc); err != nil {
-		return Outcome{}, err
+	return true, ""
+}
+
+// adoptLiftCordon lifts the daemon's cordon after a lost record: the
+// record that said whether the lost update held a cordon is gone.
+func adoptLiftCordon(ctx context.Context, d Data) (string, error) {
+	if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
+		return "", err
+	}
+	rec := d.Progress() // saved with the update's end (Complete)
+	rec.Cordon = progress.Cordon{}
+	return "Lifted the cordon of the lost update", nil
+}
+
+// adoptSetCurrent records the node at its desired config: currentConfig,
+// state=Done, Updated=True, its config versions.
+func adoptSetCurrent(ctx context.Context, d Data) (string, error) {
+	u, a := d.Update(), d.Update().adoption
+	if err := commitCurrent(ctx, d, u.DesiredName, a.mc); err != nil {
+		return "", err
 	}
 	st := d.Stager()
 	st.Set(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
@@ -77,20 +124,19 @@ func adopt(ctx context.Context, d Data) (Outcome, error) {
 		st.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage)
 	}
 	st.SetVersions(u.DesiredName, u.DesiredName) // written by the runner as the update ends here (Complete)
-	log.Info("Adopted the desired config: the node already matches it")
-	if d.Ports().Drift != nil {
-		if err := d.Ports().Drift.Watch(ctx, cfg); err != nil {
-			return Outcome{}, fmt.Errorf("starting the config drift monitor: %w", err)
-		}
-	}
-	return Outcome{Message: "Adopted " + u.DesiredName + ": the node already matched it", Complete: true}, nil
+	LogFrom(ctx, zap.NewNop()).Info("Adopted the desired config: the node already matches it")
+	return "Node runs " + u.DesiredName, nil
 }
 
-// recordLost reports whether the daemon goes on without an unreadable
-// progress record, not yet past an update or an adoption.
-func recordLost(st *status.Stager) bool {
-	c := st.Find(status.NodeDegraded)
-	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == status.ReasonRecordUnreadable
+// adoptResume starts the config drift monitor on the adopted config.
+func adoptResume(ctx context.Context, d Data) (string, error) {
+	if d.Ports().Drift == nil {
+		return "No drift monitor", nil
+	}
+	if err := d.Ports().Drift.Watch(ctx, d.Update().adoption.cfg); err != nil {
+		return "", fmt.Errorf("starting the config drift monitor: %w", err)
+	}
+	return "Watching for drift", nil
 }
 
 // adoptConfig fetches the config to adopt: from the API server, or, when

@@ -304,6 +304,8 @@ type Update struct {
 	// once the update is complete (SaveApplied).
 	DesiredObject *mcfgv1.MachineConfig
 
+	// adoption is what the adoption's steps share (adopt.go).
+	adoption *adoption
 	// steered is set while the holds gate keeps the daemon's steering
 	// taint on the node (waits.go).
 	steered bool

@@ -87,6 +87,12 @@ func reverse(d Data) reversed {
 	return reversed{Data: d, u: r}
 }
 
+// withNeeded is s, needed only when needed says.
+func withNeeded(s Step, needed func(Data) (bool, string)) Step {
+	s.Needed = needed
+	return s
+}
+
 // subStep is a step of a sub-list: it reports through the step that runs
 // the sub-list, so it says only what it did.
 func subStep(name string, run func(ctx context.Context, d Data) (string, error)) Step {

@@ -100,6 +100,28 @@ func OnceFrom(skipReboot bool) []Item {
 	return List(ListOptions{NoCluster: true, SkipReboot: skipReboot})
 }
 
+// Adoption is the Adopt step's sub-list: a node not known to run a config
+// (adopt.go) whose files, units, SSH keys and booted OS already match the
+// desired config takes it without an update. It keeps its steps in memory:
+// after a restart it runs again from its first step (each is idempotent).
+func Adoption() []Item {
+	lost := func(d Data) (bool, string) {
+		if ok, why := adopting(d); !ok {
+			return ok, why
+		}
+		if !d.Update().adoption.lost {
+			return false, "The progress record was not lost"
+		}
+		return true, ""
+	}
+	return []Item{
+		subStep("match", adoptMatch),                                  // the node against the desired config; else the update goes on
+		withNeeded(subStep("lift-cordon", adoptLiftCordon), lost),     // a lost update's cordon
+		withNeeded(subStep("set-current", adoptSetCurrent), adopting), // currentConfig, state=Done, Updated=True
+		withNeeded(subStep("resume", adoptResume), adopting),          // the drift monitor
+	}
+}
+
 // Rollback is the health gate's rollback of a committed update, a
 // sub-list of the health step (rollback.go), each step saved in
 // progress.Health once done and never run twice.

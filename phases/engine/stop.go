@@ -51,6 +51,10 @@ type Signals struct {
 	// Grace is how long a step that may wait without end (a drain) may go
 	// on after a shutdown, to finish if it is close to its end.
 	Grace time.Duration
+	// Also are looked at with the signals, each round of the one watcher,
+	// from the watch cache (the daemon's cordon kept while the update
+	// holds it); each gets the Shutdown context.
+	Also []func(ctx context.Context)
 }
 
 // Stop is an update's one stop signal, watched by one goroutine: its
@@ -85,7 +89,7 @@ func NewStop(sig Signals) (stop *Stop, release func()) {
 	s := &Stop{sig: sig}
 	s.arm()
 	done := make(chan struct{})
-	if sig.Superseded != nil || sig.Paused != nil {
+	if sig.Superseded != nil || sig.Paused != nil || len(sig.Also) > 0 {
 		go s.watch(done)
 	}
 	return s, func() {
@@ -117,6 +121,9 @@ func (s *Stop) watch(done <-chan struct{}) {
 		case <-t.C:
 		}
 		s.check()
+		for _, f := range s.sig.Also {
+			f(s.sig.Shutdown)
+		}
 	}
 }
 

@@ -1,6 +1,10 @@
 package engine
 
-import "context"
+import (
+	"context"
+
+	"github.com/nodeconfd/nodeconfd/phases/progress"
+)
 
 // RunSub runs list as a sub-list of the running step (the health gate's
 // rollback), by name, with rec as its record: the same runner, so the same
@@ -26,4 +30,27 @@ func (r *Runner[D]) RunSub(ctx context.Context, name string, rec Record, list []
 // a shutdown (see Cut); release ends it.
 func (r *Runner[D]) Cuttable(ctx context.Context) (context.Context, func()) {
 	return r.stop.stepContext(ctx)
+}
+
+// Memory is a Record kept in memory only: a sub-list whose steps are each
+// idempotent runs again from its first step after a restart.
+type Memory struct{ steps []progress.Step }
+
+// Step returns the named done step, or nil.
+func (m *Memory) Step(name string) *progress.Step {
+	for i := range m.steps {
+		if m.steps[i].Name == name {
+			return &m.steps[i]
+		}
+	}
+	return nil
+}
+
+// MarkDone records a done step.
+func (m *Memory) MarkDone(s progress.Step) {
+	if old := m.Step(s.Name); old != nil {
+		*old = s
+		return
+	}
+	m.steps = append(m.steps, s)
 }

@@ -130,3 +130,11 @@ func (s *Stager) Flush(ctx context.Context) error {
 	s.dirty = false
 	return nil
 }
+
+// RecordLost reports whether the node's daemon goes on without an
+// unreadable progress record (NodeDegraded=True, ProgressRecordUnreadable),
+// not yet past an update or an adoption.
+func (s *Stager) RecordLost() bool {
+	c := s.Find(NodeDegraded)
+	return c != nil && c.Status == metav1.ConditionTrue && c.Reason == ReasonRecordUnreadable
+}
