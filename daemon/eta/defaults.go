@@ -18,7 +18,9 @@ func defaultFor(kind, phase string) time.Duration {
 	byKind := map[string]map[string]time.Duration{
 		KindReboot: {progress.StepCordon: time.Second, progress.StepDrain: time.Minute,
 			progress.StepReboot: 2 * time.Minute, progress.StepHealth: 10 * time.Second, progress.StepUncordon: time.Second},
-		KindReload: {progress.StepReloadCRIO: 5 * time.Second, progress.StepPostAction: 5 * time.Second},
+		// One of the two runs: CRI-O's reload (the usual one), or the
+		// other units' reloads and restarts.
+		KindReload: {progress.StepReloadCRIO: 5 * time.Second},
 	}
 	if d, ok := byKind[kind][phase]; ok {
 		return d

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 )
 
@@ -145,3 +146,10 @@ func median(xs []float64) float64 {
 }
 
 func seconds(s float64) time.Duration { return time.Duration(s * float64(time.Second)) }
+
+// KindOfPostAction is KindOf for a post action as prepare chooses it
+// (`nodeconfd plan` has no record).
+func KindOfPostAction(a plan.PostAction) string {
+	return KindOf(&progress.ActionPlan{Reboot: a.Kind == plan.ActionReboot, Drain: a.Drain,
+		Actions: make([]progress.Action, len(a.Actions))})
+}
