@@ -54,7 +54,9 @@ func (o *etaObserver) PhaseStarted(phase string) {
 	if phase == progress.StepReboot {
 		o.save() // the run is measured on across the boot
 	}
-	o.stage("")
+	if phase != progress.StepAdopt { // an adoption that completes is no update: nothing to show
+		o.stage("")
+	}
 }
 
 func (o *etaObserver) PhaseDone(phase string, took time.Duration) {
@@ -67,7 +69,11 @@ func (o *etaObserver) PhaseDone(phase string, took time.Duration) {
 		h.Run.Phases = map[string]float64{}
 	}
 	h.Run.Phases[phase] += took.Seconds()
-	if phase != progress.StepResume { // the list's last step
+	switch phase {
+	case progress.StepAdopt:
+		return
+	case progress.StepResume: // the list's last step
+	default:
 		o.stage(phase)
 		return
 	}

@@ -124,3 +124,15 @@ func TestETATakenBackOnFailure(t *testing.T) {
 		t.Errorf("after a failure: %+v, want the start and no estimate", e)
 	}
 }
+
+// An adoption that completes is no update: no ETA is staged for it.
+func TestETANotForAnAdoption(t *testing.T) {
+	r := &etaRun{t: t, now: time.Now(), host: &stateHost{files: map[string]string{}}, names: []string{progress.StepAdopt, progress.StepDetect}}
+	r.st = status.NewStager(nil, func() time.Time { return r.now }, status.Snapshot{})
+	o := r.observer(progress.New("", "b"))
+	o.PhaseStarted(progress.StepAdopt)
+	o.PhaseDone(progress.StepAdopt, time.Second)
+	if e := r.st.ETA(); e != nil {
+		t.Errorf("adoption staged %+v", e)
+	}
+}
