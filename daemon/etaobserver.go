@@ -71,12 +71,16 @@ func (o *etaObserver) PhaseDone(phase string, took time.Duration) {
 	h.Run.Phases[phase] += took.Seconds()
 	switch phase {
 	case progress.StepAdopt:
-		return
 	case progress.StepResume: // the list's last step
+		o.finish(h)
 	default:
 		o.stage(phase)
-		return
 	}
+}
+
+// finish stages the end of the update and keeps it as a sample of its
+// kind when it was measured from its first step.
+func (o *etaObserver) finish(h *eta.History) {
 	kind := eta.KindOf(o.rec.Action)
 	o.stager.SetETA(&status.ETA{PostAction: kind, Started: h.Run.Started, Finished: o.now()})
 	if h.Run.Whole && kind != "" {
