@@ -35,9 +35,11 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 	env.Drift = &d.drift
 	env.ConfigRule = d.ConfigPattern.For(d.pool)
 	env.Provenance = d.Provenance.For(d.pool)
+	list := d.phaseList()
+	env.Observer = d.observeETA(env.Observer, rec, list) // etaobserver.go
 	return &phases.Runner{
 		Env: env, Status: d.status, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
-		Now: d.Now, Phases: d.phaseList(), Record: rec, Node: d.node.Name,
+		Now: d.Now, Phases: list, Record: rec, Node: d.node.Name,
 		NodeCurrent: d.node.Annotations[kube.CurrentConfig], Fault: d.Fault,
 		SingleNode: d.node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica,
 		Runtime:    plan.RuntimeOf(d.node.Status.NodeInfo.ContainerRuntimeVersion),

@@ -140,6 +140,9 @@ func runPlan(args []string, stdout, stderr io.Writer) int {
 	if host != nil {
 		r.NotPreviewed = ""
 	}
+	if perr == nil {
+		r.ETA = planETA(host, dec.Action, time.Now(), stderr) // planeta.go
+	}
 	if perr == nil && in.api != nil && dec.Action.NeedsDrain() {
 		if r.Drain, err = o.drain.forecast(ctx, in.api, o.node); err != nil {
 			fmt.Fprintln(stderr, "nodeconfd plan: no drain forecast:", err)

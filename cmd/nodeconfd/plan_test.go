@@ -44,6 +44,9 @@ func TestRunPlanExitStatus(t *testing.T) {
 	}{
 		{[]string{"--current", a, "--desired", b}, 0, "Post action: ReloadCRIO (Special); no drain"},
 		{[]string{"--desired", a, "-o", "json"}, 0, `"kind": "ReloadCRIO"`},
+		{[]string{"--current", a, "--desired", b}, 0, "ETA: about 9s if it started now"}, // the defaults: prepare, write, reload, validate, finish
+		{[]string{"--desired", a, "-o", "json"}, 0, `"postAction": "Reload",
+    "seconds": 9,`},
 		{[]string{"--current", a, "--desired", bad}, 1, `MachineConfig "rendered-worker-a": spec.config.storage.files[0].path`},
 		{[]string{"--current", a, "--desired", b, "--pool", "master"}, 1, "metadata.name"},
 		{[]string{"--current", a}, 2, "give --current and --desired"},

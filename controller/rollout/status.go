@@ -75,8 +75,12 @@ func Status(in Input, renderErr error) mcfgv1.MachineConfigPoolStatus {
 	default:
 		set(mcfgv1.MachineConfigPoolUpdated, corev1.ConditionFalse, "", "")
 		msg := "All nodes are updating to " + line
-		if w := Next(in).Waiting; w != "" {
+		w := Next(in).Waiting
+		if w != "" {
 			msg += "; " + w
+		}
+		if e := etaText(in, w); e != "" { // eta.go
+			msg += "; " + e
 		}
 		set(mcfgv1.MachineConfigPoolUpdating, corev1.ConditionTrue, "", msg)
 	}

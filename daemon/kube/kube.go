@@ -156,6 +156,9 @@ func (c *Client) WriteStatus(ctx context.Context, s status.Snapshot) error {
 		}
 	}
 	st := map[string]any{"conditions": conds, "irreconcilableChanges": irreconcilable(s)}
+	if s.ETA != nil {
+		st[UpdateETA] = eta(s.ETA)
+	}
 	if s.ObservedGeneration > 0 {
 		st["observedGeneration"] = s.ObservedGeneration
 	}

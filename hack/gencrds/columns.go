@@ -44,6 +44,8 @@ var machineConfigNodeColumns = []column{
 	{name: "PoolName", jsonPath: ".spec.pool.name", wide: true, description: "The machine config pool of the node."},
 	{name: "DesiredConfig", jsonPath: ".spec.configVersion.desired", wide: true, description: "The config the node should run."},
 	{name: "CurrentConfig", jsonPath: ".status.configVersion.current", wide: true, description: "The config the node runs."},
+	{name: "ETA", jsonPath: ".status.updateETA.estimatedFinish", wide: true,
+		description: "When the node's update is predicted to end (nodeconfd's status.updateETA); empty when none runs."},
 }
 
 // printerColumns returns the columns in the CRD's wire form.

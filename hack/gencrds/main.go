@@ -7,7 +7,8 @@
 // dropped, the MachineConfigNode's printer columns are replaced by the ones the status contract
 // (and the OpenShift documentation it follows) promises for `kubectl get machineconfignodes`, and
 // the status fields the daemon writes that only a feature-gated variant of the CRD has
-// (status.irreconcilableChanges) are copied into the Default one (see graft).
+// (status.irreconcilableChanges) are copied into the Default one (see graft), and nodeconfd's own
+// status field (status.updateETA) is added (see own.go).
 //
 // Usage, from the repository root:
 //
@@ -45,6 +46,8 @@ type crd struct {
 	columns []column
 	// graft, if set, adds status fields from another feature-set variant.
 	graft *graft
+	// own adds nodeconfd's own status fields (own.go).
+	own bool
 }
 
 func main() {
@@ -67,7 +70,7 @@ func run(dir string, check bool) error {
 		{source: "0000_80_machine-config_01_machineconfignodes-Default.crd.yaml", target: "00-crd-machineconfignodes.yaml",
 			columns: machineConfigNodeColumns,
 			graft: &graft{source: "0000_80_machine-config_01_machineconfignodes-SelfManagedHA-TechPreviewNoUpgrade.crd.yaml",
-				statusFields: []string{"irreconcilableChanges"}}},
+				statusFields: []string{"irreconcilableChanges"}}, own: true},
 		// The daemons read spec.nodeDisruptionPolicy of the one named cluster.
 		{source: "0000_80_machine-config_01_machineconfigurations-Default.crd.yaml", dir: operatorSourceDir,
 			target: "00-crd-machineconfigurations.yaml"},
@@ -137,6 +140,12 @@ func generate(src, srcDir, origin string, c crd) ([]byte, error) {
 		if err := c.graft.apply(obj, filepath.Join(srcDir, c.graft.source)); err != nil {
 			return nil, fmt.Errorf("editing %s: %w", src, err)
 		}
+	}
+	if c.own {
+		if err := addOwn(obj); err != nil {
+			return nil, fmt.Errorf("editing %s: %w", src, err)
+		}
+		origin += "\n# status.updateETA: nodeconfd's own (hack/gencrds/own.go)"
 	}
 	body, err := yaml.Marshal(obj)
 	if err != nil {

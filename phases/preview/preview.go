@@ -46,6 +46,9 @@ type Report struct {
 	// Drain is what the drain would do on the node now, when one is
 	// required (plan --node only: it reads the node's pods and budgets).
 	Drain *DrainForecast `json:"drain,omitempty"`
+	// ETA is how long the update would take if it started now (eta.go);
+	// set by `nodeconfd plan` for an update that applies.
+	ETA *ETA `json:"eta,omitempty"`
 }
 
 // DrainForecast is what a drain of the node would do if it started now:

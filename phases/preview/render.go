@@ -43,6 +43,7 @@ func (r Report) Text(w io.Writer) error {
 		drain = "drain required (cordon and drain first): " + r.PostAction.DrainReason
 	}
 	fmt.Fprintf(&b, "Post action: %s; %s\n", r.PostAction.describe(), drain)
+	r.ETA.write(&b)
 	r.Drain.write(&b)
 	writeFiles(&b, r.Files)
 	writeUnits(&b, r.Units)

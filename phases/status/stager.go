@@ -21,6 +21,9 @@ type Snapshot struct {
 	// IrreconcilableChanges is status.irreconcilableChanges, written with
 	// every snapshot; nil removes the field (irreconcilable.go).
 	IrreconcilableChanges []mcfgv1.IrreconcilableChangeDiff
+	// ETA is status.updateETA (eta.go); nil writes none (the field is
+	// left as it is).
+	ETA *ETA
 }
 
 // Writer writes a status snapshot to the API server in one request. It
@@ -124,6 +127,10 @@ func (s *Stager) Flush(ctx context.Context) error {
 	snap := s.st
 	snap.Conditions = slices.Clone(s.st.Conditions)
 	snap.IrreconcilableChanges = slices.Clone(s.st.IrreconcilableChanges)
+	if s.st.ETA != nil {
+		e := *s.st.ETA
+		snap.ETA = &e
+	}
 	if err := s.w.WriteStatus(ctx, snap); err != nil {
 		return err
 	}

@@ -53,6 +53,7 @@ func TestFirstRollout(t *testing.T) {
 	waitRunning(ctx, t, names, target)
 	s.stop(t, 1)
 	waitPoolCounts(ctx, t, "worker", 3)
+	etaDone(ctx, t, "worker", target, names) // eta_test.go
 	for _, name := range names {
 		if got := readNodeFile(t, nodes[name], workerFile); got != "docker:\n  first.example: {}\n" {
 			t.Errorf("node %s: %s = %q, want the fragment's", name, workerFile, got)

@@ -140,11 +140,24 @@ func TestMachineConfigNodeCRUD(t *testing.T) {
 			t.Errorf("kubectl get machineconfignodes:\n%s\nwant:\n%s\n%s <age>", out, wantHeader, wantRow)
 		}
 		wide := kubectl(t, cp, "get", "machineconfignodes", "-o", "wide")
-		wantWide := wantHeader + " UPDATECOMPATIBLE UPDATEFILESANDOS DRAINEDNODE CORDONEDNODE REBOOTNODE RELOADEDCRIO UNCORDONED HEALTHCHECKED POOLNAME DESIREDCONFIG CURRENTCONFIG"
+		wantWide := wantHeader + " UPDATECOMPATIBLE UPDATEFILESANDOS DRAINEDNODE CORDONEDNODE REBOOTNODE RELOADEDCRIO UNCORDONED HEALTHCHECKED POOLNAME DESIREDCONFIG CURRENTCONFIG ETA"
 		if header := strings.Join(strings.Fields(strings.SplitN(wide, "\n", 2)[0]), " "); header != wantWide {
 			t.Errorf("kubectl get machineconfignodes -o wide header:\n%s\nwant:\n%s", header, wantWide)
 		}
 		t.Logf("kubectl get machineconfignodes -o wide:\n%s", wide)
+	})
+
+	t.Run("UpdateETAKept", func(t *testing.T) {
+		// nodeconfd's own status field (hack/gencrds/own.go): kept, not pruned, and shown by -o wide.
+		kubectl(t, cp, "patch", "machineconfignode", "worker-0", "--subresource=status", "--type=merge", "-p",
+			`{"status":{"updateETA":{"postAction":"Reboot","started":"2026-12-06T09:00:00Z","estimatedFinish":"2026-12-06T09:02:00Z","basedOn":2}}}`)
+		got := kubectl(t, cp, "get", "machineconfignode", "worker-0", "-o", "jsonpath={.status.updateETA}")
+		if !strings.Contains(got, `"estimatedFinish":"2026-12-06T09:02:00Z"`) || !strings.Contains(got, `"basedOn":2`) {
+			t.Errorf("status.updateETA stored as %q", got)
+		}
+		if wide := kubectl(t, cp, "get", "machineconfignodes", "-o", "wide"); !strings.Contains(wide, "2026-12-06T09:02:00Z") {
+			t.Errorf("no ETA column:\n%s", wide)
+		}
 	})
 
 	if err := api.Delete(ctx, mcn.Name, metav1.DeleteOptions{}); err != nil {
