@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/eta"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
@@ -30,15 +31,15 @@ type etaObserver struct {
 }
 
 // observeETA wraps next (nil for none) with the ETA of rec's update.
-func (d *Daemon) observeETA(next phases.Observer, rec *progress.Record, list []phases.Phase) phases.Observer {
+func (d *Daemon) observeETA(next phases.Observer, rec *progress.Record, list []phases.Item) phases.Observer {
 	if next == nil {
 		next = nopObserver{}
 	}
 	if d.status == nil || d.Env.Host == nil {
 		return next
 	}
-	names := make([]string, 0, len(list))
-	for _, p := range list {
+	var names []string
+	for _, p := range engine.Steps(list) {
 		names = append(names, p.Name)
 	}
 	return &etaObserver{next: next, rec: rec, stager: d.status, host: d.Env.Host, now: d.Now, log: d.Log, names: names}
@@ -81,7 +82,7 @@ func (o *etaObserver) PhaseDone(phase string, took time.Duration) {
 // finish stages the end of the update and keeps it as a sample of its
 // kind when it was measured from its first step.
 func (o *etaObserver) finish(h *eta.History) {
-	kind := eta.KindOf(o.rec.Action)
+	kind := eta.KindOf(o.rec.Prepare.Action)
 	o.stager.SetETA(&status.ETA{PostAction: kind, Started: h.Run.Started, Finished: o.now()})
 	if h.Run.Whole && kind != "" {
 		h.Add(kind, eta.Sample{Phases: h.Run.Phases})
@@ -117,7 +118,7 @@ func (o *etaObserver) Waiting(reason string) {
 func (o *etaObserver) stage(ended string) {
 	h := o.history()
 	left := eta.Left(o.names, o.rec.Done, ended)
-	e := eta.Predict(*h, *h.Run, eta.KindOf(o.rec.Action), left, o.now())
+	e := eta.Predict(*h, *h.Run, eta.KindOf(o.rec.Prepare.Action), left, o.now())
 	o.stager.SetETA(&e)
 }
 

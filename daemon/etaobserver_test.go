@@ -26,9 +26,9 @@ type etaRun struct {
 func (r *etaRun) observer(rec *progress.Record) phases.Observer {
 	d := &Daemon{status: r.st, Env: phases.Env{Ports: phases.Ports{Host: r.host}}, Now: func() time.Time { return r.now },
 		Log: zaptest.NewLogger(r.t)}
-	var list []phases.Phase
+	var list []phases.Item
 	for _, n := range r.names {
-		list = append(list, phases.Phase{Name: n})
+		list = append(list, phases.Step{Name: n})
 	}
 	return d.observeETA(nil, rec, list)
 }
@@ -41,7 +41,7 @@ func (r *etaRun) play(o phases.Observer, rec *progress.Record, action *progress.
 		o.PhaseStarted(p)
 		r.now = r.now.Add(took)
 		if p == progress.StepPrepare {
-			rec.Action = action
+			rec.Prepare.Action = action
 		}
 		o.PhaseDone(p, took)
 		rec.MarkDone(progress.Step{Name: p})

@@ -10,6 +10,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/eta"
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
 	"github.com/nodeconfd/nodeconfd/phases"
+	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/preview"
 )
@@ -31,7 +32,7 @@ func planETA(host *hostfs.FS, action plan.PostAction, now time.Time, stderr io.W
 		}
 	}
 	var names []string
-	for _, p := range phases.All() {
+	for _, p := range engine.Steps(phases.All()) {
 		names = append(names, p.Name)
 	}
 	kind := eta.KindOfPostAction(action)
