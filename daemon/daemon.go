@@ -58,6 +58,11 @@ type Daemon struct {
 	// (also one rolled back to the config the node ran). main returns the
 	// memory the work used to the OS there.
 	Settled func()
+	// Idling, when set, is called at every pass that finds the node
+	// idle on its desired config (lifecycle.Writer.Idle: what an update
+	// that then did not run said is cleared); it must be cheap when there
+	// is nothing to do.
+	Idling func()
 
 	// ConfigPattern is the desired config names the node accepts (see
 	// plan.ConfigPattern); the zero value accepts every name.

@@ -15,8 +15,8 @@ import (
 
 // idle makes sure the drift monitor watches the config the node runs. It
 // costs one GET of that config when the monitor is not already on it, and no
-// request otherwise. The first time the node idles after a start or an
-// update, Settled runs.
+// request otherwise. Idling runs at each idle pass; the first time the node
+// idles after a start or an update, Settled runs.
 func (d *Daemon) idle(ctx context.Context, current string) error {
 	if err := d.markUpdated(ctx, current); err != nil {
 		return err
@@ -33,6 +33,9 @@ func (d *Daemon) idle(ctx context.Context, current string) error {
 			zap.String("config", current), zap.Int("files", len(cfg.Files)), zap.Int("units", len(cfg.Units)))
 		// A drift found while the daemon was down shows at once.
 		d.onDrift(ctx, phases.CheckOnDisk(ctx, d.Env.Host, d.Env.Units, cfg))
+	}
+	if d.Idling != nil {
+		d.Idling()
 	}
 	if d.settledOn != current {
 		d.settledOn = current

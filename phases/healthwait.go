@@ -42,6 +42,7 @@ func waitNotFailedElsewhere(ctx context.Context, d Data) error {
 	g := d.Ports().Health
 	name := d.Update().DesiredName
 	err := g.Probe.WaitNotFailedOn(ctx, name, func(node string) {
+		d.Waiting(WaitFailedElsewhere) // the runner ends it once the Wait returns
 		_ = d.Report(ctx, fmt.Sprintf("Config %s failed the health gate on node %s; not applying it here until it "+
 			"passes there or the node's failedConfig annotation is removed", name, node))
 	})

@@ -72,12 +72,16 @@ const (
 	// WaitUpdateSpread: the start of a new update is put off to its
 	// point of the cluster's spread (the daemon's --update-spread).
 	WaitUpdateSpread = "UpdateSpread"
+	// WaitFailedElsewhere: the config failed the health gate on another
+	// node, and the update waits before anything is cordoned or written
+	// (healthwait.go).
+	WaitFailedElsewhere = "ConfigFailedElsewhere"
 )
 
 // WaitReasons lists every reason an update can wait for, so that metrics
 // show each one (at 0) before the first wait.
 func WaitReasons() []string {
-	return []string{WaitDrainBlocked, WaitVolumesDetached, WaitUpdateSpread, HoldPaused, HoldWindow, HoldBlockingPods, HoldDrainBlocked, HoldAlerts}
+	return []string{WaitDrainBlocked, WaitVolumesDetached, WaitUpdateSpread, WaitFailedElsewhere, HoldPaused, HoldWindow, HoldBlockingPods, HoldDrainBlocked, HoldAlerts}
 }
 
 // nopObserver is the Observer of an Env without one.

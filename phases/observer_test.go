@@ -111,3 +111,28 @@ func TestObserverNone(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// failedElsewhere is a probe on whose config another node failed the gate
+// once, until the wait's first answer.
+type failedElsewhere struct{ *probe }
+
+func (failedElsewhere) WaitNotFailedOn(_ context.Context, _ string, failedOn func(string)) error {
+	failedOn("other")
+	return nil
+}
+
+// The health wait (a config failed the gate elsewhere) tells the Observer
+// it waits, and the runner ends the wait once it returns.
+func TestObserverHealthWait(t *testing.T) {
+	r, _, _, _ := gateRunner(t, &probe{})
+	r.Env.Health.Probe = failedElsewhere{&probe{}}
+	o := &observer{}
+	r.Env.Observer = o
+	if err := r.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	i := slices.Index(o.calls, fmt.Sprintf("waiting %q", phases.WaitFailedElsewhere))
+	if i < 0 || i+1 >= len(o.calls) || o.calls[i+1] != `waiting ""` {
+		t.Errorf("calls %v: want the wait said, then ended", o.calls)
+	}
+}

@@ -28,11 +28,47 @@ func addStatusFlags(fs *flag.FlagSet, o *options) {
 			"from the update's phases; needs the nodes/status patch right of manifests/02-rbac.yaml")
 }
 
-// observer returns the update's observer: next, and the Node lifecycle
-// conditions' writer when --node-lifecycle-conditions is given.
-func (o *options) observer(next phases.Observer, api *kube.Client, log *zap.Logger) phases.Observer {
+// lifecycleWriter is the writer of the Node lifecycle conditions when
+// --node-lifecycle-conditions is given; its hooks pass through when it is
+// not (w nil).
+type lifecycleWriter struct{ w *lifecycle.Writer }
+
+func (o *options) lifecycleWriter(api *kube.Client, log *zap.Logger) lifecycleWriter {
 	if !o.lifecycleConds {
+		return lifecycleWriter{}
+	}
+	return lifecycleWriter{lifecycle.New(api, lifecycleWriteTimeout, log.Named("lifecycle"))}
+}
+
+// observer returns the update's observer: next, and the writer's.
+func (l lifecycleWriter) observer(next phases.Observer) phases.Observer {
+	if l.w == nil {
 		return next
 	}
-	return lifecycle.Observe(next, api, lifecycleWriteTimeout, log.Named("lifecycle"))
+	return l.w.Observe(next)
+}
+
+// cluster returns the cluster port, whose uncordon clears the conditions.
+func (l lifecycleWriter) cluster(next phases.Cluster) phases.Cluster {
+	if l.w == nil {
+		return next
+	}
+	return l.w.Cluster(next)
+}
+
+// healthResult returns the health gate's observer, which clears the
+// conditions once a rollback is kept.
+func (l lifecycleWriter) healthResult(next func(string)) func(string) {
+	if l.w == nil {
+		return next
+	}
+	return l.w.HealthResult(next)
+}
+
+// idling is the daemon's Idling hook, nil without the writer.
+func (l lifecycleWriter) idling() func() {
+	if l.w == nil {
+		return nil
+	}
+	return l.w.Idle
 }

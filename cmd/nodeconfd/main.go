@@ -284,9 +284,10 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	}
 	restoreSurges(ctx, drainr, log)
 	notifier := o.notify.notifier(ctx, o.nodeName, objects, m, log)
-	env := phases.Env{Observer: o.observer(notify.Observe(m, notifier), api, log), Ports: phases.Ports{
+	lc := o.lifecycleWriter(api, log)
+	env := phases.Env{Observer: lc.observer(notify.Observe(m, notifier)), Ports: phases.Ports{
 		Configs:      &daemon.ConfigCache{Source: api, Size: 2},
-		Cluster:      m.Cluster(cluster{Client: api, Drainer: drainr}),
+		Cluster:      lc.cluster(m.Cluster(cluster{Client: api, Drainer: drainr})),
 		Host:         daemon.Host{FS: host, Units: units},
 		Units:        notify.Units(units, notifier),
 		OS:           osu,
@@ -295,7 +296,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		Limits:       o.limits,
 		Waits:        holds,
 		Health: o.health.gate(&daemon.HealthProbe{Objects: objects, API: api, Units: units, Root: o.rootMount,
-			CommandTimeout: o.health.commandTimeout}, notify.HealthResult(m.HealthGateResult, notifier)),
+			CommandTimeout: o.health.commandTimeout}, lc.healthResult(notify.HealthResult(m.HealthGateResult, notifier))),
 		RebootRequests: daemon.RebootRequests{API: api, Sentinels: host, Path: o.reboot.sentinel},
 		Volumes:        &phases.VolumeWait{Attached: api.AttachedVolumes, Timeout: o.volumeDetachTimeout, Every: 5 * time.Second},
 	}}
@@ -318,7 +319,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		ImageModeStatus: o.imageModeStatus,
 		RebootSentinel:  o.reboot.sentinel, RebootCheckInterval: o.reboot.every, Sentinels: host,
 		RebootCommand: strings.Fields(o.reboot.command), RunCommand: runInRoot(o.rootMount),
-		RebootRequired: m.RebootRequired, Settled: settled(o, log),
+		RebootRequired: m.RebootRequired, Settled: settled(o, log), Idling: lc.idling(),
 	}
 	d.Drift = &drift.Monitor{Host: daemon.Host{FS: host}, Units: units, Abs: host.Abs, SSHKeysPath: host.SSHKeysPath,
 		Log: log, Changed: d.DriftChanged}

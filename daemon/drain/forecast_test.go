@@ -9,6 +9,7 @@ import (
 	policyv1 "k8s.io/api/policy/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
+	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes/fake"
 
@@ -66,5 +67,31 @@ func TestForecast(t *testing.T) {
 	d.Client = kubetest.API(fake.NewClientset(web, bare), nil)
 	if f, err := d.Forecast(context.Background()); err != nil || !strings.Contains(f.Refused, "apps/bare") {
 		t.Errorf("with an unowned pod: %+v, %v", f, err)
+	}
+}
+
+// The forecast's message groups the held pods by cause, as the drain's own
+// progress does: the pods one budget holds are one part, each budget
+// expanded ("needs N healthy, has M").
+func TestWouldBlockGroups(t *testing.T) {
+	objs := []runtime.Object{}
+	for _, name := range []string{"web-2", "web-0", "db-0", "web-1"} {
+		p := ownedPod(name)
+		p.Labels = map[string]string{"app": strings.SplitN(name, "-", 2)[0]}
+		objs = append(objs, p)
+	}
+	web, db := budgetFor("web", "web", 0), budgetFor("db", "db", 0)
+	web.Status.DesiredHealthy, web.Status.CurrentHealthy = 3, 3
+	objs = append(objs, web, db)
+	d := &Drainer{Client: kubetest.API(fake.NewClientset(objs...), nil), NodeName: "n1"}
+	got, err := d.WouldBlock(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "The drain could not finish now: pod apps/db-0: PodDisruptionBudget db allows 0 disruptions; " +
+		"pods apps/web-0, apps/web-1, apps/web-2: PodDisruptionBudget web allows 0 disruptions (needs 3 healthy, has 3); " +
+		"the update waits uncordoned until the budgets allow it"
+	if got != want {
+		t.Errorf("got  %q\nwant %q", got, want)
 	}
 }

@@ -47,9 +47,7 @@ type progressView struct {
 }
 
 // Blocking says what the drain waits on, without the times: the blocking
-// pods grouped by cause (one budget refusing ten pods is one line, not
-// ten), each group naming at most maxBlockers pods, at most maxBlockers
-// groups, in the order of their first pods' names.
+// pods grouped by cause (groupedBlockers).
 func (v progressView) Blocking() string {
 	msg := fmt.Sprintf("Evicted %d/%d pods", v.Evicted, v.Total)
 	if v.Terminating > 0 {
@@ -58,7 +56,17 @@ func (v progressView) Blocking() string {
 	if len(v.Blockers) == 0 {
 		return msg
 	}
-	groups := groupBlockers(v.Blockers)
+	return msg + "; waiting on " + groupedBlockers(v.Blockers)
+}
+
+// groupedBlockers names the blockers grouped by cause, as Cluster API's
+// drain condition does (one budget refusing ten pods is one part, not
+// ten): each group names at most maxBlockers pods, at most maxBlockers
+// groups are named, in the order of their first pods' names, and the
+// pods of the rest are counted. The drain's progress (Blocking) and its
+// forecast (WouldBlock) say it alike.
+func groupedBlockers(bs []blocker) string {
+	groups := groupBlockers(bs)
 	var parts []string
 	for i, g := range groups {
 		if i == maxBlockers {
@@ -71,7 +79,7 @@ func (v progressView) Blocking() string {
 		}
 		parts = append(parts, g.String())
 	}
-	return msg + "; waiting on " + strings.Join(parts, "; ")
+	return strings.Join(parts, "; ")
 }
 
 // blockerGroup is the pods blocked for one reason.
@@ -214,13 +222,15 @@ func budgetsOf(p *corev1.Pod, all []policyv1.PodDisruptionBudget) []policyv1.Pod
 	return out
 }
 
-// describeBudgets says which budgets refuse an eviction and what they allow.
+// describeBudgets says which budgets refuse an eviction and what they
+// allow, each expanded as the API server's refusal words it ("needs 3
+// healthy, has 3") once the disruption controller has counted its pods.
 func describeBudgets(bs []policyv1.PodDisruptionBudget) string {
 	var parts []string
 	for _, b := range bs {
 		s := fmt.Sprintf("PodDisruptionBudget %s allows %s", b.Name, plan.Plural(int(b.Status.DisruptionsAllowed), "disruption"))
 		if b.Status.DesiredHealthy > 0 || b.Status.CurrentHealthy > 0 {
-			s += fmt.Sprintf(" (%d healthy, needs %d)", b.Status.CurrentHealthy, b.Status.DesiredHealthy)
+			s += fmt.Sprintf(" (needs %d healthy, has %d)", b.Status.DesiredHealthy, b.Status.CurrentHealthy)
 		}
 		parts = append(parts, s)
 	}

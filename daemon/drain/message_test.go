@@ -14,7 +14,7 @@ import (
 )
 
 func TestProgressMessage(t *testing.T) {
-	pdb := blocker{"apps/web-0", "PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3)"}
+	pdb := blocker{"apps/web-0", "PodDisruptionBudget web allows 0 disruptions (needs 3 healthy, has 3)"}
 	for _, tc := range []struct {
 		name string
 		v    progressView
@@ -25,11 +25,11 @@ func TestProgressMessage(t *testing.T) {
 			"Evicted 7/12 pods, 2 terminating (4s of 1h0m0s)"},
 		{"blocked by a budget",
 			progressView{Evicted: 11, Total: 12, Blockers: []blocker{pdb}, Retrying: 1, Elapsed: 192 * time.Second, Timeout: time.Hour},
-			"Evicted 11/12 pods; waiting on pod apps/web-0: PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3) " +
+			"Evicted 11/12 pods; waiting on pod apps/web-0: PodDisruptionBudget web allows 0 disruptions (needs 3 healthy, has 3) " +
 				"(retrying at most 5s apart, 3m12s of 1h0m0s)"},
 		{"past the timeout",
 			progressView{Evicted: 11, Total: 12, Blockers: []blocker{pdb}, Retrying: 1, Elapsed: 61 * time.Minute, Timeout: time.Hour},
-			"Evicted 11/12 pods; waiting on pod apps/web-0: PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3) " +
+			"Evicted 11/12 pods; waiting on pod apps/web-0: PodDisruptionBudget web allows 0 disruptions (needs 3 healthy, has 3) " +
 				"(retrying at most 5s apart, 1h1m0s, past the 1h0m0s drain timeout)"},
 		{"no timeout", progressView{Evicted: 1, Total: 2, Elapsed: 3 * time.Second}, "Evicted 1/2 pods (3s so far, no timeout)"},
 		{"blockers sorted, several reasons",
@@ -56,7 +56,7 @@ func TestProgressMessage(t *testing.T) {
 // Pods blocked for one reason are one group naming at most five; at most
 // five groups are named, the rest counted.
 func TestProgressMessageGroupsByCause(t *testing.T) {
-	budget := "PodDisruptionBudget web allows 0 disruptions (3 healthy, needs 3)"
+	budget := "PodDisruptionBudget web allows 0 disruptions (needs 3 healthy, has 3)"
 	for _, tc := range []struct {
 		name     string
 		blockers []blocker
@@ -139,7 +139,7 @@ func TestBudgetsOf(t *testing.T) {
 	if len(got) != 2 || got[0].Name != "web" || got[1].Name != "everything" {
 		t.Fatalf("budgets of an app=web pod: %v", got)
 	}
-	want := "PodDisruptionBudget web allows 0 disruptions (2 healthy, needs 2); PodDisruptionBudget everything allows 1 disruption (2 healthy, needs 2)"
+	want := "PodDisruptionBudget web allows 0 disruptions (needs 2 healthy, has 2); PodDisruptionBudget everything allows 1 disruption (needs 2 healthy, has 2)"
 	if s := describeBudgets(got); s != want {
 		t.Errorf("got  %q\nwant %q", s, want)
 	}

@@ -2,8 +2,6 @@ package drain
 
 import (
 	"context"
-	"fmt"
-	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
@@ -17,13 +15,14 @@ import (
 // minAvailable 100%). The update waits on it before its cordon, so that a
 // node is not cordoned for a drain that cannot finish (waits.Source).
 // Pods no controller would recreate are the cordon's own check
-// (CheckDrain), not this one's.
+// (CheckDrain), not this one's. The pods are grouped by cause as the
+// drain's progress groups them (groupedBlockers), each budget expanded.
 func (d *Drainer) WouldBlock(ctx context.Context) (string, error) {
 	_, held, err := d.forecast(ctx)
 	if err != nil || len(held) == 0 {
 		return "", err
 	}
-	var blocking []string
+	var blocking []blocker
 	type verdict struct {
 		ok  bool
 		why string // why an owner that opted in is not surged
@@ -49,16 +48,14 @@ func (d *Drainer) WouldBlock(ctx context.Context) (string, error) {
 				note = "; cannot surge: " + v.why
 			}
 		}
-		blocking = append(blocking, "pod "+podName(h.pod)+": "+describeBudgets(h.zero)+note)
+		blocking = append(blocking, blocker{Pod: podName(h.pod), Why: describeBudgets(h.zero) + note})
 	}
 	if len(blocking) == 0 {
 		return "", nil
 	}
-	shown := blocking
-	if len(shown) > maxBlockers {
-		shown = append(shown[:maxBlockers:maxBlockers], fmt.Sprintf("and %d more pods", len(blocking)-maxBlockers))
-	}
-	return "The drain could not finish now: " + strings.Join(shown, "; ") +
+	// Grouped as the drain's own progress is: the pods one budget holds
+	// are one part of the message.
+	return "The drain could not finish now: " + groupedBlockers(blocking) +
 		"; the update waits uncordoned until the budgets allow it", nil
 }
 

@@ -22,9 +22,11 @@ type node struct {
 	conds   []corev1.NodeCondition
 	changes []string
 	failGet error
+	gets    int
 }
 
 func (n *node) NodeConditions(context.Context) ([]corev1.NodeCondition, error) {
+	n.gets++
 	return slices.Clone(n.conds), n.failGet
 }
 
@@ -63,11 +65,11 @@ func run(o phases.Observer, steps ...string) {
 func TestRebootUpdateInOrder(t *testing.T) {
 	n := &node{conds: []corev1.NodeCondition{{Type: corev1.NodeReady, Status: corev1.ConditionTrue}}}
 	next := &nop{}
-	o := Observe(next, n, time.Second, zap.NewNop())
+	o := New(n, time.Second, zap.NewNop()).Observe(next)
 	run(o, progress.StepDetect, progress.StepPrepare, progress.StepCordon, progress.StepDrain, progress.StepGate,
 		progress.StepWrite)
 	o.PhaseStarted(progress.StepReboot) // the process ends in the reboot
-	o = Observe(next, n, time.Second, zap.NewNop())
+	o = New(n, time.Second, zap.NewNop()).Observe(next)
 	run(o, progress.StepReboot, progress.StepValidate, progress.StepUncordon, progress.StepSetCurrent)
 	o.UpdateFinished(phases.ResultSucceeded)
 
@@ -94,7 +96,7 @@ func TestRebootUpdateInOrder(t *testing.T) {
 // created only to say False.
 func TestNoDrainUpdate(t *testing.T) {
 	n := &node{}
-	o := Observe(&nop{}, n, time.Second, zap.NewNop())
+	o := New(n, time.Second, zap.NewNop()).Observe(&nop{})
 	run(o, progress.StepDetect, progress.StepPrepare, progress.StepWrite, progress.StepReloadCRIO, progress.StepSetCurrent)
 	o.UpdateFinished(phases.ResultSucceeded)
 	want := []string{"MaintenanceInProgress=True", "MaintenanceInProgress=False"}
@@ -107,7 +109,7 @@ func TestNoDrainUpdate(t *testing.T) {
 // stay; the give-back of a superseded update clears them.
 func TestFailedKeepsGiveBackClears(t *testing.T) {
 	n := &node{}
-	o := Observe(&nop{}, n, time.Second, zap.NewNop())
+	o := New(n, time.Second, zap.NewNop()).Observe(&nop{})
 	run(o, progress.StepCordon, progress.StepDrain)
 	o.PhaseStarted(progress.StepWrite)
 	o.UpdateFinished(phases.ResultFailed)
@@ -127,11 +129,12 @@ func TestFailedKeepsGiveBackClears(t *testing.T) {
 // condition is not written again.
 func TestTransitionTime(t *testing.T) {
 	n := &node{}
-	o := Observe(&nop{}, n, time.Second, zap.NewNop()).(*observer)
+	w := New(n, time.Second, zap.NewNop())
+	o := w.Observe(&nop{})
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	o.now = func() time.Time { return t0 }
+	w.now = func() time.Time { return t0 }
 	o.PhaseStarted(progress.StepWrite)
-	o.now = func() time.Time { return t0.Add(time.Hour) }
+	w.now = func() time.Time { return t0.Add(time.Hour) }
 	o.PhaseStarted(progress.StepReboot)
 	if len(n.changes) != 1 {
 		t.Errorf("an unchanged condition was written again: %q", n.changes)
@@ -146,7 +149,7 @@ func TestTransitionTime(t *testing.T) {
 func TestReadFailureWritesNothing(t *testing.T) {
 	n := &node{failGet: errors.New("connection refused")}
 	next := &nop{}
-	o := Observe(next, n, time.Second, zap.NewNop())
+	o := New(n, time.Second, zap.NewNop()).Observe(next)
 	run(o, progress.StepCordon)
 	if len(n.changes) != 0 {
 		t.Errorf("written without reading: %q", n.changes)

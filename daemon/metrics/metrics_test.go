@@ -74,6 +74,7 @@ func TestWaits(t *testing.T) {
 # TYPE nodeconfd_waiting gauge
 nodeconfd_waiting{reason="AlertsFiring"} 0
 nodeconfd_waiting{reason="BlockingPods"} 0
+nodeconfd_waiting{reason="ConfigFailedElsewhere"} 0
 nodeconfd_waiting{reason="DrainBlocked"} 1
 nodeconfd_waiting{reason="DrainWouldBlock"} 0
 nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
@@ -84,6 +85,7 @@ nodeconfd_waiting{reason="VolumesDetached"} 0
 # TYPE nodeconfd_wait_seconds_total counter
 nodeconfd_wait_seconds_total{reason="AlertsFiring"} 0
 nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
+nodeconfd_wait_seconds_total{reason="ConfigFailedElsewhere"} 0
 nodeconfd_wait_seconds_total{reason="DrainBlocked"} 30
 nodeconfd_wait_seconds_total{reason="DrainWouldBlock"} 0
 nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0
@@ -100,6 +102,7 @@ nodeconfd_wait_seconds_total{reason="VolumesDetached"} 0
 # TYPE nodeconfd_waiting gauge
 nodeconfd_waiting{reason="AlertsFiring"} 0
 nodeconfd_waiting{reason="BlockingPods"} 0
+nodeconfd_waiting{reason="ConfigFailedElsewhere"} 0
 nodeconfd_waiting{reason="DrainBlocked"} 0
 nodeconfd_waiting{reason="DrainWouldBlock"} 0
 nodeconfd_waiting{reason="OutsideMaintenanceWindow"} 0
@@ -111,6 +114,7 @@ nodeconfd_waiting{reason="VolumesDetached"} 0
 # TYPE nodeconfd_wait_seconds_total counter
 nodeconfd_wait_seconds_total{reason="AlertsFiring"} 0
 nodeconfd_wait_seconds_total{reason="BlockingPods"} 0
+nodeconfd_wait_seconds_total{reason="ConfigFailedElsewhere"} 0
 nodeconfd_wait_seconds_total{reason="DrainBlocked"} 30
 nodeconfd_wait_seconds_total{reason="DrainWouldBlock"} 0
 nodeconfd_wait_seconds_total{reason="OutsideMaintenanceWindow"} 0

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -42,17 +43,16 @@ func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.K
 	from := logs[name].Len()
 	rollOut := map[string]*testbed.KubeNode{name: nodes[name]}
 	setDesired(ctx, t, rollOut, config)
-	const want = "The drain could not finish now: pod default/web-"
+	want := forecastOn(ctx, t, name)
 	deadline := time.Now().Add(3 * time.Minute)
 	for {
 		c := logs[name].Condition("Cordoned")
-		if c != nil && c.Reason == "Waiting" && strings.Contains(c.Message, want) &&
-			strings.Contains(c.Message, "PodDisruptionBudget web allows 0 disruptions") {
+		if c != nil && c.Reason == "Waiting" && c.Message == want {
 			t.Logf("node %s: waits before its cordon: %s", name, c.Message)
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("node %s: the update never said its drain could not finish; latest Cordoned: %+v", name, c)
+			t.Fatalf("node %s: the update never said its drain could not finish\n want: %s\nlatest Cordoned: %+v", name, want, c)
 		}
 		time.Sleep(250 * time.Millisecond)
 	}
@@ -71,6 +71,31 @@ func blockedByPDB(ctx context.Context, t *testing.T, nodes map[string]*testbed.K
 		t.Errorf("node %s left cordoned (%v)", name, err)
 	}
 	return name
+}
+
+// forecastOn is the drain's forecast the daemon of node is to say while the budget web
+// (maxUnavailable 0) holds its workload's pods: the pods on the node grouped under the one
+// budget, which the disruption controller counts as needing both of the workload's
+// replicas healthy.
+func forecastOn(ctx context.Context, t *testing.T, node string) string {
+	t.Helper()
+	pods, err := bed.Kube.CoreV1().Pods("default").List(ctx, metav1.ListOptions{LabelSelector: "app=web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var on []string
+	for _, p := range pods.Items {
+		if p.Spec.NodeName == node && p.DeletionTimestamp == nil {
+			on = append(on, "default/"+p.Name)
+		}
+	}
+	slices.Sort(on)
+	group := "pod " + on[0]
+	if len(on) > 1 {
+		group = "pods " + strings.Join(on, ", ")
+	}
+	return "The drain could not finish now: " + group + ": PodDisruptionBudget web allows 0 disruptions " +
+		"(needs 2 healthy, has 2); the update waits uncordoned until the budgets allow it"
 }
 
 // restartMidWait deletes the daemon's pod while its update waits on the

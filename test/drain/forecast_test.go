@@ -155,6 +155,6 @@ func TestWouldBlock(t *testing.T) {
 		metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	check("under an autoscaler", []string{"pod wb/solo-a: PodDisruptionBudget solo allows 0 disruptions (1 healthy, needs 1); " +
+	check("under an autoscaler", []string{"pod wb/solo-a: PodDisruptionBudget solo allows 0 disruptions (needs 1 healthy, has 1); " +
 		"cannot surge: HorizontalPodAutoscaler solo scales Deployment wb/solo"}, nil)
 }
