@@ -167,7 +167,9 @@ func wideColumns(t *testing.T) {
 	t.Logf("kubectl get machineconfignodes -o wide:\n%s", wide)
 	lines := strings.Split(strings.TrimSpace(wide), "\n")
 	wantHeader := "NAME UPDATED UPDATEPREPARED UPDATEEXECUTED UPDATEPOSTACTIONCOMPLETED UPDATECOMPLETED RESUMED AGE " +
-		"UPDATECOMPATIBLE UPDATEFILESANDOS DRAINEDNODE CORDONEDNODE REBOOTNODE RELOADEDCRIO UNCORDONED HEALTHCHECKED POOLNAME DESIREDCONFIG CURRENTCONFIG"
+		"UPDATECOMPATIBLE UPDATEFILESANDOS DRAINEDNODE CORDONEDNODE REBOOTNODE RELOADEDCRIO UNCORDONED HEALTHCHECKED POOLNAME DESIREDCONFIG CURRENTCONFIG ETA"
+	// The ETA column is empty once the update is done (status.updateETA
+	// keeps no estimate then).
 	row := regexp.MustCompile(`^mcn True True True True True True [0-9]+[smh]([0-9]+[sm])? True \S+ \S+ \S+ \S+ \S+ \S+ \S+ worker rendered-mcn-b rendered-mcn-b$`)
 	if len(lines) != 2 || strings.Join(strings.Fields(lines[0]), " ") != wantHeader || !row.MatchString(strings.Join(strings.Fields(lines[1]), " ")) {
 		t.Errorf("kubectl get machineconfignodes -o wide:\n%s\nwant header %q and a row like %s", wide, wantHeader, row)
