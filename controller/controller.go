@@ -32,6 +32,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 )
 
@@ -166,7 +167,7 @@ func (c *Controller) watchMachineConfiguration(ctx context.Context) error {
 		return nil
 	}
 	c.mcfgRes = res
-	c.mcfgs = informerByName(res, &opv1.MachineConfiguration{}, kube.MachineConfigurationName)
+	c.mcfgs = informerByName(res, &opv1.MachineConfiguration{}, names.MachineConfigurationName)
 	if _, err := c.mcfgs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.queue.Add(machineConfigurationKey) },
 		UpdateFunc: func(any, any) { c.queue.Add(machineConfigurationKey) },

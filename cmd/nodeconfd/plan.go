@@ -20,6 +20,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/preview"
@@ -221,7 +222,7 @@ func clusterPolicy(ctx context.Context, api kube.API) (plan.Policy, error) {
 	if err != nil {
 		return plan.Policy{}, err
 	}
-	mc, err := res.Get(ctx, kube.MachineConfigurationName, metav1.GetOptions{})
+	mc, err := res.Get(ctx, names.MachineConfigurationName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return plan.DefaultPolicy(), nil
 	}
@@ -250,7 +251,7 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 		if in.pool, err = nodePool(ctx, api, node, o.pool); err != nil {
 			return in, err
 		}
-		in.singleNode = node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica
+		in.singleNode = node.Annotations[names.ControlPlaneTopology] == names.SingleReplica
 		in.runtime = plan.RuntimeOf(node.Status.NodeInfo.ContainerRuntimeVersion)
 	}
 	if err != nil || o.policyFile != "" {
@@ -270,10 +271,10 @@ func clusterConfigs(ctx context.Context, o planOptions, host *hostfs.FS, api kub
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reading node %s: %w", o.node, err)
 	}
-	desiredName, currentName := o.desired, node.Annotations[kube.CurrentConfig]
+	desiredName, currentName := o.desired, node.Annotations[names.CurrentConfig]
 	if desiredName == "" {
-		if desiredName = node.Annotations[kube.DesiredConfig]; desiredName == "" {
-			return nil, nil, nil, fmt.Errorf("node %s has no %s annotation: give --desired NAME", o.node, kube.DesiredConfig)
+		if desiredName = node.Annotations[names.DesiredConfig]; desiredName == "" {
+			return nil, nil, nil, fmt.Errorf("node %s has no %s annotation: give --desired NAME", o.node, names.DesiredConfig)
 		}
 	}
 	if desired, err = api.MachineConfigs().Get(ctx, desiredName, metav1.GetOptions{}); err != nil {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
@@ -33,7 +34,7 @@ import (
 const firstReadWait = time.Minute
 
 // Object names the watched object in errors and logs.
-const Object = "MachineConfiguration " + kube.MachineConfigurationName
+const Object = "MachineConfiguration " + names.MachineConfigurationName
 
 // Source is the node disruption policy of the cluster.
 type Source struct {
@@ -101,7 +102,7 @@ func (s *Source) Policy() (plan.Policy, error) {
 		}
 		return plan.Policy{}, fmt.Errorf("reading the node disruption policy of %s: not read yet", Object)
 	}
-	obj, exists, _ := inf.GetStore().GetByKey(kube.MachineConfigurationName)
+	obj, exists, _ := inf.GetStore().GetByKey(names.MachineConfigurationName)
 	if !exists {
 		return plan.DefaultPolicy(), nil
 	}

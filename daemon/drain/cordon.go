@@ -5,8 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
-
+	"github.com/nodeconfd/nodeconfd/names"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -87,7 +86,7 @@ func (d *Drainer) patchCordon(ctx context.Context, node *corev1.Node, cordon boo
 		return err
 	}
 	_, err = d.Client.Nodes().Patch(ctx, node.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: kube.FieldManager})
+		metav1.PatchOptions{FieldManager: names.FieldManager})
 	return err
 }
 

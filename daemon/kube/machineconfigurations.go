@@ -3,13 +3,10 @@ package kube
 import (
 	"fmt"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	opv1 "github.com/openshift/api/operator/v1"
 	"k8s.io/client-go/tools/cache"
 )
-
-// MachineConfigurationName is the one MachineConfiguration the daemon reads
-// (upstream's operator knobs object).
-const MachineConfigurationName = "cluster"
 
 // MachineConfigurations is the MachineConfiguration client of the daemon's
 // API (operator.openshift.io/v1, cluster-scoped), for the node disruption
@@ -33,6 +30,6 @@ func MachineConfigurations(a API) (Resource[*opv1.MachineConfiguration, *opv1.Ma
 // named cluster (a list+watch by name, which RBAC grants by resourceNames).
 func NewMachineConfigurationWatch(r Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList],
 	retry Retry) cache.SharedIndexInformer {
-	return cache.NewSharedIndexInformer(byName(MachineConfigurationName, retry, r), &opv1.MachineConfiguration{}, 0,
+	return cache.NewSharedIndexInformer(byName(names.MachineConfigurationName, retry, r), &opv1.MachineConfiguration{}, 0,
 		cache.Indexers{})
 }

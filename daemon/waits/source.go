@@ -14,6 +14,7 @@ import (
 	"k8s.io/client-go/tools/cache"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/window"
 )
@@ -92,7 +93,7 @@ func (s *Source) Paused() (phases.Hold, bool) {
 	if !ok {
 		return phases.Hold{}, false
 	}
-	v, paused := n.Annotations[PauseAnnotation]
+	v, paused := n.Annotations[names.PauseAnnotation]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !paused {

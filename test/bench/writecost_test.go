@@ -16,6 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -56,12 +57,12 @@ func BenchmarkAPIServerWriteCost(b *testing.B) {
 		}},
 		{"MCNSpecPatch", func(c *kube.Client, round int) error {
 			_, err := api.MachineConfigNodes().Patch(ctx, c.NodeName, types.MergePatchType,
-				fmt.Appendf(nil, `{"spec":{"configVersion":{"desired":"rendered-%d"}}}`, round), metav1.PatchOptions{FieldManager: kube.FieldManager})
+				fmt.Appendf(nil, `{"spec":{"configVersion":{"desired":"rendered-%d"}}}`, round), metav1.PatchOptions{FieldManager: names.FieldManager})
 			return err
 		}},
 		{"NodePatch", func(c *kube.Client, round int) error {
 			_, err := api.Nodes().Patch(ctx, c.NodeName, types.MergePatchType,
-				fmt.Appendf(nil, `{"metadata":{"annotations":{"writecost":"%d"}}}`, round), metav1.PatchOptions{FieldManager: kube.FieldManager})
+				fmt.Appendf(nil, `{"metadata":{"annotations":{"writecost":"%d"}}}`, round), metav1.PatchOptions{FieldManager: names.FieldManager})
 			return err
 		}},
 	} {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -100,7 +101,7 @@ type deniedCase struct {
 
 // deniedCases are the writes the daemon of node A, with client k and m, must not make.
 // failedLabel is the health gate's label, the one label the daemon may write on its Node.
-const failedLabel = kube.FailedConfigHashLabel
+const failedLabel = names.FailedConfigHashLabel
 
 func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclient.Interface) []deniedCase {
 	return []deniedCase{
@@ -247,7 +248,7 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	if err := c.ClearReapply(ctx, "alice: drift"); err != nil {
 		t.Errorf("removing the reapply request: %v", err)
 	}
-	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[kube.Reapply] != "" {
+	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[names.Reapply] != "" {
 		t.Errorf("the reapply request is still there (%v)", err)
 	}
 	if err := c.SetNodeState(ctx, "rendered-worker-1", "Working", "updating"); err != nil {
@@ -305,8 +306,8 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	if err := c.ClearRebootRequest(ctx, "sentinel /run/reboot-required written 2026-12-04T10:00:00Z"); err != nil {
 		t.Errorf("clearing the reboot request of node %s: %v", nodeA, err)
 	}
-	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[kube.RebootRequested] != "" {
-		t.Errorf("node %s's reboot request after clearing it: %q (%v)", nodeA, n.Annotations[kube.RebootRequested], err)
+	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[names.RebootRequested] != "" {
+		t.Errorf("node %s's reboot request after clearing it: %q (%v)", nodeA, n.Annotations[names.RebootRequested], err)
 	}
 	k := kubernetes.NewForConfigOrDie(b.bound)
 	if err := event(ctx, k, "Node", nodeA); err != nil {
