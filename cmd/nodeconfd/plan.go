@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/disruption"
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
@@ -194,7 +195,7 @@ type planInput struct {
 	policy    plan.Policy
 	policyErr error
 	// api is the cluster's, with --node (the drain's forecast reads it).
-	api kube.API
+	api kubeapi.API
 }
 
 func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInput, error) {
@@ -217,8 +218,8 @@ func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInput,
 
 // clusterPolicy is the cluster's node disruption policy, as the daemon
 // reads it: the defaults without a MachineConfiguration cluster.
-func clusterPolicy(ctx context.Context, api kube.API) (plan.Policy, error) {
-	res, err := kube.MachineConfigurations(api)
+func clusterPolicy(ctx context.Context, api kubeapi.API) (plan.Policy, error) {
+	res, err := kubeapi.MachineConfigurations(api)
 	if err != nil {
 		return plan.Policy{}, err
 	}
@@ -241,7 +242,7 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 		return planInput{}, err
 	}
 	cfg.UserAgent = "nodeconfd-plan"
-	api, err := kube.NewAPI(cfg)
+	api, err := kubeapi.NewAPI(cfg)
 	if err != nil {
 		return planInput{}, fmt.Errorf("building the API client: %w", err)
 	}
@@ -265,7 +266,7 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 }
 
 // clusterConfigs reads the node and its configs.
-func clusterConfigs(ctx context.Context, o planOptions, host *hostfs.FS, api kube.API) (current, desired *mcfgv1.MachineConfig,
+func clusterConfigs(ctx context.Context, o planOptions, host *hostfs.FS, api kubeapi.API) (current, desired *mcfgv1.MachineConfig,
 	node *corev1.Node, err error) {
 	node, err = api.Nodes().Get(ctx, o.node, metav1.GetOptions{})
 	if err != nil {
@@ -330,7 +331,7 @@ func loadPolicy(file string) (plan.Policy, error) {
 
 // nodePool is the node's pool as the daemon and the controller decide it
 // (kube.Pool), from the cluster's pools.
-func nodePool(ctx context.Context, api kube.API, node *corev1.Node, flag string) (string, error) {
+func nodePool(ctx context.Context, api kubeapi.API, node *corev1.Node, flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}

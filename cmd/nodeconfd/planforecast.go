@@ -7,8 +7,8 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases/preview"
 )
 
@@ -42,7 +42,7 @@ func selectorFlag(fs *flag.FlagSet, name, usage string, dst *labels.Selector) {
 }
 
 // forecast is what node's drain would do now (drain.Drainer.Forecast).
-func (f forecastOptions) forecast(ctx context.Context, api kube.API, node string) (*preview.DrainForecast, error) {
+func (f forecastOptions) forecast(ctx context.Context, api kubeapi.API, node string) (*preview.DrainForecast, error) {
 	d := &drain.Drainer{Client: api, NodeName: node, EvictUnowned: f.evictUnowned, Last: f.last,
 		Surge: drain.SurgeOptions{Max: f.surgeMax}}
 	fc, err := d.Forecast(ctx)

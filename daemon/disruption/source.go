@@ -20,6 +20,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
@@ -38,7 +39,7 @@ const Object = "MachineConfiguration " + names.MachineConfigurationName
 
 // Source is the node disruption policy of the cluster.
 type Source struct {
-	Resource kube.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
+	Resource kubeapi.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
 	// Retry is how the watch tries again after a failure (kube.Client.Retry).
 	Retry kube.Retry
 	Log   *zap.Logger

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	appsv1 "k8s.io/api/apps/v1"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	coordinationv1 "k8s.io/api/coordination/v1"
@@ -17,8 +18,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/validation"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // Surge settings of a Drainer. A pod whose eviction a PodDisruptionBudget
@@ -184,7 +183,7 @@ func (d *Drainer) surgeable(ctx context.Context, pod *corev1.Pod) (w workload, q
 		return w, true, "", nil
 	}
 	var hpas []autoscalingv2.HorizontalPodAutoscaler
-	_, err = kube.Pages(ctx, d.Client.HorizontalPodAutoscalers(w.Namespace).List, metav1.ListOptions{},
+	_, err = kubeapi.Pages(ctx, d.Client.HorizontalPodAutoscalers(w.Namespace).List, metav1.ListOptions{},
 		"the HorizontalPodAutoscalers of namespace "+w.Namespace, maxAutoscalers,
 		func(l *autoscalingv2.HorizontalPodAutoscalerList) error { hpas = append(hpas, l.Items...); return nil })
 	if err != nil {

@@ -7,13 +7,12 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // Granter is nodeconfd controller's half of the drain's surge: the only
@@ -35,7 +34,7 @@ import (
 // change any workload: the count moves only between the one recorded and
 // one more, for the owner of a pod on a draining node.
 type Granter struct {
-	Client kube.API
+	Client kubeapi.API
 	// Namespace holds the slot Leases (the daemons' namespace).
 	Namespace string
 	Log       *zap.Logger

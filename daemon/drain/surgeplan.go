@@ -6,12 +6,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // SurgeAnnotation opts a Deployment or StatefulSet, or every one of a
@@ -48,8 +47,8 @@ func (w workload) ref() corev1.ObjectReference {
 	return corev1.ObjectReference{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, UID: w.UID}
 }
 
-func (w workload) target() kube.ScaleTarget {
-	return kube.ScaleTarget{APIVersion: w.APIVersion, Resource: w.Resource, Namespace: w.Namespace, Name: w.Name}
+func (w workload) target() kubeapi.ScaleTarget {
+	return kubeapi.ScaleTarget{APIVersion: w.APIVersion, Resource: w.Resource, Namespace: w.Namespace, Name: w.Name}
 }
 
 // scaled says whether the surge goes through the scale subresource (any

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/names"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -77,7 +78,7 @@ func (c *Client) failedHere(n *corev1.Node, config string) bool {
 // read: the failure may be a moment old).
 func (c *Client) FailedOn(ctx context.Context, config string) (string, error) {
 	var names []string
-	_, err := Pages(ctx, c.API.Nodes().List, metav1.ListOptions{LabelSelector: failedConfigSelector(config)}, "nodes", 0,
+	_, err := kubeapi.Pages(ctx, c.API.Nodes().List, metav1.ListOptions{LabelSelector: failedConfigSelector(config)}, "nodes", 0,
 		func(l *corev1.NodeList) error {
 			for i := range l.Items {
 				if c.failedHere(&l.Items[i], config) {

@@ -1,6 +1,7 @@
 // Package kube is the daemon's adapter to the API server: its own Node and
 // MachineConfigNode, the rendered MachineConfigs it fetches by name, and the
-// Events it records.
+// watches of its own objects. The typed client under it, shared with the
+// controller, is cluster/kubeapi.
 package kube
 
 import (
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/names"
 	nodepools "github.com/nodeconfd/nodeconfd/phases/pools"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -35,7 +37,7 @@ const mcnMaxMessageSize = 32768
 // Client reaches the API objects of one node. It keeps no state of its
 // own: the status it writes comes whole from the caller.
 type Client struct {
-	API      API
+	API      kubeapi.API
 	NodeName string
 	// StatusWritten, when set, is told the conditions of every status
 	// written, and (by the daemon) of the status it finds at start: the

@@ -15,6 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -28,7 +29,7 @@ import (
 func BenchmarkAPIServerWriteCost(b *testing.B) {
 	const nodes = 50
 	ctx := context.Background()
-	api, err := kube.NewAPI(bed.CP.RestConfig())
+	api, err := kubeapi.NewAPI(bed.CP.RestConfig())
 	if err != nil {
 		b.Fatal(err)
 	}

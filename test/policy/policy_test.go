@@ -17,6 +17,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/names"
@@ -218,7 +219,7 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 
 // ownWrites makes the daemon's own writes for node A, through its adapters where it has them.
 func ownWrites(ctx context.Context, t *testing.T, b *bed) {
-	api, err := kube.NewAPI(b.bound)
+	api, err := kubeapi.NewAPI(b.bound)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -316,7 +317,7 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	if err := event(ctx, k, "MachineConfigNode", nodeA); err != nil {
 		t.Errorf("an Event about MachineConfigNode %s: %v", nodeA, err)
 	}
-	// A repeat raises the count of its own Event, as kube.Events does.
+	// A repeat raises the count of its own Event, as kubeapi.Events does.
 	evs, err := b.admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + nodeA})
 	if err != nil || len(evs.Items) == 0 {
 		t.Fatalf("listing its Events: %v", err)

@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // surgeWrites: the daemon of node A may ask for surges through slot Leases that name its own
@@ -191,7 +191,7 @@ func surgeControllerWrites(ctx context.Context, t *testing.T, b *bed, c kubernet
 func scaleBare(ctx context.Context, k kubernetes.Interface, ns string, from, to int) error {
 	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/replicas","value":%d},{"op":"replace","path":"/spec/replicas","value":%d}]`,
 		from, to)
-	return kube.Scales(k.CoreV1().RESTClient()).PatchScale(ctx, kube.ScaleTarget{APIVersion: "apps/v1", Resource: "replicasets",
+	return kubeapi.Scales(k.CoreV1().RESTClient()).PatchScale(ctx, kubeapi.ScaleTarget{APIVersion: "apps/v1", Resource: "replicasets",
 		Namespace: ns, Name: "bare"}, []byte(patch), drain.SurgeFieldManager)
 }
 
