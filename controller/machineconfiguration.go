@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodeconfd/nodeconfd/daemon/disruption"
 	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
@@ -31,7 +30,7 @@ const (
 	ReasonPolicyMerged   = "NodeDisruptionPolicyMerged"
 	ReasonPolicyRefused  = "NodeDisruptionPolicyRefused"
 	policyStatusField    = "status.nodeDisruptionPolicyStatus.clusterPolicies"
-	machineConfiguration = disruption.Object
+	machineConfiguration = "MachineConfiguration " + names.MachineConfigurationName
 )
 
 // ReconcileMachineConfiguration writes the node disruption policy of the
