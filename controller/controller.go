@@ -31,7 +31,7 @@ import (
 	"k8s.io/client-go/util/workqueue"
 
 	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 )
@@ -60,7 +60,7 @@ type Controller struct {
 	// Surges, when set, answers the drains' surge requests (the slot
 	// Leases of the daemons' namespace): the only writer of a surged
 	// workload's replicas.
-	Surges *drain.Granter
+	Surges *surge.Granter
 	// Retention is how many of each pool's unused rendered configs are
 	// kept, the newest; the older ones are deleted (gc.go). 0 deletes
 	// none.

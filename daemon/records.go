@@ -10,7 +10,6 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -127,7 +126,7 @@ func lostRecordPlan(current, desired string) (tryAdopt bool, from string) {
 // cordoned for good, its status saying Cordoned=False.
 func (d *Daemon) lostRecord(from, to string) *progress.Record {
 	rec := progress.New(from, to)
-	rec.CordonedByUs = d.node.Annotations[drain.CordonedBy] != "" && d.node.Spec.Unschedulable
+	rec.CordonedByUs = d.node.Annotations[names.CordonedBy] != "" && d.node.Spec.Unschedulable
 	return rec
 }
 

@@ -30,6 +30,13 @@ const (
 	SingleReplica = "SingleReplica"
 )
 
+// CordonedBy is the Node annotation that marks a cordon the daemon set. It
+// is written in the same patch as spec.unschedulable, so the two always
+// agree: an uncordon lifts only a cordon that carries it, a daemon that
+// restarts finds its own cordon by it, and the controller grants a surge
+// only to a node that carries it.
+const CordonedBy = AnnotationPrefix + "cordonedBy"
+
 // Values of the State annotation.
 const (
 	StateDone           = "Done"

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/controller"
 	"github.com/nodeconfd/nodeconfd/controller/leader"
 	"github.com/nodeconfd/nodeconfd/controller/migrate"
@@ -140,7 +141,7 @@ func runController(args []string) error {
 	c := &controller.Controller{API: api, Log: log, Events: events, OwnNode: os.Getenv("NODE_NAME"), Retention: o.retention,
 		Render: render.Options{BaseOSImageURL: o.osImage, BaseOSExtensionsImage: o.extensionsImage,
 			ControllerVersion: version, Limits: o.limits}, Metrics: controller.NewMetrics(reg),
-		Surges: &drain.Granter{Client: api, Namespace: o.namespace, Log: log.Named("surge")}}
+		Surges: &surge.Granter{Client: api, Namespace: o.namespace, Log: log.Named("surge")}}
 	var leading atomic.Bool
 	leading.Store(!o.leaderElect)
 	serveOpts, err := o.metrics.options(cfg, o.identity, controllerReady(c, &leading), log)

@@ -25,6 +25,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/drift"
@@ -132,7 +133,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.surgeMax, "drain-surge-max", 1, "how many workloads the drains of all nodes may surge at once (one more "+
 		"replica, asked of nodeconfd controller, where a PodDisruptionBudget refuses an eviction, for a Deployment or "+
 		"Parallel StatefulSet annotated "+
-		drain.SurgeAnnotation+"=true, or any owner with a scale subresource in a namespace so annotated; 0: never); "+
+		surge.Annotation+"=true, or any owner with a scale subresource in a namespace so annotated; 0: never); "+
 		"set the same on every node")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	addStatusFlags(fs, &o)

@@ -8,6 +8,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/phases/preview"
 )
@@ -55,13 +56,13 @@ func (f forecastOptions) forecast(ctx context.Context, api kubeapi.API, node str
 	return &fc, nil
 }
 
-// checkSurgeMax refuses a --drain-surge-max past drain.MaxSurgeSlots: the
+// checkSurgeMax refuses a --drain-surge-max past surge.MaxSlots: the
 // admission policy admits only that many slot Leases, so a daemon told to
 // use more would be refused the slots past them at every surge.
 func checkSurgeMax(n int) error {
-	if n < 0 || n > drain.MaxSurgeSlots {
+	if n < 0 || n > surge.MaxSlots {
 		return fmt.Errorf("--drain-surge-max %d: want 0 to %d (the admission policy nodeconfd-surge admits only the "+
-			"surge slot Leases nodeconfd-surge-0 … nodeconfd-surge-%d)", n, drain.MaxSurgeSlots, drain.MaxSurgeSlots-1)
+			"surge slot Leases nodeconfd-surge-0 … nodeconfd-surge-%d)", n, surge.MaxSlots, surge.MaxSlots-1)
 	}
 	return nil
 }

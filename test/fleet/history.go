@@ -12,7 +12,6 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
@@ -70,7 +69,7 @@ func (h *history) saw(o any) {
 	}
 	a := n.Annotations
 	v := nodeView{at: time.Since(h.start), rv: n.ResourceVersion, unschedulable: n.Spec.Unschedulable,
-		cordonedBy: a[drain.CordonedBy], desired: a[names.DesiredConfig], current: a[names.CurrentConfig],
+		cordonedBy: a[names.CordonedBy], desired: a[names.DesiredConfig], current: a[names.CurrentConfig],
 		st: a[names.State]}
 	h.mu.Lock()
 	defer h.mu.Unlock()
