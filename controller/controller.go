@@ -30,21 +30,22 @@ import (
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/util/workqueue"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 )
 
 // Controller renders and rolls out every pool.
 type Controller struct {
-	API kube.API
+	API kubeapi.API
 	Log *zap.Logger
 	// Render are the rendering's options (base OS image, the daemons' size
 	// caps, the controller's version).
 	Render render.Options
 	// Events, when set, records the pools' Events (a config rendered, a
 	// node handed it).
-	Events *kube.Events
+	Events *kubeapi.Events
 	// OwnNode is the node this replica runs on, handed its pool's config
 	// after the pool's other nodes.
 	OwnNode string
@@ -59,7 +60,7 @@ type Controller struct {
 	// Surges, when set, answers the drains' surge requests (the slot
 	// Leases of the daemons' namespace): the only writer of a surged
 	// workload's replicas.
-	Surges *drain.Granter
+	Surges *surge.Granter
 	// Retention is how many of each pool's unused rendered configs are
 	// kept, the newest; the older ones are deleted (gc.go). 0 deletes
 	// none.
@@ -75,7 +76,7 @@ type Controller struct {
 	// gets the merged node disruption policy (machineconfiguration.go);
 	// nil when the API client has no such resource.
 	mcfgs   cache.SharedIndexInformer
-	mcfgRes kube.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
+	mcfgRes kubeapi.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
 
 	// handed are the nodes given a config whose change the node cache has
 	// not shown yet: a reconcile right after a handoff must count them as
@@ -160,13 +161,13 @@ func (c *Controller) Synced() bool { return c.synced.Load() }
 // cluster without the resource (no CRD) still rolls out, and the watch
 // keeps trying.
 func (c *Controller) watchMachineConfiguration(ctx context.Context) error {
-	res, err := kube.MachineConfigurations(c.API)
+	res, err := kubeapi.MachineConfigurations(c.API)
 	if err != nil {
 		c.Log.Info("Not writing the node disruption policy's status", zap.Error(err))
 		return nil
 	}
 	c.mcfgRes = res
-	c.mcfgs = informerByName(res, &opv1.MachineConfiguration{}, kube.MachineConfigurationName)
+	c.mcfgs = informerByName(res, &opv1.MachineConfiguration{}, names.MachineConfigurationName)
 	if _, err := c.mcfgs.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    func(any) { c.queue.Add(machineConfigurationKey) },
 		UpdateFunc: func(any, any) { c.queue.Add(machineConfigurationKey) },
@@ -215,8 +216,8 @@ func (c *Controller) next(ctx context.Context) bool {
 	return true
 }
 
-// informer is a shared informer over one of kube.API's resources.
-func informer[T runtime.Object, L runtime.Object](r kube.Resource[T, L], obj runtime.Object) cache.SharedIndexInformer {
+// informer is a shared informer over one of kubeapi.API's resources.
+func informer[T runtime.Object, L runtime.Object](r kubeapi.Resource[T, L], obj runtime.Object) cache.SharedIndexInformer {
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
 			return r.List(ctx, o)
@@ -227,7 +228,7 @@ func informer[T runtime.Object, L runtime.Object](r kube.Resource[T, L], obj run
 }
 
 // informerByName is an informer over the one object of r named name.
-func informerByName[T runtime.Object, L runtime.Object](r kube.Resource[T, L], obj runtime.Object, name string) cache.SharedIndexInformer {
+func informerByName[T runtime.Object, L runtime.Object](r kubeapi.Resource[T, L], obj runtime.Object, name string) cache.SharedIndexInformer {
 	sel := fields.OneTermEqualSelector("metadata.name", name).String()
 	lw := &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {

@@ -18,8 +18,8 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
 	"github.com/nodeconfd/nodeconfd/controller/prune"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 )
 

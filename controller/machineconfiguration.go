@@ -12,14 +12,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
-	"github.com/nodeconfd/nodeconfd/daemon/disruption"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
 // machineConfigurationKey is the work queue's key of the MachineConfiguration
 // named cluster. A pool's name cannot hold a "/", so it is no pool's key.
-const machineConfigurationKey = "MachineConfiguration/" + kube.MachineConfigurationName
+const machineConfigurationKey = "MachineConfiguration/" + names.MachineConfigurationName
 
 // The condition the controller sets on the MachineConfiguration about its
 // node disruption policy. Upstream's MachineConfiguration has condition
@@ -31,7 +30,7 @@ const (
 	ReasonPolicyMerged   = "NodeDisruptionPolicyMerged"
 	ReasonPolicyRefused  = "NodeDisruptionPolicyRefused"
 	policyStatusField    = "status.nodeDisruptionPolicyStatus.clusterPolicies"
-	machineConfiguration = disruption.Object
+	machineConfiguration = "MachineConfiguration " + names.MachineConfigurationName
 )
 
 // ReconcileMachineConfiguration writes the node disruption policy of the
@@ -48,7 +47,7 @@ func (c *Controller) ReconcileMachineConfiguration(ctx context.Context) (Result,
 	if c.mcfgs == nil || c.mcfgRes == nil {
 		return Result{}, nil
 	}
-	obj, ok, err := c.mcfgs.GetStore().GetByKey(kube.MachineConfigurationName)
+	obj, ok, err := c.mcfgs.GetStore().GetByKey(names.MachineConfigurationName)
 	if err != nil || !ok {
 		return Result{}, err
 	}

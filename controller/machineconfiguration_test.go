@@ -15,13 +15,13 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
 // fakeMCs records the status patches; every other method is unused.
 type fakeMCs struct {
-	kube.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
+	kubeapi.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
 	patches []string
 }
 

@@ -12,7 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeconfd/nodeconfd/controller/rollout"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	nodepools "github.com/nodeconfd/nodeconfd/phases/pools"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 	"github.com/nodeconfd/nodeconfd/phases/window"
@@ -212,7 +212,7 @@ func (c *Controller) withHandoff(n *corev1.Node) *corev1.Node {
 	if n.Annotations == nil {
 		n.Annotations = map[string]string{}
 	}
-	n.Annotations[kube.DesiredConfig] = h.config
+	n.Annotations[names.DesiredConfig] = h.config
 	return n
 }
 

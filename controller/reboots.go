@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeconfd/nodeconfd/controller/rollout"
+	"github.com/nodeconfd/nodeconfd/names"
 )
 
 // answerReboots writes the decision's reboot grants (the grant names the
@@ -25,7 +26,7 @@ func (c *Controller) answerReboots(ctx context.Context, pool *mcfgv1.MachineConf
 		if err != nil {
 			return err
 		}
-		why := node.Annotations[rollout.RebootRequested]
+		why := node.Annotations[names.RebootRequested]
 		if err := c.patchGrant(ctx, node, why); err != nil {
 			return fmt.Errorf("granting node %s its reboot: %w", name, err)
 		}
@@ -51,7 +52,7 @@ func (c *Controller) answerReboots(ctx context.Context, pool *mcfgv1.MachineConf
 func (c *Controller) patchGrant(ctx context.Context, node *corev1.Node, value any) error {
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": node.ResourceVersion,
-		"annotations":     map[string]any{rollout.RebootGranted: value}}})
+		"annotations":     map[string]any{names.RebootGranted: value}}})
 	if err != nil {
 		return err
 	}

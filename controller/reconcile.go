@@ -16,7 +16,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 
 	"github.com/nodeconfd/nodeconfd/controller/rollout"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 )
 
@@ -223,7 +223,7 @@ func (c *Controller) hand(ctx context.Context, pool *mcfgv1.MachineConfigPool, n
 	node := obj.(*corev1.Node)
 	patch, err := json.Marshal(map[string]any{"metadata": map[string]any{
 		"resourceVersion": node.ResourceVersion,
-		"annotations":     map[string]string{kube.DesiredConfig: config}}})
+		"annotations":     map[string]string{names.DesiredConfig: config}}})
 	if err != nil {
 		return fmt.Errorf("encoding node %s's desiredConfig: %w", name, err)
 	}
@@ -235,7 +235,7 @@ func (c *Controller) hand(ctx context.Context, pool *mcfgv1.MachineConfigPool, n
 	c.mu.Unlock()
 	c.Metrics.handedOff(pool.Name)
 	log.Info("Handed a node the pool's config", zap.String("node", name), zap.String("config", config),
-		zap.String("previous", node.Annotations[kube.DesiredConfig]))
+		zap.String("previous", node.Annotations[names.DesiredConfig]))
 	c.event(pool, false, "SetDesiredConfig", fmt.Sprintf("Targeted node %s to MachineConfig %s", name, config))
 	return nil
 }

@@ -11,7 +11,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
 )
 
 // A rendered config's name made by someone else before the controller

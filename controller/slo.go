@@ -14,7 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nodeconfd/nodeconfd/controller/rollout"
-	"github.com/nodeconfd/nodeconfd/daemon/waits"
+	"github.com/nodeconfd/nodeconfd/internal/httpcap"
 )
 
 // SLOSource asks Prometheus a pool's service-level queries.
@@ -42,7 +42,7 @@ type Prometheus struct{ api promv1.API }
 
 // NewPrometheus returns the SLOSource of the Prometheus at url.
 func NewPrometheus(url string) (*Prometheus, error) {
-	c, err := api.NewClient(api.Config{Address: url, RoundTripper: waits.CapBody(http.DefaultTransport, maxSLOBody)})
+	c, err := api.NewClient(api.Config{Address: url, RoundTripper: httpcap.CapBody(http.DefaultTransport, maxSLOBody)})
 	if err != nil {
 		return nil, fmt.Errorf("the Prometheus client for %s: %w", url, err)
 	}

@@ -16,6 +16,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -198,13 +199,13 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 	}
 	d.node = node
 	if d.RebootRequired != nil {
-		_, asked := node.Annotations[kube.RebootRequested]
+		_, asked := node.Annotations[names.RebootRequested]
 		d.RebootRequired(asked)
 	}
 	d.syncFailedLabel(ctx, node) // failedlabel.go
 	d.clearSteer(ctx, node)
-	desired := node.Annotations[kube.DesiredConfig]
-	current := node.Annotations[kube.CurrentConfig]
+	desired := node.Annotations[names.DesiredConfig]
+	current := node.Annotations[names.CurrentConfig]
 	pool, poolErr := kube.Pool(d.Watcher.Pools(), node, d.Pool)
 	if desired == "" {
 		return d.awaitFirstConfig(ctx, pool, poolErr, current) // first.go
@@ -234,7 +235,7 @@ func (d *Daemon) reconcile(ctx context.Context) (time.Duration, error) {
 		pause = &h
 	}
 	plan := decidePass(passFacts{current: current, desired: desired, rec: rec, recordLost: rec == nil && d.status.RecordLost(),
-		retry: node.Annotations[kube.RetryFailedConfig], paused: pause != nil, reapply: node.Annotations[kube.Reapply] != ""})
+		retry: node.Annotations[names.RetryFailedConfig], paused: pause != nil, reapply: node.Annotations[names.Reapply] != ""})
 	return d.carryOut(ctx, plan, rec, pause)
 }
 
@@ -269,7 +270,7 @@ func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record,
 	switch p.why {
 	case whyRollbackFirst:
 		log.Info("Desired config changed during the health gate's rollback; finishing the rollback first",
-			zap.String("desired", d.node.Annotations[kube.DesiredConfig]))
+			zap.String("desired", d.node.Annotations[names.DesiredConfig]))
 	case whyRecordLost:
 		log.Info("Updating the node without its lost progress record", zap.String("from", p.from))
 		rec = d.lostRecord(p.from, p.to) // records.go

@@ -3,14 +3,13 @@ package daemon
 import (
 	"context"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // syncFailedLabel keeps the node's failedConfigHash label in step with
-// its failedConfig annotation, which is the truth (kube.FailedConfigHashLabel),
+// its failedConfig annotation, which is the truth (names.FailedConfigHashLabel),
 // and removes both once the node is given another config (the report
 // lapsed: it holds no one, and must not hold a later rollback to it):
 // an administrator who removes the annotation to let the other nodes go on
@@ -27,7 +26,7 @@ func (d *Daemon) syncFailedLabel(ctx context.Context, node *corev1.Node) {
 			zap.String("node", node.Name), zap.Error(err))
 	case patched:
 		d.Log.Info("Brought the failedConfigHash label in step with the failedConfig annotation",
-			zap.String("node", node.Name), zap.String("failed", node.Annotations[kube.FailedConfig]),
-			zap.String("config", node.Annotations[kube.DesiredConfig]))
+			zap.String("node", node.Name), zap.String("failed", node.Annotations[names.FailedConfig]),
+			zap.String("config", node.Annotations[names.DesiredConfig]))
 	}
 }

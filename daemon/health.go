@@ -5,7 +5,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 )
 
@@ -31,7 +31,7 @@ func (d *Daemon) logKept(rec *progress.Record) {
 // as the retry annotation asks, and returns it.
 func (d *Daemon) startRetry(rec *progress.Record, desired string) (*progress.Record, error) {
 	d.keptOn = ""
-	retry := d.node.Annotations[kube.RetryFailedConfig]
+	retry := d.node.Annotations[names.RetryFailedConfig]
 	n := progress.New(rec.Current, desired)
 	n.Inherited.EarlierKernelArgs = rec.Inherited.EarlierKernelArgs
 	n.Health = &progress.Health{Retry: retry}
@@ -46,7 +46,7 @@ func (d *Daemon) startRetry(rec *progress.Record, desired string) (*progress.Rec
 		zap.String("node", d.node.Name), zap.String("config", desired), zap.String("retry", retry))
 	if d.events != nil {
 		d.events.Event(true, false, "HealthGateRetry", fmt.Sprintf("Retrying config %s on node %s (%s=%s)", desired,
-			d.node.Name, kube.RetryFailedConfig, retry))
+			d.node.Name, names.RetryFailedConfig, retry))
 	}
 	return n, nil
 }

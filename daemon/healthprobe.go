@@ -11,6 +11,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
 	"github.com/nodeconfd/nodeconfd/daemon/systemd"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 )
 
@@ -102,7 +103,7 @@ func (p *HealthProbe) Command(ctx context.Context, argv []string) error {
 // once the cluster moved the node on (a new desiredConfig during the
 // rollback) the failed config holds nobody back any more.
 func (p *HealthProbe) SetFailedConfig(ctx context.Context, name string) error {
-	if n, ok := p.Objects.Node(); ok && n.Annotations[kube.DesiredConfig] != name {
+	if n, ok := p.Objects.Node(); ok && n.Annotations[names.DesiredConfig] != name {
 		return nil
 	}
 	return p.API.SetFailedConfig(ctx, name)
@@ -111,7 +112,7 @@ func (p *HealthProbe) SetFailedConfig(ctx context.Context, name string) error {
 // ClearFailedConfig removes the node's failedConfig annotation when it
 // names config (that config passed the gate now).
 func (p *HealthProbe) ClearFailedConfig(ctx context.Context, config string) error {
-	if n, ok := p.Objects.Node(); !ok || n.Annotations[kube.FailedConfig] != config {
+	if n, ok := p.Objects.Node(); !ok || n.Annotations[names.FailedConfig] != config {
 		return nil
 	}
 	return p.API.ClearFailedConfig(ctx)

@@ -7,7 +7,7 @@ import (
 	"go.uber.org/zap"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -55,7 +55,7 @@ func (d *Daemon) idle(ctx context.Context, current string) error {
 // the code that wrote it.
 func (d *Daemon) markUpdated(ctx context.Context, current string) error {
 	var rep phases.NodeReport
-	if d.node.Annotations[kube.State] == "" {
+	if d.node.Annotations[names.State] == "" {
 		rep.State = phases.StateDone
 		d.Log.Info("Node runs its desired config; state Done", zap.String("node", d.node.Name), zap.String("config", current))
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/names"
 )
 
 // Recordoner cordons the node again when the update's cordon was lifted by
@@ -33,7 +34,7 @@ func (d *Daemon) keepCordon(desired string) []func(context.Context) {
 		return nil
 	}
 	return []func(context.Context){func(ctx context.Context) {
-		if n, ok := d.Watcher.Node(); ok && n.Annotations[drain.CordonedBy] != "" && !n.Spec.Unschedulable {
+		if n, ok := d.Watcher.Node(); ok && n.Annotations[names.CordonedBy] != "" && !n.Spec.Unschedulable {
 			d.recordon(ctx, n.Name, desired)
 		}
 	}}

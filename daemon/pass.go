@@ -39,10 +39,10 @@ type passFacts struct {
 	rec *progress.Record
 	// recordLost: the record was unreadable (NodeDegraded says so).
 	recordLost bool
-	retry      string // the node's retry annotation (kube.RetryFailedConfig)
+	retry      string // the node's retry annotation (names.RetryFailedConfig)
 	paused     bool   // the node is paused, from the watch cache
 	// reapply: the administrator asks the node to be brought back to the
-	// config it runs (kube.Reapply).
+	// config it runs (names.Reapply).
 	reapply bool
 }
 

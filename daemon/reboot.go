@@ -11,6 +11,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 )
 
@@ -85,7 +86,7 @@ func (d *Daemon) idleDelay() time.Duration {
 // the check command exits 0, and the node has no request yet. A failure is
 // logged; the next check tries again.
 func (d *Daemon) checkRebootNeeded(ctx context.Context) {
-	if why, asked := d.node.Annotations[kube.RebootRequested]; asked {
+	if why, asked := d.node.Annotations[names.RebootRequested]; asked {
 		d.withdrawStale(ctx, why)
 		return
 	}

@@ -13,8 +13,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
+	"github.com/nodeconfd/nodeconfd/names"
 )
 
 // The check command asks for a reboot when it exits 0, not when it exits
@@ -73,7 +74,7 @@ func TestGrantedReboot(t *testing.T) {
 		{"alice: firmware", false, true, false},
 	} {
 		node := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "n1", Annotations: map[string]string{
-			kube.RebootRequested: tc.why, kube.RebootGranted: tc.why}}}
+			names.RebootRequested: tc.why, names.RebootGranted: tc.why}}}
 		k := fake.NewSimpleClientset(node.DeepCopy())
 		d := &Daemon{API: &kube.Client{API: kubetest.API(k, nil), NodeName: "n1"}, RebootSentinel: "/run/reboot-required",
 			Sentinels: sentinels{tc.there}, Log: zap.NewNop(), node: node}
@@ -85,7 +86,7 @@ func TestGrantedReboot(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, still := n.Annotations[kube.RebootRequested]; still == tc.withdraw {
+		if _, still := n.Annotations[names.RebootRequested]; still == tc.withdraw {
 			t.Errorf("%q, sentinel there %v: request still there %v, want withdrawn %v", tc.why, tc.there, still, tc.withdraw)
 		}
 	}

@@ -9,8 +9,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
@@ -78,7 +77,7 @@ func (d *Daemon) decodeProgress(ctx context.Context, data []byte, readErr error)
 	if err != nil {
 		d.Log.Warn("Cannot remove older unreadable progress records", zap.String("node", d.node.Name), zap.Error(err))
 	}
-	cur, des := d.node.Annotations[kube.CurrentConfig], d.node.Annotations[kube.DesiredConfig]
+	cur, des := d.node.Annotations[names.CurrentConfig], d.node.Annotations[names.DesiredConfig]
 	msg := fmt.Sprintf("Error: the progress record %s is unreadable: %v; moved it aside to %s and going on "+
 		"from the node's annotations (currentConfig %q, desiredConfig %q)", file, bad, path.Join(stateDir, aside), cur, des)
 	d.Log.Error("Progress record unreadable; moved aside", zap.String("node", d.node.Name), zap.String("file", file),
@@ -119,7 +118,7 @@ func lostRecordPlan(current, desired string) (tryAdopt bool, from string) {
 // cordoned for good, its status saying Cordoned=False.
 func (d *Daemon) lostRecord(from, to string) *progress.Record {
 	rec := progress.New(from, to)
-	rec.Cordon.ByUs = d.node.Annotations[drain.CordonedBy] != "" && d.node.Spec.Unschedulable
+	rec.Cordon.ByUs = d.node.Annotations[names.CordonedBy] != "" && d.node.Spec.Unschedulable
 	return rec
 }
 
@@ -128,7 +127,7 @@ func (d *Daemon) lostRecord(from, to string) *progress.Record {
 // annotation is removed, so that a crash in between resumes the update
 // rather than forgetting the request.
 func (d *Daemon) startReapply(ctx context.Context, config string) (*progress.Record, error) {
-	why := d.node.Annotations[kube.Reapply]
+	why := d.node.Annotations[names.Reapply]
 	rec := d.lostRecord("", config)
 	data, err := rec.Marshal()
 	if err == nil {
@@ -138,13 +137,13 @@ func (d *Daemon) startReapply(ctx context.Context, config string) (*progress.Rec
 		return nil, fmt.Errorf("starting to apply %s again: saving progress: %w", config, err)
 	}
 	if err := d.API.ClearReapply(ctx, why); err != nil {
-		return nil, fmt.Errorf("removing annotation %s: %w", kube.Reapply, err)
+		return nil, fmt.Errorf("removing annotation %s: %w", names.Reapply, err)
 	}
 	d.Log.Info("Applying the node's config again, as the reapply annotation asks", zap.String("node", d.node.Name),
 		zap.String("config", config), zap.String("reapply", phases.Truncate(why, 256)))
 	if d.events != nil {
 		d.events.Event(true, false, "Reapply", fmt.Sprintf("Applying config %s again on node %s (%s=%q)", config,
-			d.node.Name, kube.Reapply, phases.Truncate(why, 256)))
+			d.node.Name, names.Reapply, phases.Truncate(why, 256)))
 	}
 	return rec, nil
 }

@@ -13,6 +13,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases"
 )
@@ -80,7 +81,7 @@ func TestSpreadDelayEven(t *testing.T) {
 
 // countingNodes answers a LIST of Nodes as the API server does with limit 1.
 type countingNodes struct {
-	kube.Resource[*corev1.Node, *corev1.NodeList]
+	kubeapi.Resource[*corev1.Node, *corev1.NodeList]
 	nodes int
 	err   error
 	lists int
@@ -100,11 +101,11 @@ func (c *countingNodes) List(_ context.Context, opts metav1.ListOptions) (*corev
 }
 
 type nodesAPI struct {
-	kube.API
+	kubeapi.API
 	nodes *countingNodes
 }
 
-func (a nodesAPI) Nodes() kube.Resource[*corev1.Node, *corev1.NodeList] { return a.nodes }
+func (a nodesAPI) Nodes() kubeapi.Resource[*corev1.Node, *corev1.NodeList] { return a.nodes }
 
 // waits records what the metrics are told the daemon waits for.
 type waits struct {

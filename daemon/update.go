@@ -8,7 +8,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
@@ -40,8 +40,8 @@ func (d *Daemon) runner(rec *progress.Record) *phases.Runner {
 	return &phases.Runner{
 		Env: env, Status: d.status, Events: d.events, Log: d.Log.With(zap.String("node", d.node.Name)),
 		Now: d.Now, Phases: list, Record: rec, Node: d.node.Name,
-		NodeCurrent: d.node.Annotations[kube.CurrentConfig], Fault: d.Fault,
-		SingleNode: d.node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica,
+		NodeCurrent: d.node.Annotations[names.CurrentConfig], Fault: d.Fault,
+		SingleNode: d.node.Annotations[names.ControlPlaneTopology] == names.SingleReplica,
 		Runtime:    plan.RuntimeOf(d.node.Status.NodeInfo.ContainerRuntimeVersion),
 	}
 }
@@ -61,7 +61,7 @@ func (d *Daemon) update(ctx context.Context, rec *progress.Record, current, desi
 		n, ok := d.Watcher.Node()
 		now := ""
 		if ok {
-			now = n.Annotations[kube.DesiredConfig]
+			now = n.Annotations[names.DesiredConfig]
 		}
 		return now != "" && now != desired
 	}, Also: d.keepCordon(desired)} // keepcordon.go

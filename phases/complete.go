@@ -7,17 +7,19 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
-// Node states written to the state annotation.
+// Node states written to the state annotation (package names, which the
+// controller reads them from).
 const (
-	StateDone           = "Done"
-	StateWorking        = "Working"
-	StateDegraded       = "Degraded"
-	StateUnreconcilable = "Unreconcilable"
+	StateDone           = names.StateDone
+	StateWorking        = names.StateWorking
+	StateDegraded       = names.StateDegraded
+	StateUnreconcilable = names.StateUnreconcilable
 )
 
 // Validate checks the on-disk state against the desired config.

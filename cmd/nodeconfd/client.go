@@ -6,6 +6,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/metrics"
 	"k8s.io/client-go/rest"
@@ -15,7 +16,7 @@ import (
 // apiClient builds the daemon's API client and the API server's readiness
 // probe, their requests counted in m, and serves the daemon's metrics
 // (--metrics-*), whose guard asks the same API server, until ctx ends.
-func apiClient(ctx context.Context, o options, m *metrics.Metrics, log *zap.Logger) (kube.API, *kube.Readiness, error) {
+func apiClient(ctx context.Context, o options, m *metrics.Metrics, log *zap.Logger) (kubeapi.API, *kube.Readiness, error) {
 	cfg, err := restConfig(o.kubeconfig)
 	if err != nil {
 		return nil, nil, err
@@ -23,7 +24,7 @@ func apiClient(ctx context.Context, o options, m *metrics.Metrics, log *zap.Logg
 	cfg.UserAgent = "nodeconfd/" + o.nodeName
 	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
 	m.CountRequests(cfg)
-	kapi, err := kube.NewAPI(cfg)
+	kapi, err := kubeapi.NewAPI(cfg)
 	if err != nil {
 		return nil, nil, fmt.Errorf("building the API client: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"go.uber.org/zap"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/controller"
 	"github.com/nodeconfd/nodeconfd/controller/leader"
 	"github.com/nodeconfd/nodeconfd/controller/migrate"
@@ -127,19 +129,19 @@ func runController(args []string) error {
 	}
 	cfg.UserAgent = "nodeconfd-controller/" + o.identity
 	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
-	api, err := kube.NewAPI(cfg)
+	api, err := kubeapi.NewAPI(cfg)
 	if err != nil {
 		return fmt.Errorf("building the API client: %w", err)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	events := kube.NewEvents(api, log, "", "")
+	events := kubeapi.NewEvents(api, log, "", "")
 	defer events.Shutdown()
 	reg := controllerRegistry()
 	c := &controller.Controller{API: api, Log: log, Events: events, OwnNode: os.Getenv("NODE_NAME"), Retention: o.retention,
 		Render: render.Options{BaseOSImageURL: o.osImage, BaseOSExtensionsImage: o.extensionsImage,
 			ControllerVersion: version, Limits: o.limits}, Metrics: controller.NewMetrics(reg),
-		Surges: &drain.Granter{Client: api, Namespace: o.namespace, Log: log.Named("surge")}}
+		Surges: &surge.Granter{Client: api, Namespace: o.namespace, Log: log.Named("surge")}}
 	var leading atomic.Bool
 	leading.Store(!o.leaderElect)
 	serveOpts, err := o.metrics.options(cfg, o.identity, controllerReady(c, &leading), log)
@@ -206,7 +208,7 @@ func controllerReady(c *controller.Controller, leading *atomic.Bool) func() erro
 // budget, once per leadership (docs/operations.md, "Migrating from the
 // Lease budget"). A failure is logged and left for the next leader or
 // start: the Leases hold nothing up any more, they are only left over.
-func removeLeaseBudget(ctx context.Context, api kube.API, namespace string, log *zap.Logger) {
+func removeLeaseBudget(ctx context.Context, api kubeapi.API, namespace string, log *zap.Logger) {
 	deleted, err := migrate.DeleteLeaseBudget(ctx, api.Leases(namespace), namespace, log)
 	if err != nil {
 		log.Warn("Could not remove the old disruption budget's Leases; the next start tries again", zap.Error(err))

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
@@ -56,7 +56,7 @@ func TestDrainLastSelectorFlag(t *testing.T) {
 // at start, by the daemon and the controller alike, naming the flag and
 // the bound; the bound itself is accepted.
 func TestDrainSurgeMaxBound(t *testing.T) {
-	over := strconv.Itoa(drain.MaxSurgeSlots + 1)
+	over := strconv.Itoa(surge.MaxSlots + 1)
 	if _, err := parseFlags([]string{"--node-name", "n1", "--drain-surge-max", over}); err == nil ||
 		!strings.Contains(err.Error(), "--drain-surge-max "+over+": want 0 to 100") {
 		t.Errorf("daemon, --drain-surge-max %s: %v, want an error naming the flag and its bound", over, err)
@@ -65,8 +65,8 @@ func TestDrainSurgeMaxBound(t *testing.T) {
 		!strings.Contains(err.Error(), "--drain-surge-max "+over) {
 		t.Errorf("controller, --drain-surge-max %s: %v, want an error naming the flag", over, err)
 	}
-	if _, err := parseFlags([]string{"--node-name", "n1", "--drain-surge-max", strconv.Itoa(drain.MaxSurgeSlots)}); err != nil {
-		t.Errorf("--drain-surge-max %d: %v, want accepted", drain.MaxSurgeSlots, err)
+	if _, err := parseFlags([]string{"--node-name", "n1", "--drain-surge-max", strconv.Itoa(surge.MaxSlots)}); err != nil {
+		t.Errorf("--drain-surge-max %d: %v, want accepted", surge.MaxSlots, err)
 	}
 }
 

@@ -24,6 +24,8 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	k8stypes "k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/drift"
@@ -131,7 +133,7 @@ func parseFlags(args []string) (options, error) {
 	fs.IntVar(&o.surgeMax, "drain-surge-max", 1, "how many workloads the drains of all nodes may surge at once (one more "+
 		"replica, asked of nodeconfd controller, where a PodDisruptionBudget refuses an eviction, for a Deployment or "+
 		"Parallel StatefulSet annotated "+
-		drain.SurgeAnnotation+"=true, or any owner with a scale subresource in a namespace so annotated; 0: never); "+
+		surge.Annotation+"=true, or any owner with a scale subresource in a namespace so annotated; 0: never); "+
 		"set the same on every node")
 	fs.BoolVar(&o.debug, "debug", false, "log at debug level")
 	addStatusFlags(fs, &o)
@@ -275,8 +277,8 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 	if err != nil {
 		return err
 	}
-	var events *kube.Events
-	var eventsReady atomic.Pointer[kube.Events] // set once the MachineConfigNode's UID is known
+	var events *kubeapi.Events
+	var eventsReady atomic.Pointer[kubeapi.Events] // set once the MachineConfigNode's UID is known
 	drainr := drainer(o, kapi, log, fault)
 	drainr.Surge.Count, drainr.Surge.Event = m.DrainSurge, workloadEvents(&eventsReady)
 	if o.waits.forecastWait {
@@ -308,7 +310,7 @@ func runDaemon(ctx context.Context, o options, policy plan.Policy, log *zap.Logg
 		ConfigPattern: o.configPattern,
 		Provenance:    o.provenance.build(objects, api, o.limits),
 		Events: func(uid string) phases.Recorder {
-			events = kube.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
+			events = kubeapi.NewEvents(kapi, log.Named("events"), o.nodeName, k8stypes.UID(uid))
 			eventsReady.Store(events)
 			return events
 		},

@@ -15,6 +15,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/metrics"
 	"github.com/nodeconfd/nodeconfd/daemon/notify"
+	"github.com/nodeconfd/nodeconfd/names"
 )
 
 // notifyOptions are the flags of the notifications (package notify).
@@ -72,7 +73,7 @@ func (n *notifyOptions) notifier(ctx context.Context, node string, objects *kube
 	nt := &notify.Notifier{URL: n.url, Template: n.template, Node: node,
 		Config: func() string {
 			if nd, ok := objects.Node(); ok {
-				return nd.Annotations[kube.DesiredConfig]
+				return nd.Annotations[names.DesiredConfig]
 			}
 			return ""
 		},

@@ -15,11 +15,13 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"sigs.k8s.io/yaml"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/disruption"
 	"github.com/nodeconfd/nodeconfd/daemon/hostfs"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/osupdate"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/preview"
@@ -196,7 +198,7 @@ type planInput struct {
 	policy    plan.Policy
 	policyErr error
 	// api is the cluster's, with --node (the drain's forecast reads it).
-	api kube.API
+	api kubeapi.API
 }
 
 func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInput, error) {
@@ -219,12 +221,12 @@ func planInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInput,
 
 // clusterPolicy is the cluster's node disruption policy, as the daemon
 // reads it: the defaults without a MachineConfiguration cluster.
-func clusterPolicy(ctx context.Context, api kube.API) (plan.Policy, error) {
-	res, err := kube.MachineConfigurations(api)
+func clusterPolicy(ctx context.Context, api kubeapi.API) (plan.Policy, error) {
+	res, err := kubeapi.MachineConfigurations(api)
 	if err != nil {
 		return plan.Policy{}, err
 	}
-	mc, err := res.Get(ctx, kube.MachineConfigurationName, metav1.GetOptions{})
+	mc, err := res.Get(ctx, names.MachineConfigurationName, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
 		return plan.DefaultPolicy(), nil
 	}
@@ -243,7 +245,7 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 		return planInput{}, err
 	}
 	cfg.UserAgent = "nodeconfd-plan"
-	api, err := kube.NewAPI(cfg)
+	api, err := kubeapi.NewAPI(cfg)
 	if err != nil {
 		return planInput{}, fmt.Errorf("building the API client: %w", err)
 	}
@@ -253,7 +255,7 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 		if in.pool, err = nodePool(ctx, api, node, o.pool); err != nil {
 			return in, err
 		}
-		in.singleNode = node.Annotations[kube.ControlPlaneTopology] == kube.SingleReplica
+		in.singleNode = node.Annotations[names.ControlPlaneTopology] == names.SingleReplica
 		in.runtime = plan.RuntimeOf(node.Status.NodeInfo.ContainerRuntimeVersion)
 	}
 	if err != nil || o.policyFile != "" {
@@ -267,16 +269,16 @@ func clusterInputs(ctx context.Context, o planOptions, host *hostfs.FS) (planInp
 }
 
 // clusterConfigs reads the node and its configs.
-func clusterConfigs(ctx context.Context, o planOptions, host *hostfs.FS, api kube.API) (current, desired *mcfgv1.MachineConfig,
+func clusterConfigs(ctx context.Context, o planOptions, host *hostfs.FS, api kubeapi.API) (current, desired *mcfgv1.MachineConfig,
 	node *corev1.Node, err error) {
 	node, err = api.Nodes().Get(ctx, o.node, metav1.GetOptions{})
 	if err != nil {
 		return nil, nil, nil, fmt.Errorf("reading node %s: %w", o.node, err)
 	}
-	desiredName, currentName := o.desired, node.Annotations[kube.CurrentConfig]
+	desiredName, currentName := o.desired, node.Annotations[names.CurrentConfig]
 	if desiredName == "" {
-		if desiredName = node.Annotations[kube.DesiredConfig]; desiredName == "" {
-			return nil, nil, nil, fmt.Errorf("node %s has no %s annotation: give --desired NAME", o.node, kube.DesiredConfig)
+		if desiredName = node.Annotations[names.DesiredConfig]; desiredName == "" {
+			return nil, nil, nil, fmt.Errorf("node %s has no %s annotation: give --desired NAME", o.node, names.DesiredConfig)
 		}
 	}
 	if desired, err = api.MachineConfigs().Get(ctx, desiredName, metav1.GetOptions{}); err != nil {
@@ -332,7 +334,7 @@ func loadPolicy(file string) (plan.Policy, error) {
 
 // nodePool is the node's pool as the daemon and the controller decide it
 // (kube.Pool), from the cluster's pools.
-func nodePool(ctx context.Context, api kube.API, node *corev1.Node, flag string) (string, error) {
+func nodePool(ctx context.Context, api kubeapi.API, node *corev1.Node, flag string) (string, error) {
 	if flag != "" {
 		return flag, nil
 	}

@@ -7,8 +7,9 @@ import (
 
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases/preview"
 )
 
@@ -42,7 +43,7 @@ func selectorFlag(fs *flag.FlagSet, name, usage string, dst *labels.Selector) {
 }
 
 // forecast is what node's drain would do now (drain.Drainer.Forecast).
-func (f forecastOptions) forecast(ctx context.Context, api kube.API, node string) (*preview.DrainForecast, error) {
+func (f forecastOptions) forecast(ctx context.Context, api kubeapi.API, node string) (*preview.DrainForecast, error) {
 	d := &drain.Drainer{Client: api, NodeName: node, EvictUnowned: f.evictUnowned, Last: f.last,
 		Surge: drain.SurgeOptions{Max: f.surgeMax}}
 	fc, err := d.Forecast(ctx)
@@ -55,13 +56,13 @@ func (f forecastOptions) forecast(ctx context.Context, api kube.API, node string
 	return &fc, nil
 }
 
-// checkSurgeMax refuses a --drain-surge-max past drain.MaxSurgeSlots: the
+// checkSurgeMax refuses a --drain-surge-max past surge.MaxSlots: the
 // admission policy admits only that many slot Leases, so a daemon told to
 // use more would be refused the slots past them at every surge.
 func checkSurgeMax(n int) error {
-	if n < 0 || n > drain.MaxSurgeSlots {
+	if n < 0 || n > surge.MaxSlots {
 		return fmt.Errorf("--drain-surge-max %d: want 0 to %d (the admission policy nodeconfd-surge admits only the "+
-			"surge slot Leases nodeconfd-surge-0 … nodeconfd-surge-%d)", n, drain.MaxSurgeSlots, drain.MaxSurgeSlots-1)
+			"surge slot Leases nodeconfd-surge-0 … nodeconfd-surge-%d)", n, surge.MaxSlots, surge.MaxSlots-1)
 	}
 	return nil
 }

@@ -13,8 +13,8 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/controller/prune"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // pruneTimeout bounds the command's API requests.
@@ -64,7 +64,7 @@ func runPrunes(args []string) error {
 		return err
 	}
 	cfg.UserAgent = "nodeconfd-prune/" + version
-	api, err := kube.NewAPI(cfg)
+	api, err := kubeapi.NewAPI(cfg)
 	if err != nil {
 		return fmt.Errorf("building the API client: %w", err)
 	}
@@ -78,7 +78,7 @@ func runPrunes(args []string) error {
 // every verdict and, with o.confirm, deletes, each delete carrying the
 // config's UID and resourceVersion as listed: a config changed or
 // re-created since is not deleted.
-func pruneConfigs(ctx context.Context, api kube.API, o pruneOptions, w io.Writer) error {
+func pruneConfigs(ctx context.Context, api kubeapi.API, o pruneOptions, w io.Writer) error {
 	in := prune.Input{Keep: o.keep}
 	pools, err := api.MachineConfigPools().List(ctx, metav1.ListOptions{})
 	if err != nil {
@@ -157,7 +157,7 @@ func pruneConfigs(ctx context.Context, api kube.API, o pruneOptions, w io.Writer
 }
 
 // deleteConfig deletes mc as it was listed, and nothing else.
-func deleteConfig(ctx context.Context, api kube.API, mc *mcfgv1.MachineConfig) error {
+func deleteConfig(ctx context.Context, api kubeapi.API, mc *mcfgv1.MachineConfig) error {
 	uid, rv := mc.UID, mc.ResourceVersion
 	return api.MachineConfigs().Delete(ctx, mc.Name, metav1.DeleteOptions{
 		Preconditions: &metav1.Preconditions{UID: &uid, ResourceVersion: &rv}})

@@ -17,7 +17,7 @@ import (
 	k8sfake "k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
 )
 
 // nodeconfd prune: a dry run lists every rendered config with what it

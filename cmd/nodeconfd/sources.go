@@ -7,6 +7,7 @@ import (
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/disruption"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
@@ -31,7 +32,7 @@ func startSources(ctx context.Context, o options, api *kube.Client, objects *kub
 }
 
 // drainer is the node's drainer, as the flags set it.
-func drainer(o options, kapi kube.API, log *zap.Logger, fault func(string)) *drain.Drainer {
+func drainer(o options, kapi kubeapi.API, log *zap.Logger, fault func(string)) *drain.Drainer {
 	return &drain.Drainer{Client: kapi, NodeName: o.nodeName, Timeout: o.drainTimeout,
 		FailOnTimeout: o.drainTimeoutAction == "fail", EvictUnowned: o.evictUnowned, Last: o.drainLast,
 		Log: log.Named("drain"), Fault: fault, Surge: drain.SurgeOptions{Max: o.surgeMax, Namespace: o.namespace}}
@@ -39,7 +40,7 @@ func drainer(o options, kapi kube.API, log *zap.Logger, fault func(string)) *dra
 
 // workloadEvents records the surges' Events on their workloads, once the
 // daemon's Events recorder runs (before any drain).
-func workloadEvents(p *atomic.Pointer[kube.Events]) func(corev1.ObjectReference, bool, string, string) {
+func workloadEvents(p *atomic.Pointer[kubeapi.Events]) func(corev1.ObjectReference, bool, string, string) {
 	return func(ref corev1.ObjectReference, warning bool, reason, msg string) {
 		if e := p.Load(); e != nil {
 			e.EventOn(ref, warning, reason, msg)
@@ -67,7 +68,7 @@ func policySource(ctx context.Context, o options, api *kube.Client, log *zap.Log
 			zap.String("file", o.policyFile))
 		return nil, nil
 	}
-	res, err := kube.MachineConfigurations(api.API)
+	res, err := kubeapi.MachineConfigurations(api.API)
 	if err != nil {
 		return nil, err
 	}

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/daemon/waits"
 	"github.com/nodeconfd/nodeconfd/phases/window"
@@ -92,7 +93,7 @@ func (w *waitOptions) source(o options, api *kube.Client, objects *kube.Watch) (
 		Pods: api.API.Pods(""), NodeName: o.nodeName, Blocking: w.blockingSel,
 	}
 	if w.configMap != "" {
-		cms, err := kube.ConfigMaps(api.API, o.namespace)
+		cms, err := kubeapi.ConfigMaps(api.API, o.namespace)
 		if err != nil {
 			return nil, err
 		}

@@ -20,12 +20,11 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // Defaults as client-go's and the upstream controllers' (15 s, 10 s, 2 s).
@@ -37,7 +36,7 @@ const (
 
 // Config is one candidate.
 type Config struct {
-	Leases    kube.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
+	Leases    kubeapi.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 	Namespace string
 	Name      string
 	// Identity is this candidate's, unique among the replicas (the pod's

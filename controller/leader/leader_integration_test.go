@@ -15,15 +15,15 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/controller/leader"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
 
 // cut is a Leases client that a test can cut off from the API server, as a
 // partition or a frozen process would be.
 type cut struct {
-	kube.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
+	kubeapi.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList]
 	off atomic.Bool
 	// hang makes every request hang until its context ends, as a
 	// partition that drops packets does.
@@ -113,7 +113,7 @@ func TestElectionOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
-	api, err := kube.NewAPI(cp.RestConfig())
+	api, err := kubeapi.NewAPI(cp.RestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,12 +23,11 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // The labels the old daemons put on the budget's Leases.
@@ -76,13 +75,13 @@ const maxBudgetLeases = 20000
 // namespace (IsLeaseBudget) and returns their names. It lists only the
 // Leases that carry BudgetLabel; each is deleted with its UID as a
 // precondition, and one already gone is no error. A nil log logs nothing.
-func DeleteLeaseBudget(ctx context.Context, client kube.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList],
+func DeleteLeaseBudget(ctx context.Context, client kubeapi.Resource[*coordinationv1.Lease, *coordinationv1.LeaseList],
 	namespace string, log *zap.Logger) ([]string, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	var leases []coordinationv1.Lease
-	_, err := kube.Pages(ctx, client.List, metav1.ListOptions{LabelSelector: BudgetLabel}, "Leases labelled "+BudgetLabel,
+	_, err := kubeapi.Pages(ctx, client.List, metav1.ListOptions{LabelSelector: BudgetLabel}, "Leases labelled "+BudgetLabel,
 		maxBudgetLeases, func(l *coordinationv1.LeaseList) error {
 			leases = append(leases, l.Items...)
 			return nil

@@ -26,17 +26,15 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/nodeconfd/nodeconfd/controller/rollout"
 )
 
-// configAnnotations are the node annotations that name a config
-// (controller/rollout's names, which its names_test.go checks against the
-// daemon's).
-var configAnnotations = []string{rollout.CurrentConfig, rollout.DesiredConfig, rollout.FailedConfig}
+// configAnnotations are the node annotations that name a config (the
+// names the daemon writes, package names).
+var configAnnotations = []string{names.CurrentConfig, names.DesiredConfig, names.FailedConfig}
 
 // ownerAPIVersion is the owner reference's apiVersion ensureRendered writes.
 const ownerAPIVersion = "machineconfiguration.openshift.io/v1"

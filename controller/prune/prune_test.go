@@ -11,7 +11,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/nodeconfd/nodeconfd/controller/rollout"
+	"github.com/nodeconfd/nodeconfd/names"
 )
 
 var t0 = time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
@@ -88,13 +88,13 @@ func TestDecide(t *testing.T) {
 			why:     map[string]string{w5: "among the newest 2 unused", w4: "among the newest 2 unused", w3: "older than"}},
 		{name: "RetentionLargerThanUnused", in: Input{Pools: []*mcfgv1.MachineConfigPool{worker}, Configs: workerConfigs(), Keep: 10}},
 		{name: "InUseByNodeCurrent", in: Input{Pools: []*mcfgv1.MachineConfigPool{worker}, Configs: workerConfigs(),
-			Nodes: []*corev1.Node{mkNode("a", rollout.CurrentConfig, w0)}},
+			Nodes: []*corev1.Node{mkNode("a", names.CurrentConfig, w0)}},
 			deleted: []string{w1, w2, w3, w4, w5}, why: map[string]string{w0: "in use: node a's currentConfig"}},
 		{name: "InUseByNodeDesired", in: Input{Pools: []*mcfgv1.MachineConfigPool{worker}, Configs: workerConfigs(),
-			Nodes: []*corev1.Node{mkNode("a", rollout.CurrentConfig, w6, rollout.DesiredConfig, w1)}},
+			Nodes: []*corev1.Node{mkNode("a", names.CurrentConfig, w6, names.DesiredConfig, w1)}},
 			deleted: []string{w0, w2, w3, w4, w5}, why: map[string]string{w1: "in use: node a's desiredConfig"}},
 		{name: "InUseByNodeFailedConfig", in: Input{Pools: []*mcfgv1.MachineConfigPool{worker}, Configs: workerConfigs(),
-			Nodes: []*corev1.Node{mkNode("a", rollout.CurrentConfig, w6, rollout.DesiredConfig, w6, rollout.FailedConfig, w2)}},
+			Nodes: []*corev1.Node{mkNode("a", names.CurrentConfig, w6, names.DesiredConfig, w6, names.FailedConfig, w2)}},
 			deleted: []string{w0, w1, w3, w4, w5}, why: map[string]string{w2: "in use: node a's failedConfig"}},
 		{name: "InUseByMCN", in: Input{Pools: []*mcfgv1.MachineConfigPool{worker}, Configs: workerConfigs(),
 			MCNs: []*mcfgv1.MachineConfigNode{mkMCN("a", w0, &mcfgv1.MachineConfigNodeStatusMachineConfigVersion{Current: w1, Desired: w2}),
@@ -108,11 +108,11 @@ func TestDecide(t *testing.T) {
 			deleted: []string{w0, w2, w3, w4, w6}, why: map[string]string{
 				w5: "in use: pool worker's spec.configuration", w1: "in use: pool worker's status.configuration"}},
 		{name: "ReferencesOutsideRetention", in: Input{Pools: []*mcfgv1.MachineConfigPool{worker}, Configs: workerConfigs(), Keep: 1,
-			Nodes: []*corev1.Node{mkNode("a", rollout.CurrentConfig, w0)}},
+			Nodes: []*corev1.Node{mkNode("a", names.CurrentConfig, w0)}},
 			// w0 is in use and does not take a place among the kept unused ones: w5 does.
 			deleted: []string{w1, w2, w3, w4}, why: map[string]string{w5: "among the newest 1 unused", w0: "in use"}},
 		{name: "SeveralReferencesNamed", in: Input{Pools: []*mcfgv1.MachineConfigPool{worker}, Configs: workerConfigs()[6:],
-			Nodes: []*corev1.Node{mkNode("a", rollout.CurrentConfig, w6, rollout.DesiredConfig, w6)}},
+			Nodes: []*corev1.Node{mkNode("a", names.CurrentConfig, w6, names.DesiredConfig, w6)}},
 			why: map[string]string{w6: "in use: pool worker's spec.configuration, pool worker's status.configuration, " +
 				"node a's currentConfig, node a's desiredConfig"}},
 		{name: "NotCreatedByTheController", in: Input{Pools: []*mcfgv1.MachineConfigPool{worker}, Configs: []*mcfgv1.MachineConfig{
@@ -135,7 +135,7 @@ func TestDecide(t *testing.T) {
 				"rendered-worker-old": "not created", w4: "not created", name("worker", 'a'): "not created"}},
 		{name: "TwoPools", in: Input{Keep: 1,
 			Pools: []*mcfgv1.MachineConfigPool{worker, mkPool("master", m2, m2)},
-			Nodes: []*corev1.Node{mkNode("m", rollout.CurrentConfig, m0, rollout.DesiredConfig, m2)},
+			Nodes: []*corev1.Node{mkNode("m", names.CurrentConfig, m0, names.DesiredConfig, m2)},
 			Configs: append(workerConfigs(), owned(m0, "master", 0), owned(m1, "master", 10),
 				owned(m2, "master", 20))},
 			// master: m0 in use, m1 the newest unused; worker: w5 the newest unused.

@@ -8,6 +8,8 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/names"
 )
 
 // PoolETA is when the pool's rollout of Target is predicted to end, and
@@ -49,7 +51,7 @@ func Forecast(in Input, maxUnavail int) (PoolETA, bool) {
 	for _, n := range in.Nodes {
 		switch {
 		case isUpdated(n, in.Target):
-		case n.Annotations[DesiredConfig] == in.Target:
+		case n.Annotations[names.DesiredConfig] == in.Target:
 			e.Updating++
 			slots = append(slots, startedAt(in.MCNs[n.Name], in.Target, now).Add(e.PerNode))
 		default:

@@ -3,6 +3,7 @@ package rollout
 import (
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -25,10 +26,10 @@ type opt func(*corev1.Node)
 func mkNode(name, cur, des string, opts ...opt) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{}, Labels: map[string]string{}}}
 	if cur != "" || des != "" {
-		n.Annotations[CurrentConfig], n.Annotations[DesiredConfig] = cur, des
-		n.Annotations[State] = StateWorking
+		n.Annotations[names.CurrentConfig], n.Annotations[names.DesiredConfig] = cur, des
+		n.Annotations[names.State] = names.StateWorking
 		if cur == des {
-			n.Annotations[State] = StateDone
+			n.Annotations[names.State] = names.StateDone
 		}
 	}
 	for _, o := range opts {
@@ -49,7 +50,7 @@ func cond(t corev1.NodeConditionType, s corev1.ConditionStatus) opt {
 	}
 }
 
-func state(s string) opt { return annot(State, s) }
+func state(s string) opt { return annot(names.State, s) }
 
 func annot(k, v string) opt { return func(n *corev1.Node) { n.Annotations[k] = v } }
 
@@ -94,7 +95,7 @@ func mkMCN(name, current string, updatedAt time.Time, degradedMsg string) *mcfgv
 	return m
 }
 
-func names(nodes []*corev1.Node) []string {
+func nodeNames(nodes []*corev1.Node) []string {
 	out := []string{}
 	for _, n := range nodes {
 		out = append(out, n.Name)

@@ -10,6 +10,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/window"
 )
 
@@ -96,7 +97,7 @@ func Next(in Input) Decision {
 func nextConfig(in Input) Decision {
 	var needing []*corev1.Node
 	for _, n := range in.Nodes {
-		if n.Annotations[DesiredConfig] != in.Target {
+		if n.Annotations[names.DesiredConfig] != in.Target {
 			needing = append(needing, n)
 		}
 	}
@@ -154,7 +155,7 @@ func nextConfig(in Input) Decision {
 func healthGate(nodes []*corev1.Node, target string) string {
 	var failed []string
 	for _, n := range nodes {
-		if n.Annotations[FailedConfig] == target && n.Annotations[DesiredConfig] == target {
+		if n.Annotations[names.FailedConfig] == target && n.Annotations[names.DesiredConfig] == target {
 			failed = append(failed, n.Name)
 		}
 	}
@@ -162,7 +163,7 @@ func healthGate(nodes []*corev1.Node, target string) string {
 		return ""
 	}
 	return fmt.Sprintf("%s failed the health gate on %s (annotation %s); the rollout stops until the pool's config changes or an administrator retries",
-		target, strings.Join(failed, ", "), FailedConfig)
+		target, strings.Join(failed, ", "), names.FailedConfig)
 }
 
 // capacity is how many more nodes may be handed Target, and the nodes
@@ -172,8 +173,8 @@ func healthGate(nodes []*corev1.Node, target string) string {
 func capacity(in Input, maxUnavail int) (int, []NodeReason) {
 	busy := unavailableNodes(in.Nodes, in.MCNs)
 	for _, n := range in.Nodes {
-		if n.Annotations[DesiredConfig] == in.Target && isFailing(n) {
-			busy = append(busy, NodeReason{Node: n.Name, Reason: "failing " + in.Target + " (state " + n.Annotations[State] + ")"})
+		if n.Annotations[names.DesiredConfig] == in.Target && isFailing(n) {
+			busy = append(busy, NodeReason{Node: n.Name, Reason: "failing " + in.Target + " (state " + n.Annotations[names.State] + ")"})
 		}
 	}
 	return max(maxUnavail-len(busy), 0), busy
@@ -197,9 +198,9 @@ func candidates(needing []*corev1.Node, mcns map[string]*mcfgv1.MachineConfigNod
 			skipped = append(skipped, NodeReason{Node: n.Name, Reason: "no MachineConfigNode yet (its daemon has not registered)"})
 			continue
 		}
-		if v, ok := n.Annotations[PauseAnnotation]; ok {
+		if v, ok := n.Annotations[names.PauseAnnotation]; ok {
 			v = Clean(v, maxPauseText)
-			skipped = append(skipped, NodeReason{Node: n.Name, Reason: fmt.Sprintf("paused by annotation %s=%q", PauseAnnotation, v)})
+			skipped = append(skipped, NodeReason{Node: n.Name, Reason: fmt.Sprintf("paused by annotation %s=%q", names.PauseAnnotation, v)})
 			continue
 		}
 		cands = append(cands, n)

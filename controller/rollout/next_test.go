@@ -12,6 +12,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/window"
 )
 
@@ -50,19 +51,19 @@ func TestNextCandidates(t *testing.T) {
 			mkNode("node-3", v0, v0, ready(T)), mkNode("node-4", v0, v0, ready(T)),
 		}, nil, nil, 0},
 		{"progress on old stuck node", 1, []*corev1.Node{
-			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", "v0.1", "v0.2", ready(T), state(StateDegraded)),
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", "v0.1", "v0.2", ready(T), state(names.StateDegraded)),
 			mkNode("node-2", v0, v0, ready(T)),
 		}, []string{"node-1"}, []string{"node-2"}, 1},
 		{"Don't change a degraded node to same config, but also don't start another", 1, []*corev1.Node{
-			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T), state(StateDegraded)),
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T), state(names.StateDegraded)),
 			mkNode("node-2", v0, v0, ready(T)),
 		}, nil, nil, 0},
 		{"Must be able to roll back", 1, []*corev1.Node{
 			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T)),
-			mkNode("node-2", v1, v2, ready(T), state(StateDegraded)), mkNode("node-3", v1, v1, ready(T)),
+			mkNode("node-2", v1, v2, ready(T), state(names.StateDegraded)), mkNode("node-3", v1, v1, ready(T)),
 		}, []string{"node-2"}, nil, 1},
 		{"Validate we also don't affect nodes which haven't started work", 1, []*corev1.Node{
-			mkNode("node-0", v1, v1, ready(T)), mkNode("node-2", v1, v2, ready(T), state(StateDone)), mkNode("node-3", v1, v1, ready(T)),
+			mkNode("node-0", v1, v1, ready(T)), mkNode("node-2", v1, v2, ready(T), state(names.StateDone)), mkNode("node-3", v1, v1, ready(T)),
 		}, nil, nil, 0},
 		{"More nodes in mixed order", 4, []*corev1.Node{
 			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(F)), mkNode("node-2", v0, v1, ready(T)),
@@ -70,7 +71,7 @@ func TestNextCandidates(t *testing.T) {
 			mkNode("node-6", v0, v0, ready(T)), mkNode("node-7", v1, v1, ready(T)), mkNode("node-8", v1, v1, ready(T)),
 		}, []string{"node-3", "node-4"}, []string{"node-5", "node-6"}, 2},
 		{"failing this config takes room", 2, []*corev1.Node{
-			mkNode("node-0", v0, v1, ready(T), state(StateDegraded)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+			mkNode("node-0", v0, v1, ready(T), state(names.StateDegraded)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
 		}, []string{"node-1"}, []string{"node-2"}, 1},
 	}
 	for _, tt := range tests {
@@ -82,13 +83,13 @@ func TestNextCandidates(t *testing.T) {
 			}
 			var needing []*corev1.Node
 			for _, n := range tt.nodes {
-				if n.Annotations[DesiredConfig] != v1 {
+				if n.Annotations[names.DesiredConfig] != v1 {
 					needing = append(needing, n)
 				}
 			}
 			cands, _ := candidates(needing, nil, "")
 			if room > 0 {
-				if got := names(cands[min(room, len(cands)):]); !slices.Equal(got, tt.others) {
+				if got := nodeNames(cands[min(room, len(cands)):]); !slices.Equal(got, tt.others) {
 					t.Errorf("others %v, want %v", got, tt.others)
 				}
 			}
@@ -126,20 +127,20 @@ func TestNext(t *testing.T) {
 		{"empty target", Input{Pool: pool, Target: "", Nodes: three()}, nil, "pool has no rendered config yet", 0, nil},
 		{"paused pool", Input{Pool: paused, Target: v1, Nodes: three()}, nil, "pool is paused", 0, nil},
 		{"first node", Input{Pool: pool, Target: v1, Nodes: three()}, []string{"worker-1"}, "", 0, nil},
-		{"paused node passed over", Input{Pool: pool, Target: v1, Nodes: three(annot(PauseAnnotation, "alice: db migration"))},
+		{"paused node passed over", Input{Pool: pool, Target: v1, Nodes: three(annot(names.PauseAnnotation, "alice: db migration"))},
 			[]string{"worker-2"}, "", 0, []string{`worker-1 paused by annotation nodeconfd.io/pause="alice: db migration"`}},
-		{"every candidate paused", Input{Pool: pool, Target: v1, Nodes: []*corev1.Node{mkNode("worker-1", v0, v0, ready(T), annot(PauseAnnotation, ""))}},
+		{"every candidate paused", Input{Pool: pool, Target: v1, Nodes: []*corev1.Node{mkNode("worker-1", v0, v0, ready(T), annot(names.PauseAnnotation, ""))}},
 			nil, "no node that needs " + v1 + " can take it now: worker-1 paused", 0, []string{`worker-1 paused by annotation nodeconfd.io/pause=""`}},
-		{"fewer than room: why", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-2", v0, v0, ready(T)), mkNode("worker-3", v0, v0, annot(PauseAnnotation, "bob"))}},
+		{"fewer than room: why", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-2", v0, v0, ready(T)), mkNode("worker-3", v0, v0, annot(names.PauseAnnotation, "bob"))}},
 			[]string{"worker-2"}, `1 more nodes could update but were passed over: worker-3 paused by annotation nodeconfd.io/pause="bob"`, 0,
 			[]string{`worker-3 paused by annotation nodeconfd.io/pause="bob"`}},
 		{"a not ready node takes room", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{d1, mkNode("worker-2", v0, v0, ready(T)), mkNode("worker-3", v0, v0, ready(F))}},
 			[]string{"worker-2"}, "", 0, []string{"worker-3 NotReady"}},
-		{"health gate", Input{Pool: pool, Target: v1, Nodes: three(annot(FailedConfig, v1), annot(DesiredConfig, v1))},
+		{"health gate", Input{Pool: pool, Target: v1, Nodes: three(annot(names.FailedConfig, v1), annot(names.DesiredConfig, v1))},
 			nil, v1 + " failed the health gate on worker-1 (annotation machineconfiguration.openshift.io/failedConfig); the rollout stops", 0, nil},
-		{"a report of a node moved on does not stop", Input{Pool: pool, Target: v1, Nodes: three(annot(FailedConfig, v1))},
+		{"a report of a node moved on does not stop", Input{Pool: pool, Target: v1, Nodes: three(annot(names.FailedConfig, v1))},
 			[]string{"worker-1"}, "", 0, nil},
-		{"failedConfig of another config does not stop", Input{Pool: pool, Target: v2, Nodes: three(annot(FailedConfig, v1))},
+		{"failedConfig of another config does not stop", Input{Pool: pool, Target: v2, Nodes: three(annot(names.FailedConfig, v1))},
 			[]string{"worker-1"}, "", 0, nil},
 		{"no room", Input{Pool: two, Target: v1, Nodes: []*corev1.Node{
 			mkNode("worker-1", v0, v0, ready(F)), mkNode("worker-2", v0, v1, ready(T)), mkNode("worker-3", v0, v0, ready(T)),
@@ -324,7 +325,7 @@ func TestNextDrainableFirst(t *testing.T) {
 	}
 	// Only a left: it is handed (it waits uncordoned on its node).
 	for _, n := range nodes[1:] {
-		n.Annotations[DesiredConfig], n.Annotations[CurrentConfig] = v1, v1
+		n.Annotations[names.DesiredConfig], n.Annotations[names.CurrentConfig] = v1, v1
 	}
 	if d := Next(in); len(d.Hand) != 1 || d.Hand[0] != "a" {
 		t.Errorf("with a left, handed %v, want a", d.Hand)
@@ -332,7 +333,7 @@ func TestNextDrainableFirst(t *testing.T) {
 	// Without forecasts, the usual order: oldest first.
 	in.DrainBlocked = nil
 	for _, n := range nodes[1:] {
-		n.Annotations[DesiredConfig], n.Annotations[CurrentConfig] = v0, v0
+		n.Annotations[names.DesiredConfig], n.Annotations[names.CurrentConfig] = v0, v0
 	}
 	if d := Next(in); len(d.Hand) != 1 || d.Hand[0] != "a" {
 		t.Errorf("without forecasts, handed %v, want a (oldest first)", d.Hand)

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -43,13 +44,13 @@ func notReady(n *corev1.Node) string {
 // isDone reports whether the daemon has finished the node's desired
 // config: current and desired set and equal, and state Done.
 func isDone(n *corev1.Node) bool {
-	cur, des := n.Annotations[CurrentConfig], n.Annotations[DesiredConfig]
-	return cur != "" && cur == des && n.Annotations[State] == StateDone
+	cur, des := n.Annotations[names.CurrentConfig], n.Annotations[names.DesiredConfig]
+	return cur != "" && cur == des && n.Annotations[names.State] == names.StateDone
 }
 
 // isUpdated reports whether the node runs target and is done with it.
 func isUpdated(n *corev1.Node, target string) bool {
-	return isDone(n) && n.Annotations[DesiredConfig] == target
+	return isDone(n) && n.Annotations[names.DesiredConfig] == target
 }
 
 // isFresh reports whether no config was ever handed to the node nor run on
@@ -59,7 +60,7 @@ func isUpdated(n *corev1.Node, target string) bool {
 // (counting it so deadlocked a fresh install: every node waited for the
 // pool, the pool for every node). Its first config is its adoption.
 func isFresh(n *corev1.Node) bool {
-	return n.Annotations[CurrentConfig] == "" && n.Annotations[DesiredConfig] == "" && n.Annotations[State] == ""
+	return n.Annotations[names.CurrentConfig] == "" && n.Annotations[names.DesiredConfig] == "" && n.Annotations[names.State] == ""
 }
 
 // isFailing reports whether the daemon gave up on the node's desired
@@ -67,11 +68,11 @@ func isFresh(n *corev1.Node) bool {
 // Upstream lets such a node be retargeted without counting it unavailable,
 // so that a fixed config can reach a node stuck on a broken one.
 func isFailing(n *corev1.Node) bool {
-	if n.Annotations[CurrentConfig] == n.Annotations[DesiredConfig] {
+	if n.Annotations[names.CurrentConfig] == n.Annotations[names.DesiredConfig] {
 		return false
 	}
-	s := n.Annotations[State]
-	return s == StateDegraded || s == StateUnreconcilable
+	s := n.Annotations[names.State]
+	return s == names.StateDegraded || s == names.StateUnreconcilable
 }
 
 // isDegraded reports whether the node counts as degraded in the pool's
@@ -79,8 +80,8 @@ func isFailing(n *corev1.Node) bool {
 // MachineConfigNode's NodeDegraded True (which upstream reads too, and
 // which nodeconfd also sets for a config drift on a node that is Done).
 func isDegraded(n *corev1.Node, mcn *mcfgv1.MachineConfigNode) bool {
-	s := n.Annotations[State]
-	return s == StateDegraded || s == StateUnreconcilable || mcnDegraded(mcn) != nil
+	s := n.Annotations[names.State]
+	return s == names.StateDegraded || s == names.StateUnreconcilable || mcnDegraded(mcn) != nil
 }
 
 // mcnDegraded is the MachineConfigNode's NodeDegraded condition when True.
@@ -124,10 +125,10 @@ func unavailable(n *corev1.Node, mcn *mcfgv1.MachineConfigNode) string {
 		return ""
 	}
 	if !isDone(n) {
-		if n.Annotations[CurrentConfig] != n.Annotations[DesiredConfig] {
+		if n.Annotations[names.CurrentConfig] != n.Annotations[names.DesiredConfig] {
 			return "updating"
 		}
-		if s := n.Annotations[State]; s != "" {
+		if s := n.Annotations[names.State]; s != "" {
 			return "state " + s
 		}
 		return "no state yet"

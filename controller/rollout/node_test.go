@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -71,10 +72,10 @@ func TestUnavailableNodes(t *testing.T) {
 			mkNode("node-0", v0, v1), mkNode("node-1", v1, v1), mkNode("node-2", v1, v1, ready(F)),
 		}, nil, []NodeReason{{"node-0", "updating"}, {"node-2", "NotReady"}}},
 		{"daemon failed: available to retarget", []*corev1.Node{
-			mkNode("node-0", v0, v1, ready(T), state(StateDegraded)), mkNode("node-1", v0, v1, ready(T), state(StateUnreconcilable)),
+			mkNode("node-0", v0, v1, ready(T), state(names.StateDegraded)), mkNode("node-1", v0, v1, ready(T), state(names.StateUnreconcilable)),
 		}, nil, nil},
 		{"degraded at its config: unavailable", []*corev1.Node{
-			mkNode("node-0", v1, v1, ready(T), state(StateDegraded)),
+			mkNode("node-0", v1, v1, ready(T), state(names.StateDegraded)),
 		}, nil, []NodeReason{{"node-0", "state Degraded"}}},
 		{"no state yet", []*corev1.Node{mkNode("node-0", v1, v1, ready(T), state(""))}, nil, []NodeReason{{"node-0", "no state yet"}}},
 		{"NodeDegraded on a done node (nodeconfd)", []*corev1.Node{
@@ -111,13 +112,13 @@ func TestSortNodes(t *testing.T) {
 	}
 	sortNodes(nodes)
 	want := []string{"node-1", "node-2", "node-3", "node-4", "node-5", "node-6", "node-7", "node-8", "node-9"}
-	if got := names(nodes); !slices.Equal(got, want) {
+	if got := nodeNames(nodes); !slices.Equal(got, want) {
 		t.Errorf("order %v, want %v", got, want)
 	}
 
 	ties := []*corev1.Node{mkNode("b", "", "", zone("A")), mkNode("c", "", ""), mkNode("a", "", "", zone("A")), mkNode("0", "", "")}
 	sortNodes(ties)
-	if got, want := names(ties), []string{"a", "b", "0", "c"}; !slices.Equal(got, want) {
+	if got, want := nodeNames(ties), []string{"a", "b", "0", "c"}; !slices.Equal(got, want) {
 		t.Errorf("ties %v, want %v", got, want)
 	}
 }

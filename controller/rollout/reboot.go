@@ -3,6 +3,7 @@ package rollout
 import (
 	"fmt"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	corev1 "k8s.io/api/core/v1"
 )
 
@@ -14,8 +15,8 @@ import (
 
 // rebootGranted reports whether the node holds a grant for its request.
 func rebootGranted(n *corev1.Node) bool {
-	g, ok := n.Annotations[RebootGranted]
-	return ok && g == n.Annotations[RebootRequested] && n.Annotations[RebootRequested] != ""
+	g, ok := n.Annotations[names.RebootGranted]
+	return ok && g == n.Annotations[names.RebootRequested] && n.Annotations[names.RebootRequested] != ""
 }
 
 // staleGrants are the nodes whose grant no longer answers their request
@@ -24,7 +25,7 @@ func rebootGranted(n *corev1.Node) bool {
 func staleGrants(nodes []*corev1.Node) []string {
 	var out []string
 	for _, n := range nodes {
-		if _, ok := n.Annotations[RebootGranted]; ok && !rebootGranted(n) {
+		if _, ok := n.Annotations[names.RebootGranted]; ok && !rebootGranted(n) {
 			out = append(out, n.Name)
 		}
 	}
@@ -40,7 +41,7 @@ func staleGrants(nodes []*corev1.Node) []string {
 func grantReboots(in Input, d *Decision) {
 	var asking []*corev1.Node
 	for _, n := range in.Nodes {
-		if n.Annotations[RebootRequested] != "" && !rebootGranted(n) {
+		if n.Annotations[names.RebootRequested] != "" && !rebootGranted(n) {
 			asking = append(asking, n)
 		}
 	}
@@ -49,7 +50,7 @@ func grantReboots(in Input, d *Decision) {
 	}
 	var cands []*corev1.Node
 	for _, n := range asking {
-		_, paused := n.Annotations[PauseAnnotation]
+		_, paused := n.Annotations[names.PauseAnnotation]
 		if isUpdated(n, in.Target) && notReady(n) == "" && !paused {
 			cands = append(cands, n)
 		}

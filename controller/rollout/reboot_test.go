@@ -9,11 +9,12 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/window"
 )
 
-func asks(why string) opt    { return annot(RebootRequested, why) }
-func granted(why string) opt { return annot(RebootGranted, why) }
+func asks(why string) opt    { return annot(names.RebootRequested, why) }
+func granted(why string) opt { return annot(names.RebootGranted, why) }
 
 // Reboot requests share the pool's room with the config rollout, which
 // goes first; a granted node counts as unavailable until its request is
@@ -51,7 +52,7 @@ func TestNextReboots(t *testing.T) {
 		}, nil, nil, nil, ""},
 		{"not ready, paused: not granted", 3, false, []*corev1.Node{
 			mkNode("node-0", v1, v1, ready(corev1.ConditionFalse), asks("y")),
-			mkNode("node-1", v1, v1, ready(T), asks("y"), annot(PauseAnnotation, "")),
+			mkNode("node-1", v1, v1, ready(T), asks("y"), annot(names.PauseAnnotation, "")),
 		}, nil, nil, nil, ""},
 		{"a paused pool grants none", 1, true, []*corev1.Node{
 			mkNode("node-0", v1, v1, ready(T), asks("y")),

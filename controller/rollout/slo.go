@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 )
@@ -147,7 +148,7 @@ func sloDecision(in Input) (Decision, bool) {
 	}
 	if in.Breach != nil && in.BreachAction != BreachStop && in.Previous != "" && in.Previous != in.Target {
 		for _, n := range in.Nodes {
-			if n.Name == in.Breach.Node && n.Annotations[DesiredConfig] == in.Target {
+			if n.Name == in.Breach.Node && n.Annotations[names.DesiredConfig] == in.Target {
 				d.Rollback = append(d.Rollback, n.Name)
 			}
 		}

@@ -10,6 +10,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 )
 
@@ -159,11 +160,11 @@ func degradedText(n *corev1.Node, mcn *mcfgv1.MachineConfigNode) string {
 	if c := mcnDegraded(mcn); c != nil && c.Message != "" {
 		parts = append(parts, fmt.Sprintf("Node %s is reporting: %q", n.Name, Clean(c.Message, maxNodeText)))
 	}
-	if r := n.Annotations[Reason]; r != "" {
+	if r := n.Annotations[names.Reason]; r != "" {
 		parts = append(parts, fmt.Sprintf("Node %s is reporting: %q", n.Name, Clean(r, maxNodeText)))
 	}
 	if len(parts) == 0 {
-		what := "state " + n.Annotations[State]
+		what := "state " + n.Annotations[names.State]
 		if mcnDegraded(mcn) != nil {
 			what = "NodeDegraded"
 		}

@@ -12,6 +12,7 @@ import (
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/render"
 )
 
@@ -45,7 +46,7 @@ func TestStatus(t *testing.T) {
 			mkNode("node-0", v0, v1, ready(F)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
 		}, false, want{3, 0, 0, 1, 0, [3]corev1.ConditionStatus{F, T, F}}},
 		{"0 nodes updated, 1 node updating, 1 node degraded", []*corev1.Node{
-			mkNode("node-0", v0, v1, ready(F), state(StateDegraded)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
+			mkNode("node-0", v0, v1, ready(F), state(names.StateDegraded)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
 		}, false, want{3, 0, 0, 1, 1, [3]corev1.ConditionStatus{F, T, T}}},
 		{"1 node updated, 1 node updating, 0 nodes degraded", []*corev1.Node{
 			mkNode("node-0", v1, v1, ready(F)), mkNode("node-1", v0, v0, ready(T)), mkNode("node-2", v0, v0, ready(T)),
@@ -57,7 +58,7 @@ func TestStatus(t *testing.T) {
 			mkNode("node-0", v1, v1, ready(T)), mkNode("node-1", v1, v1, ready(T)), mkNode("node-2", v1, v1, ready(T)),
 		}, false, want{3, 3, 3, 0, 0, [3]corev1.ConditionStatus{T, F, F}}},
 		{"unreconcilable counts as degraded", []*corev1.Node{
-			mkNode("node-0", v0, v1, ready(T), state(StateUnreconcilable)), mkNode("node-1", v1, v1, ready(T)),
+			mkNode("node-0", v0, v1, ready(T), state(names.StateUnreconcilable)), mkNode("node-1", v1, v1, ready(T)),
 		}, false, want{2, 1, 1, 0, 1, [3]corev1.ConditionStatus{F, T, T}}},
 		{"no nodes: updated", nil, false, want{0, 0, 0, 0, 0, [3]corev1.ConditionStatus{T, F, F}}},
 	}
@@ -93,7 +94,7 @@ func TestStatusMessages(t *testing.T) {
 	p := mkPool("worker", "node-role/worker")
 	nodes := []*corev1.Node{
 		mkNode("node-0", v1, v1, ready(T)),
-		mkNode("node-1", v0, v1, ready(T), state(StateDegraded), annot(Reason, "disk full")),
+		mkNode("node-1", v0, v1, ready(T), state(names.StateDegraded), annot(names.Reason, "disk full")),
 		mkNode("node-2", v0, v0, ready(T)),
 	}
 	mcns := map[string]*mcfgv1.MachineConfigNode{"node-0": mkMCN("node-0", v1, t0, "config drift: /etc/foo")}
@@ -223,8 +224,8 @@ func TestStatusNoMachineConfigs(t *testing.T) {
 func TestNodeTextCleaned(t *testing.T) {
 	hostile := "ok\n\x1b[2J\u202eevil\xff" + strings.Repeat("x", 1<<20)
 	in := Input{Pool: mkPool("worker", ""), Target: v1, Now: time.Now(),
-		Nodes: []*corev1.Node{mkNode("node-0", v1, v1, ready(corev1.ConditionTrue), state(StateDegraded),
-			annot(Reason, hostile))},
+		Nodes: []*corev1.Node{mkNode("node-0", v1, v1, ready(corev1.ConditionTrue), state(names.StateDegraded),
+			annot(names.Reason, hostile))},
 		MCNs: map[string]*mcfgv1.MachineConfigNode{"node-0": mkMCN("node-0", v1, time.Time{}, hostile)}}
 	msg := condOf(Status(in, nil), mcfgv1.MachineConfigPoolNodeDegraded).Message
 	for _, bad := range []string{"\n", "\x1b", "\u202e", `\n`, `\x1b`, `\u202e`} {

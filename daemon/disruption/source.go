@@ -20,7 +20,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
@@ -33,11 +35,11 @@ import (
 const firstReadWait = time.Minute
 
 // Object names the watched object in errors and logs.
-const Object = "MachineConfiguration " + kube.MachineConfigurationName
+const Object = "MachineConfiguration " + names.MachineConfigurationName
 
 // Source is the node disruption policy of the cluster.
 type Source struct {
-	Resource kube.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
+	Resource kubeapi.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
 	// Retry is how the watch tries again after a failure (kube.Client.Retry).
 	Retry kube.Retry
 	Log   *zap.Logger
@@ -101,7 +103,7 @@ func (s *Source) Policy() (plan.Policy, error) {
 		}
 		return plan.Policy{}, fmt.Errorf("reading the node disruption policy of %s: not read yet", Object)
 	}
-	obj, exists, _ := inf.GetStore().GetByKey(kube.MachineConfigurationName)
+	obj, exists, _ := inf.GetStore().GetByKey(names.MachineConfigurationName)
 	if !exists {
 		return plan.DefaultPolicy(), nil
 	}

@@ -12,8 +12,8 @@ import (
 	"go.uber.org/zap/zaptest"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/disruption"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
@@ -41,11 +41,11 @@ func TestSourceOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
-	api, err := kube.NewAPI(cp.RestConfig())
+	api, err := kubeapi.NewAPI(cp.RestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := kube.MachineConfigurations(api)
+	res, err := kubeapi.MachineConfigurations(api)
 	if err != nil {
 		t.Fatal(err)
 	}

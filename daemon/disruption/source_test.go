@@ -11,14 +11,14 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/disruption"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
 // fakeMCs lists one object and then sends what the test pushes.
 type fakeMCs struct {
-	kube.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
+	kubeapi.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList]
 	first *opv1.MachineConfiguration
 	w     *watch.FakeWatcher
 }

@@ -5,19 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
-
+	"github.com/nodeconfd/nodeconfd/names"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
 )
-
-// CordonedBy is the Node annotation that marks a cordon this daemon set. It
-// is written in the same patch as spec.unschedulable, so the two always
-// agree: an uncordon lifts only a cordon that carries it, and a daemon that
-// restarts finds its own cordon by it.
-const CordonedBy = "machineconfiguration.openshift.io/cordonedBy"
 
 // cordonedByValue is the annotation's value: who cordoned.
 const cordonedByValue = "nodeconfd"
@@ -32,7 +25,7 @@ func (d *Drainer) Cordon(ctx context.Context) (bool, error) {
 		if err != nil {
 			return err
 		}
-		ours := node.Annotations[CordonedBy] != ""
+		ours := node.Annotations[names.CordonedBy] != ""
 		if node.Spec.Unschedulable && !ours {
 			byUs = false
 			return nil
@@ -58,7 +51,7 @@ func (d *Drainer) Uncordon(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if node.Annotations[CordonedBy] == "" {
+		if node.Annotations[names.CordonedBy] == "" {
 			return nil
 		}
 		return d.patchCordon(ctx, node, false)
@@ -79,7 +72,7 @@ func (d *Drainer) patchCordon(ctx context.Context, node *corev1.Node, cordon boo
 	patch, err := json.Marshal(map[string]any{
 		"metadata": map[string]any{
 			"resourceVersion": node.ResourceVersion,
-			"annotations":     map[string]any{CordonedBy: ann},
+			"annotations":     map[string]any{names.CordonedBy: ann},
 		},
 		"spec": map[string]any{"unschedulable": cordon},
 	})
@@ -87,7 +80,7 @@ func (d *Drainer) patchCordon(ctx context.Context, node *corev1.Node, cordon boo
 		return err
 	}
 	_, err = d.Client.Nodes().Patch(ctx, node.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: kube.FieldManager})
+		metav1.PatchOptions{FieldManager: names.FieldManager})
 	return err
 }
 
@@ -105,7 +98,7 @@ func (d *Drainer) Recordon(ctx context.Context) (did bool, err error) {
 		if err != nil {
 			return err
 		}
-		if node.Annotations[CordonedBy] == "" || node.Spec.Unschedulable {
+		if node.Annotations[names.CordonedBy] == "" || node.Spec.Unschedulable {
 			did = false
 			return nil
 		}

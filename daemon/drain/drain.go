@@ -25,6 +25,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases"
 )
@@ -50,7 +51,7 @@ const (
 
 // Drainer cordons and drains one node.
 type Drainer struct {
-	Client   kube.API
+	Client   kubeapi.API
 	NodeName string
 	// Timeout is how long a drain may take before it is reported blocked
 	// (once per timeout period) or, with FailOnTimeout, given up; 0 means
@@ -148,7 +149,7 @@ func (d *Drainer) podSelector() string { return kube.NodePodsSelector(d.NodeName
 
 func (d *Drainer) listPods(ctx context.Context) (*corev1.PodList, error) {
 	all := &corev1.PodList{}
-	rv, err := kube.Pages(ctx, d.Client.Pods(metav1.NamespaceAll).List, metav1.ListOptions{FieldSelector: d.podSelector()},
+	rv, err := kubeapi.Pages(ctx, d.Client.Pods(metav1.NamespaceAll).List, metav1.ListOptions{FieldSelector: d.podSelector()},
 		"pods on node "+d.NodeName, kube.MaxNodePods, func(l *corev1.PodList) error {
 			all.Items = append(all.Items, l.Items...)
 			return nil

@@ -10,7 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/phases/preview"
 )
 
@@ -81,7 +81,7 @@ const maxBudgets = 1000
 // up to maxBudgets.
 func (d *Drainer) listBudgets(ctx context.Context, ns string) ([]policyv1.PodDisruptionBudget, error) {
 	var items []policyv1.PodDisruptionBudget
-	_, err := kube.Pages(ctx, d.Client.PodDisruptionBudgets(ns).List, metav1.ListOptions{},
+	_, err := kubeapi.Pages(ctx, d.Client.PodDisruptionBudgets(ns).List, metav1.ListOptions{},
 		"PodDisruptionBudgets in namespace "+ns, maxBudgets, func(l *policyv1.PodDisruptionBudgetList) error {
 			items = append(items, l.Items...)
 			return nil

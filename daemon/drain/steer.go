@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/util/retry"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // SteerTaintKey is the daemon's own taint, PreferNoSchedule: while its
@@ -46,7 +45,7 @@ func (d *Drainer) Steer(ctx context.Context, on bool) error {
 		if err != nil {
 			return err
 		}
-		_, err = d.Client.Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: kube.FieldManager})
+		_, err = d.Client.Nodes().Patch(ctx, node.Name, types.MergePatchType, patch, metav1.PatchOptions{FieldManager: names.FieldManager})
 		return err
 	})
 	if err != nil {

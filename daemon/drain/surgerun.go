@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -24,7 +25,7 @@ const surgeTimeout = 30 * time.Second
 // StatefulSet, by ownerKey).
 type surgeState struct {
 	starting, lowering bool
-	rec                *surgeRecord
+	rec                *surge.Record
 	// refusal is why the owner is not surged ("" when it did not opt in
 	// or is surged); retryAt when to ask again.
 	refusal string
@@ -33,7 +34,7 @@ type surgeState struct {
 
 type surgeResult struct {
 	key     string
-	rec     *surgeRecord
+	rec     *surge.Record
 	refusal string
 	err     error
 }

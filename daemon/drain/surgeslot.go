@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -25,8 +26,8 @@ const surgePoll = 250 * time.Millisecond
 // waits for its answer. It returns nil and why when the owner must not be
 // surged (the daemon's own reading, or the controller's refusal), nil and
 // "" when it did not opt in.
-func (d *Drainer) raise(ctx context.Context, pod *corev1.Pod) (*surgeRecord, string, error) {
-	w, quiet, why, err := d.surgeable(ctx, pod)
+func (d *Drainer) raise(ctx context.Context, pod *corev1.Pod) (*surge.Record, string, error) {
+	w, quiet, why, err := surge.Surgeable(ctx, d.Client, pod)
 	if err != nil || quiet || why != "" {
 		return nil, why, err
 	}
@@ -46,21 +47,21 @@ func (d *Drainer) raise(ctx context.Context, pod *corev1.Pod) (*surgeRecord, str
 
 // awaitGrant waits for the controller's answer in the slot Lease: the
 // record of the surge once the replicas are raised, or why it refused.
-func (d *Drainer) awaitGrant(ctx context.Context, name string) (rec *surgeRecord, why string, err error) {
+func (d *Drainer) awaitGrant(ctx context.Context, name string) (rec *surge.Record, why string, err error) {
 	leases := d.Client.Leases(d.Surge.Namespace)
 	err = wait.PollUntilContextCancel(ctx, surgePoll, false, func(ctx context.Context) (bool, error) {
 		l, err := leases.Get(ctx, name, metav1.GetOptions{})
 		if err != nil {
 			return false, fmt.Errorf("reading surge slot %s/%s: %w", d.Surge.Namespace, name, err)
 		}
-		if r, ok := l.Annotations[surgeRefusedAnn]; ok {
+		if r, ok := l.Annotations[surge.RefusedAnnotation]; ok {
 			why = "nodeconfd controller refused: " + r
 			return true, nil
 		}
-		if l.Annotations[surgeRaisedAnn] != "true" {
+		if l.Annotations[surge.RaisedAnnotation] != "true" {
 			return false, nil
 		}
-		got, err := recordOf(*l)
+		got, err := surge.RecordOf(*l)
 		if err != nil {
 			return false, err
 		}
@@ -78,9 +79,9 @@ func (d *Drainer) awaitGrant(ctx context.Context, name string) (rec *surgeRecord
 // delete of its slot Lease) and waits until it has. changed says when
 // someone else changed the replicas since the surge: the controller then
 // leaves them as they are.
-func (d *Drainer) lower(ctx context.Context, rec surgeRecord) (changed string, err error) {
+func (d *Drainer) lower(ctx context.Context, rec surge.Record) (changed string, err error) {
 	w := rec.Workload
-	cur, err := d.currentReplicas(ctx, w)
+	cur, err := surge.CurrentReplicas(ctx, d.Client, w)
 	switch {
 	case apierrors.IsNotFound(err):
 		changed = w.String() + " is gone"
@@ -115,12 +116,12 @@ func (d *Drainer) awaitGone(ctx context.Context, name string) error {
 // takeSlot creates the first free slot Lease, asking for a surge of the
 // pod's owner: the Lease names the pod, not the owner, which the
 // controller finds from the pod itself.
-func (d *Drainer) takeSlot(ctx context.Context, pod *corev1.Pod, w workload) (string, error) {
+func (d *Drainer) takeSlot(ctx context.Context, pod *corev1.Pod, w surge.Workload) (string, error) {
 	for i := range d.Surge.Max {
 		lease := &coordinationv1.Lease{
-			ObjectMeta: metav1.ObjectMeta{Name: surgeLeasePrefix + strconv.Itoa(i), Namespace: d.Surge.Namespace,
-				Labels:      map[string]string{surgeNodeLabel: d.NodeName},
-				Annotations: map[string]string{surgePodAnn: pod.Namespace + "/" + pod.Name}},
+			ObjectMeta: metav1.ObjectMeta{Name: surge.LeasePrefix + strconv.Itoa(i), Namespace: d.Surge.Namespace,
+				Labels:      map[string]string{surge.NodeLabel: d.NodeName},
+				Annotations: map[string]string{surge.PodAnnotation: pod.Namespace + "/" + pod.Name}},
 			Spec: coordinationv1.LeaseSpec{HolderIdentity: &d.NodeName},
 		}
 		_, err := d.Client.Leases(d.Surge.Namespace).Create(ctx, lease, metav1.CreateOptions{})
@@ -140,8 +141,8 @@ func (d *Drainer) takeSlot(ctx context.Context, pod *corev1.Pod, w workload) (st
 // drain ends (the controller then lets it go) or an administrator deletes
 // the Lease, and this is how they find it.
 func (d *Drainer) slotHolders(ctx context.Context) string {
-	list, err := d.Client.Leases(d.Surge.Namespace).List(ctx, metav1.ListOptions{LabelSelector: surgeNodeLabel,
-		Limit: int64(MaxSurgeSlots)})
+	list, err := d.Client.Leases(d.Surge.Namespace).List(ctx, metav1.ListOptions{LabelSelector: surge.NodeLabel,
+		Limit: int64(surge.MaxSlots)})
 	if err != nil || len(list.Items) == 0 {
 		return ""
 	}
@@ -151,11 +152,11 @@ func (d *Drainer) slotHolders(ctx context.Context) string {
 			held = append(held, fmt.Sprintf("and %d more", len(list.Items)-3))
 			break
 		}
-		what := "pod " + l.Annotations[surgePodAnn]
-		if kind, w, ok := strings.Cut(l.Annotations[surgeWorkloadAnn], "/"); ok { // Kind/namespace/name
+		what := "pod " + l.Annotations[surge.PodAnnotation]
+		if kind, w, ok := strings.Cut(l.Annotations[surge.WorkloadAnnotation], "/"); ok { // Kind/namespace/name
 			what = kind + " " + w
 		}
-		held = append(held, fmt.Sprintf("Lease %s held by node %s for %s", l.Name, l.Labels[surgeNodeLabel], what))
+		held = append(held, fmt.Sprintf("Lease %s held by node %s for %s", l.Name, l.Labels[surge.NodeLabel], what))
 	}
 	return ": " + strings.Join(held, ", ")
 }
@@ -175,16 +176,16 @@ func (d *Drainer) RestoreSurges(ctx context.Context) error {
 	if d.Surge.Namespace == "" {
 		return nil
 	}
-	list, err := d.Client.Leases(d.Surge.Namespace).List(ctx, metav1.ListOptions{LabelSelector: surgeNodeLabel + "=" + d.NodeName,
-		Limit: int64(MaxSurgeSlots)})
+	list, err := d.Client.Leases(d.Surge.Namespace).List(ctx, metav1.ListOptions{LabelSelector: surge.NodeLabel + "=" + d.NodeName,
+		Limit: int64(surge.MaxSlots)})
 	if err != nil {
 		return fmt.Errorf("listing the surge slots of node %s: %w", d.NodeName, err)
 	}
 	log := d.logger(ctx)
 	var errs []error
 	for _, l := range list.Items {
-		rec, err := recordOf(l)
-		if err != nil || l.Annotations[surgeRaisedAnn] != "true" {
+		rec, err := surge.RecordOf(l)
+		if err != nil || l.Annotations[surge.RaisedAnnotation] != "true" {
 			// A request the controller never answered, or refused: it
 			// raised nothing it would not undo itself at the delete.
 			log.Info("Freeing a surge slot left behind", zap.String("lease", l.Name))
@@ -199,7 +200,7 @@ func (d *Drainer) RestoreSurges(ctx context.Context) error {
 }
 
 // endSurge lowers a surge and tells of it (log, Event, metric).
-func (d *Drainer) endSurge(ctx context.Context, log *zap.Logger, rec surgeRecord) error {
+func (d *Drainer) endSurge(ctx context.Context, log *zap.Logger, rec surge.Record) error {
 	changed, err := d.lower(ctx, rec)
 	if err != nil {
 		log.Warn("Cannot put back the replicas of a surge; retried at the next drain or start",

@@ -3,6 +3,7 @@ package drain
 import (
 	"context"
 
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	corev1 "k8s.io/api/core/v1"
 	policyv1 "k8s.io/api/policy/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -34,7 +35,7 @@ func (d *Drainer) WouldBlock(ctx context.Context) (string, error) {
 			key := ownerKey(h.pod)
 			v, seen := verdicts[key]
 			if !seen {
-				_, quiet, why, err := d.surgeable(ctx, h.pod)
+				_, quiet, why, err := surge.Surgeable(ctx, d.Client, h.pod)
 				if err != nil {
 					return "", err
 				}

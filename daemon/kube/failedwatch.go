@@ -13,6 +13,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/phases"
 )
 
@@ -32,7 +33,7 @@ func (c *Client) WaitNotFailedOn(ctx context.Context, config string, failedOn fu
 	last := ""
 	for {
 		failed := map[string]bool{}
-		rv, err := Pages(ctx, c.API.Nodes().List, metav1.ListOptions{LabelSelector: sel}, "nodes", 0,
+		rv, err := kubeapi.Pages(ctx, c.API.Nodes().List, metav1.ListOptions{LabelSelector: sel}, "nodes", 0,
 			func(l *corev1.NodeList) error {
 				for i := range l.Items {
 					if c.failedHere(&l.Items[i], config) {

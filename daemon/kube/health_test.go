@@ -9,18 +9,19 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
+	"github.com/nodeconfd/nodeconfd/names"
 )
 
 func failedNode(name, failed string, label bool) *corev1.Node {
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name, Labels: map[string]string{}, Annotations: map[string]string{}}}
 	if failed != "" {
-		n.Annotations[kube.FailedConfig] = failed
-		n.Annotations[kube.DesiredConfig] = failed
+		n.Annotations[names.FailedConfig] = failed
+		n.Annotations[names.DesiredConfig] = failed
 	}
 	if label {
-		n.Labels[kube.FailedConfigHashLabel] = kube.FailedConfigHash("rendered-worker-2")
+		n.Labels[names.FailedConfigHashLabel] = kube.FailedConfigHash("rendered-worker-2")
 	}
 	return n
 }
@@ -41,7 +42,7 @@ func TestFailedOnLabelAndAnnotation(t *testing.T) {
 	}
 	// A report of a node given another config since has lapsed.
 	moved := failedNode("e", "rendered-worker-2", true)
-	moved.Annotations[kube.DesiredConfig] = "rendered-worker-4"
+	moved.Annotations[names.DesiredConfig] = "rendered-worker-4"
 	cs = fake.NewClientset(moved)
 	c = &kube.Client{API: kubetest.API(cs, nil), NodeName: "x"}
 	if got, err := c.FailedOn(ctx, "rendered-worker-2"); err != nil || got != "" {
@@ -52,8 +53,8 @@ func TestFailedOnLabelAndAnnotation(t *testing.T) {
 	if patched, err := own.SyncFailedConfigLabel(ctx, moved); err != nil || !patched {
 		t.Fatalf("SyncFailedConfigLabel of a lapsed report: %v, %v", patched, err)
 	}
-	if n, _ := cs.CoreV1().Nodes().Get(ctx, "e", metav1.GetOptions{}); n.Annotations[kube.FailedConfig] != "" ||
-		n.Labels[kube.FailedConfigHashLabel] != "" {
+	if n, _ := cs.CoreV1().Nodes().Get(ctx, "e", metav1.GetOptions{}); n.Annotations[names.FailedConfig] != "" ||
+		n.Labels[names.FailedConfigHashLabel] != "" {
 		t.Errorf("lapsed report left: %v %v", n.Annotations, n.Labels)
 	}
 	if h := kube.FailedConfigHash("rendered-worker-2"); len(h) != 32 {
@@ -85,7 +86,7 @@ func TestWaitNotFailedOnEndsWithTheAnnotation(t *testing.T) {
 	}
 	// (The fake's watch does not resume from a resourceVersion: the node
 	// is touched until the watch, opened after the list, sees it.)
-	delete(n.Annotations, kube.FailedConfig)
+	delete(n.Annotations, names.FailedConfig)
 	for i := 0; ; i++ {
 		n.Annotations["touch"] = string(rune('a' + i%26))
 		if n, err = cs.CoreV1().Nodes().Update(ctx, n, metav1.UpdateOptions{}); err != nil {
@@ -106,7 +107,7 @@ func TestWaitNotFailedOnEndsWithTheAnnotation(t *testing.T) {
 	if patched, err := own.SyncFailedConfigLabel(ctx, n); err != nil || !patched {
 		t.Fatalf("SyncFailedConfigLabel: %v, %v", patched, err)
 	}
-	if n, _ = cs.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{}); n.Labels[kube.FailedConfigHashLabel] != "" {
+	if n, _ = cs.CoreV1().Nodes().Get(ctx, "a", metav1.GetOptions{}); n.Labels[names.FailedConfigHashLabel] != "" {
 		t.Errorf("label left: %v", n.Labels)
 	}
 	if patched, err := own.SyncFailedConfigLabel(ctx, n); err != nil || patched {

@@ -21,6 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/watch"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/test/testbed/controlplane"
 )
@@ -38,7 +39,7 @@ func TestAPIOnAPIServer(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cp.Stop() })
-	api, err := kube.NewAPI(cp.RestConfig())
+	api, err := kubeapi.NewAPI(cp.RestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -181,7 +182,7 @@ func TestAPIOnAPIServer(t *testing.T) {
 	})
 
 	t.Run("Events", func(t *testing.T) {
-		events := kube.NewEvents(api, zaptest.NewLogger(t), "ev-node", "mcn-uid")
+		events := kubeapi.NewEvents(api, zaptest.NewLogger(t), "ev-node", "mcn-uid")
 		events.Event(true, true, "UpdateFailed", "Error: x")
 		events.Event(true, true, "UpdateFailed", "Error: x")
 		events.Event(true, true, "UpdateFailed", "Error: x")
@@ -245,7 +246,7 @@ func contentTypes(ctx context.Context, t *testing.T, cp *controlplane.ControlPla
 			return resp, err
 		})
 	}
-	api, err := kube.NewAPI(rc)
+	api, err := kubeapi.NewAPI(rc)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,7 @@
 // Package kube is the daemon's adapter to the API server: its own Node and
 // MachineConfigNode, the rendered MachineConfigs it fetches by name, and the
-// Events it records.
+// watches of its own objects. The typed client under it, shared with the
+// controller, is cluster/kubeapi.
 package kube
 
 import (
@@ -10,6 +11,8 @@ import (
 	"slices"
 	"sync/atomic"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/names"
 	nodepools "github.com/nodeconfd/nodeconfd/phases/pools"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
@@ -18,9 +21,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 )
-
-// FieldManager names the daemon in managedFields.
-const FieldManager = "nodeconfd"
 
 // The daemon's client-side rate limits. A drain of 100 pods is about 110
 // requests in a second: the burst covers it, and the drain's own bound on
@@ -31,27 +31,13 @@ const (
 	Burst = 120
 )
 
-// Node annotations (the compatible view of the update).
-const (
-	AnnotationPrefix = "machineconfiguration.openshift.io/"
-	CurrentConfig    = AnnotationPrefix + "currentConfig"
-	DesiredConfig    = AnnotationPrefix + "desiredConfig"
-	// ControlPlaneTopology is the cluster's topology as upstream's node
-	// controller annotates every Node; SingleReplica (a single-node
-	// cluster) means no drain (plan.PostAction.OnSingleNode).
-	ControlPlaneTopology = AnnotationPrefix + "controlPlaneTopology"
-	State                = AnnotationPrefix + "state"
-	Reason               = AnnotationPrefix + "reason"
-	mcnMaxMessageSize    = 32768
-	// SingleReplica is ControlPlaneTopology's value on a single-node
-	// cluster.
-	SingleReplica = "SingleReplica"
-)
+// mcnMaxMessageSize is the longest condition message the API takes.
+const mcnMaxMessageSize = 32768
 
 // Client reaches the API objects of one node. It keeps no state of its
 // own: the status it writes comes whole from the caller.
 type Client struct {
-	API      API
+	API      kubeapi.API
 	NodeName string
 	// StatusWritten, when set, is told the conditions of every status
 	// written, and (by the daemon) of the status it finds at start: the
@@ -93,7 +79,7 @@ func (c *Client) EnsureMCN(ctx context.Context, want *mcfgv1.MachineConfigNode, 
 	api := c.API.MachineConfigNodes()
 	want = want.DeepCopy()
 	want.OwnerReferences = NodeOwner(node)
-	mcn, err = api.Create(ctx, want, metav1.CreateOptions{FieldManager: FieldManager})
+	mcn, err = api.Create(ctx, want, metav1.CreateOptions{FieldManager: names.FieldManager})
 	if err == nil {
 		return mcn, true, nil
 	}
@@ -138,7 +124,7 @@ func (c *Client) SyncSpec(ctx context.Context, mcn *mcfgv1.MachineConfigNode, no
 	}
 	patch, _ := json.Marshal(body)
 	out, err := c.API.MachineConfigNodes().Patch(ctx, mcn.Name, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager})
+		metav1.PatchOptions{FieldManager: names.FieldManager})
 	if err != nil {
 		return nil, fmt.Errorf("updating spec of MachineConfigNode %s: %w", mcn.Name, err)
 	}
@@ -174,7 +160,7 @@ func (c *Client) WriteStatus(ctx context.Context, s status.Snapshot) error {
 		return err
 	}
 	_, err = c.API.MachineConfigNodes().Patch(ctx, c.NodeName, types.MergePatchType, patch,
-		metav1.PatchOptions{FieldManager: FieldManager}, "status")
+		metav1.PatchOptions{FieldManager: names.FieldManager}, "status")
 	if err == nil && c.StatusWritten != nil {
 		c.StatusWritten(conds)
 	}
@@ -184,14 +170,14 @@ func (c *Client) WriteStatus(ctx context.Context, s status.Snapshot) error {
 // SetNodeState writes the currentConfig, state and reason annotations in one
 // merge patch; an empty currentConfig is left alone, an empty reason removed.
 func (c *Client) SetNodeState(ctx context.Context, currentConfig, state, reason string) error {
-	ann := map[string]any{State: state}
+	ann := map[string]any{names.State: state}
 	if currentConfig != "" {
-		ann[CurrentConfig] = currentConfig
+		ann[names.CurrentConfig] = currentConfig
 	}
 	if reason != "" {
-		ann[Reason] = reason
+		ann[names.Reason] = reason
 	} else {
-		ann[Reason] = nil
+		ann[names.Reason] = nil
 	}
 	return c.patchNode(ctx, map[string]any{"metadata": map[string]any{"annotations": ann}})
 }
@@ -202,7 +188,7 @@ func (c *Client) patchNode(ctx context.Context, patch map[string]any) error {
 		return err
 	}
 	node, err := c.API.Nodes().Patch(ctx, c.NodeName, types.MergePatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager})
+		metav1.PatchOptions{FieldManager: names.FieldManager})
 	if err != nil {
 		return fmt.Errorf("patching node %s: %w", c.NodeName, err)
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -30,7 +31,7 @@ func (c *Client) PatchNodeConditions(ctx context.Context, conds []corev1.NodeCon
 		return err
 	}
 	if _, err := c.API.Nodes().Patch(ctx, c.NodeName, types.StrategicMergePatchType, data,
-		metav1.PatchOptions{FieldManager: FieldManager}, "status"); err != nil {
+		metav1.PatchOptions{FieldManager: names.FieldManager}, "status"); err != nil {
 		return fmt.Errorf("patching the status conditions of node %s: %w", c.NodeName, err)
 	}
 	return nil

@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 )
@@ -107,7 +108,7 @@ func TestReadinessAnswers(t *testing.T) {
 func TestReadinessAnonymousOneConnection(t *testing.T) {
 	s := newProbeServer(t)
 	cfg := s.config()
-	api, err := NewAPI(cfg)
+	api, err := kubeapi.NewAPI(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -164,7 +165,7 @@ func TestReadinessURL(t *testing.T) {
 	}
 }
 
-// The watches of the node's objects make one attempt per call (attemptsOf):
+// The watches of the node's objects make one attempt per call (kubeapi.AttemptsOf):
 // client-go's own retries of a Retry-After answer, which the same client's
 // Watch makes, would reach a restarting server out of the reconnect's
 // pacing.
@@ -177,29 +178,29 @@ func TestAttemptsOfOneRequest(t *testing.T) {
 	}))
 	defer srv.Close()
 	ca := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: srv.Certificate().Raw})
-	api, err := NewAPI(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
+	api, err := kubeapi.NewAPI(&rest.Config{Host: srv.URL, TLSClientConfig: rest.TLSClientConfig{CAData: ca}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, watchOnce := attemptsOf(api.Nodes())
+	_, watchOnce := kubeapi.AttemptsOf(api.Nodes())
 	if _, err := watchOnce(context.Background(), metav1.ListOptions{}); err == nil {
 		t.Fatal("a watch answered 429 succeeded")
 	}
 	if n := requests.Swap(0); n != 1 {
-		t.Errorf("attemptsOf's watch sent %d requests, want 1", n)
+		t.Errorf("AttemptsOf's watch sent %d requests, want 1", n)
 	}
-	listOnce, _ := attemptsOf(api.Nodes())
+	listOnce, _ := kubeapi.AttemptsOf(api.Nodes())
 	if _, err := listOnce(context.Background(), metav1.ListOptions{}); err == nil {
 		t.Fatal("a list answered 429 succeeded")
 	}
 	if n := requests.Swap(0); n != 1 {
-		t.Errorf("attemptsOf's list sent %d requests, want 1", n)
+		t.Errorf("AttemptsOf's list sent %d requests, want 1", n)
 	}
 	// The reason: the client's own Watch retries.
 	if _, err := api.Nodes().Watch(context.Background(), metav1.ListOptions{}); err == nil {
 		t.Fatal("a watch answered 429 succeeded")
 	}
 	if n := requests.Load(); n < 2 {
-		t.Errorf("the client's Watch sent %d requests: client-go no longer retries, attemptsOf may go", n)
+		t.Errorf("the client's Watch sent %d requests: client-go no longer retries, AttemptsOf may go", n)
 	}
 }

@@ -6,22 +6,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-)
-
-// Reboot requests (issue 30): the node asks with RebootRequested, on its
-// own Node; nodeconfd controller answers with RebootGranted, repeating
-// the request, when the node's pool has room.
-const (
-	// RebootRequested asks for a reboot of the node; its value says why (an
-	// administrator's text, or the daemon's for the reboot-required
-	// sentinel). The daemon removes it once the node has rebooted.
-	RebootRequested = "nodeconfd.io/reboot-requested"
-	// RebootGranted is the controller's: the node's turn, its value the
-	// request it answers.
-	RebootGranted = "nodeconfd.io/reboot-granted"
 )
 
 // maxRebootReason caps a request's text kept in the record and shown in
@@ -31,8 +19,8 @@ const maxRebootReason = 256
 // RebootRequest is the node's request and whether the controller granted
 // it; "" when the node asks for nothing.
 func RebootRequest(annotations map[string]string) (why string, granted bool) {
-	why = annotations[RebootRequested]
-	return why, why != "" && annotations[RebootGranted] == why
+	why = annotations[names.RebootRequested]
+	return why, why != "" && annotations[names.RebootGranted] == why
 }
 
 // RequestReboot asks for a reboot of the node, saying why.
@@ -40,7 +28,7 @@ func (c *Client) RequestReboot(ctx context.Context, why string) error {
 	if why == "" || len(why) > maxRebootReason {
 		return fmt.Errorf("a reboot request needs a reason of 1 to %d bytes, got %d", maxRebootReason, len(why))
 	}
-	return c.patchNode(ctx, map[string]any{"metadata": map[string]any{"annotations": map[string]any{RebootRequested: why}}})
+	return c.patchNode(ctx, map[string]any{"metadata": map[string]any{"annotations": map[string]any{names.RebootRequested: why}}})
 }
 
 // ClearRebootRequest removes the request the node's reboot answered. The
@@ -48,8 +36,8 @@ func (c *Client) RequestReboot(ctx context.Context, why string) error {
 // test, so a request made anew since (a new reason) stays.
 func (c *Client) ClearRebootRequest(ctx context.Context, why string) error {
 	return c.jsonPatchNode(ctx, []map[string]any{
-		{"op": "test", "path": "/metadata/annotations/" + escapePointer(RebootRequested), "value": why},
-		{"op": "remove", "path": "/metadata/annotations/" + escapePointer(RebootRequested)},
+		{"op": "test", "path": "/metadata/annotations/" + escapePointer(names.RebootRequested), "value": why},
+		{"op": "remove", "path": "/metadata/annotations/" + escapePointer(names.RebootRequested)},
 	})
 }
 
@@ -60,7 +48,7 @@ func (c *Client) jsonPatchNode(ctx context.Context, ops []map[string]any) error 
 	if err != nil {
 		return err
 	}
-	node, err := c.API.Nodes().Patch(ctx, c.NodeName, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: FieldManager})
+	node, err := c.API.Nodes().Patch(ctx, c.NodeName, types.JSONPatchType, data, metav1.PatchOptions{FieldManager: names.FieldManager})
 	if apierrors.IsInvalid(err) || apierrors.IsConflict(err) { // the test failed
 		return nil
 	}

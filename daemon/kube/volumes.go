@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	corev1 "k8s.io/api/core/v1"
 	storagev1 "k8s.io/api/storage/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -33,7 +34,7 @@ func NodePodsSelector(node string) string {
 // force-detach, 6 minutes later.
 func (c *Client) AttachedVolumes(ctx context.Context) ([]string, error) {
 	var mine []storagev1.VolumeAttachment
-	_, err := Pages(ctx, c.API.VolumeAttachments().List, metav1.ListOptions{}, "VolumeAttachments", maxVolumeAttachments,
+	_, err := kubeapi.Pages(ctx, c.API.VolumeAttachments().List, metav1.ListOptions{}, "VolumeAttachments", maxVolumeAttachments,
 		func(l *storagev1.VolumeAttachmentList) error {
 			for _, va := range l.Items {
 				if va.Spec.NodeName == c.NodeName {
@@ -66,7 +67,7 @@ func (c *Client) AttachedVolumes(ctx context.Context) ([]string, error) {
 func (c *Client) claimsOnNode(ctx context.Context) (map[string]bool, error) {
 	inUse := map[string]bool{}
 	opts := metav1.ListOptions{FieldSelector: NodePodsSelector(c.NodeName)}
-	_, err := Pages(ctx, c.API.Pods("").List, opts, "the node's pods", MaxNodePods, func(l *corev1.PodList) error {
+	_, err := kubeapi.Pages(ctx, c.API.Pods("").List, opts, "the node's pods", MaxNodePods, func(l *corev1.PodList) error {
 		for _, p := range l.Items {
 			if p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed {
 				continue

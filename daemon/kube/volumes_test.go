@@ -10,8 +10,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes/fake"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 )
 
 // The reboot waits for the node's VolumeAttachments but those of volumes

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -60,16 +61,16 @@ func watchTimeout() *int64 {
 }
 
 // byName is a list+watch of the one object with the given name (listWatch).
-func byName[T object, L runtime.Object](name string, retry Retry, res Resource[T, L]) *cache.ListWatch {
+func byName[T kubeapi.Object, L runtime.Object](name string, retry Retry, res kubeapi.Resource[T, L]) *cache.ListWatch {
 	return listWatch(fields.OneTermEqualSelector("metadata.name", name).String(), retry, res)
 }
 
 // listWatch is a list+watch of the objects the field selector selects
-// (all for ""), through res's single attempts (attemptsOf). After a failed
+// (all for ""), through res's single attempts (kubeapi.AttemptsOf). After a failed
 // list or watch (the API server gone, or refusing while it starts) the next
 // attempt waits as retry says first (see reconnect.go).
-func listWatch[T object, L runtime.Object](selector string, retry Retry, res Resource[T, L]) *cache.ListWatch {
-	list, watchFn := attemptsOf(res)
+func listWatch[T kubeapi.Object, L runtime.Object](selector string, retry Retry, res kubeapi.Resource[T, L]) *cache.ListWatch {
+	list, watchFn := kubeapi.AttemptsOf(res)
 	r := newReconnect(retry)
 	return &cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
@@ -92,31 +93,10 @@ func listWatch[T object, L runtime.Object](selector string, retry Retry, res Res
 			}
 			o.TimeoutSeconds = watchTimeout()
 			w, err := watchFn(ctx, o)
-			r.after(err, timeout(o))
+			r.after(err, kubeapi.ListTimeout(o))
 			return w, err
 		},
 	}
-}
-
-// attemptsOf is r's List and Watch, each one attempt where r is the
-// daemon's own client: client-go retries a GET that met a reset connection
-// or a Retry-After answer up to 10 times, a second apart, out of the
-// reconnect's sight. After an API server restart those retries were what
-// reached the new server all at once while it started (half the fleet's
-// watches in one second, each a token check against cold caches); a
-// watch's attempts are the reflector's and the reconnect's to pace. Other
-// implementations (client-go's typed clients, in tests) are used as they
-// are.
-func attemptsOf[T object, L runtime.Object](r Resource[T, L]) (
-	func(context.Context, metav1.ListOptions) (L, error),
-	func(context.Context, metav1.ListOptions) (watch.Interface, error),
-) {
-	if c, ok := r.(*client[T, L]); ok {
-		once := *c
-		once.once = true
-		return once.List, once.Watch
-	}
-	return r.List, r.Watch
 }
 
 // Start starts both watches and waits for their first lists.

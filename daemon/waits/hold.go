@@ -15,14 +15,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/window"
 )
-
-// PauseAnnotation on a Node pauses its updates; its value says who paused
-// it and why ("alice: db migration"). An administrator sets it; the daemon
-// only reads it.
-const PauseAnnotation = "nodeconfd.io/pause"
 
 // maxPauseText caps the annotation's text shown in the status.
 const maxPauseText = 256
@@ -30,13 +26,13 @@ const maxPauseText = 256
 // pauseHold is the hold of a node whose annotations pause it, seen paused
 // since since.
 func pauseHold(annotations map[string]string, since time.Time) (phases.Hold, bool) {
-	v, ok := annotations[PauseAnnotation]
+	v, ok := annotations[names.PauseAnnotation]
 	if !ok {
 		return phases.Hold{}, false
 	}
 	return phases.Hold{Kind: phases.HoldPaused, Message: fmt.Sprintf(
 		"Paused by annotation %s=%q since %s; the update goes on once the annotation is removed",
-		PauseAnnotation, clean(v), since.UTC().Format(time.RFC3339))}, true
+		names.PauseAnnotation, clean(v), since.UTC().Format(time.RFC3339))}, true
 }
 
 // clean keeps the annotation's text printable and short.

@@ -9,6 +9,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/window"
 )
@@ -21,18 +22,18 @@ func TestPauseHold(t *testing.T) {
 		want string
 	}{
 		{name: "not paused", ann: map[string]string{"other": "x"}},
-		{name: "paused", ann: map[string]string{PauseAnnotation: "alice: db migration"},
+		{name: "paused", ann: map[string]string{names.PauseAnnotation: "alice: db migration"},
 			want: `Paused by annotation nodeconfd.io/pause="alice: db migration" since 2026-12-01T15:00:00Z`},
-		{name: "control characters", ann: map[string]string{PauseAnnotation: "bob\n\u202eevil"},
+		{name: "control characters", ann: map[string]string{names.PauseAnnotation: "bob\n\u202eevil"},
 			want: `nodeconfd.io/pause="bob  evil"`},
-		{name: "empty value", ann: map[string]string{PauseAnnotation: ""}, want: `nodeconfd.io/pause=""`},
+		{name: "empty value", ann: map[string]string{names.PauseAnnotation: ""}, want: `nodeconfd.io/pause=""`},
 	} {
 		h, ok := pauseHold(tc.ann, since)
 		if ok != (tc.want != "") || (ok && (h.Kind != phases.HoldPaused || !strings.Contains(h.Message, tc.want))) {
 			t.Errorf("%s: %v %+v, want %q", tc.name, ok, h, tc.want)
 		}
 	}
-	h, _ := pauseHold(map[string]string{PauseAnnotation: strings.Repeat("é", 300)}, since)
+	h, _ := pauseHold(map[string]string{names.PauseAnnotation: strings.Repeat("é", 300)}, since)
 	if len(h.Message) > 400 || !strings.Contains(h.Message, "…") {
 		t.Errorf("long value not cut: %d bytes", len(h.Message))
 	}

@@ -3,10 +3,10 @@ package waits
 import (
 	"context"
 	"fmt"
-	"io"
 	"net/http"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/internal/httpcap"
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
@@ -27,7 +27,7 @@ type Prometheus struct{ api promv1.API }
 
 // NewPrometheus returns the AlertSource of the Prometheus at url.
 func NewPrometheus(url string) (*Prometheus, error) {
-	c, err := api.NewClient(api.Config{Address: url, RoundTripper: CapBody(http.DefaultTransport, maxAlertsBody)})
+	c, err := api.NewClient(api.Config{Address: url, RoundTripper: httpcap.CapBody(http.DefaultTransport, maxAlertsBody)})
 	if err != nil {
 		return nil, fmt.Errorf("the Prometheus client for %s: %w", url, err)
 	}
@@ -51,40 +51,4 @@ func (p *Prometheus) Active(ctx context.Context) ([]Alert, error) {
 		out = append(out, Alert{Name: l["alertname"], Labels: l, Firing: a.State == promv1.AlertStateFiring})
 	}
 	return out, nil
-}
-
-// CapBody is a transport whose answers are read at most max bytes: past
-// them a read fails, naming the cap, so that an answer too large (a
-// Prometheus asked a query of a million series, or one that streams
-// without end) is refused rather than read into memory.
-func CapBody(next http.RoundTripper, max int64) http.RoundTripper { return capBody{next, max} }
-
-type capBody struct {
-	next http.RoundTripper
-	max  int64
-}
-
-func (c capBody) RoundTrip(r *http.Request) (*http.Response, error) {
-	resp, err := c.next.RoundTrip(r)
-	if err != nil {
-		return nil, err
-	}
-	resp.Body = &capped{r: io.LimitReader(resp.Body, c.max+1), left: c.max + 1, max: c.max, Closer: resp.Body}
-	return resp, nil
-}
-
-// capped reads up to max bytes and fails on the byte after.
-type capped struct {
-	r         io.Reader
-	left, max int64
-	io.Closer
-}
-
-func (c *capped) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.left -= int64(n)
-	if c.left <= 0 {
-		return max(n-1, 0), fmt.Errorf("the answer is over %d bytes", c.max)
-	}
-	return n, err
 }

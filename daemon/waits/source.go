@@ -13,7 +13,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/client-go/tools/cache"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/window"
 )
@@ -43,7 +45,7 @@ type Source struct {
 	AllUpdates bool
 	// ConfigMaps and ConfigMapName (with {pool}) name the pool's ConfigMap
 	// of windows; nil or "" for none.
-	ConfigMaps    kube.Resource[*corev1.ConfigMap, *corev1.ConfigMapList]
+	ConfigMaps    kubeapi.Resource[*corev1.ConfigMap, *corev1.ConfigMapList]
 	Namespace     string
 	ConfigMapName string
 	// Retry is how the ConfigMap's watch tries again after a failure
@@ -52,7 +54,7 @@ type Source struct {
 
 	// Pods lists the node's pods; Blocking selects those that block a
 	// disruptive update (nil: none do).
-	Pods     kube.Resource[*corev1.Pod, *corev1.PodList]
+	Pods     kubeapi.Resource[*corev1.Pod, *corev1.PodList]
 	NodeName string
 	Blocking labels.Selector
 
@@ -92,7 +94,7 @@ func (s *Source) Paused() (phases.Hold, bool) {
 	if !ok {
 		return phases.Hold{}, false
 	}
-	v, paused := n.Annotations[PauseAnnotation]
+	v, paused := n.Annotations[names.PauseAnnotation]
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if !paused {
@@ -144,7 +146,7 @@ func (s *Source) podsHold(ctx context.Context) (phases.Hold, error) {
 		return phases.Hold{}, nil
 	}
 	var pods []corev1.Pod
-	_, err := kube.Pages(ctx, s.Pods.List, metav1.ListOptions{
+	_, err := kubeapi.Pages(ctx, s.Pods.List, metav1.ListOptions{
 		FieldSelector: fields.OneTermEqualSelector("spec.nodeName", s.NodeName).String(),
 		LabelSelector: s.Blocking.String(),
 	}, "pods on node "+s.NodeName, maxBlockingPods, func(l *corev1.PodList) error {

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/test/testbed/kubelet"
@@ -41,7 +42,7 @@ func BenchmarkDrain100(b *testing.B) {
 	rs := drainWorkload(ctx, b, node)
 	cfg := daemonConfig(ctx, b, node)
 	cfg.QPS, cfg.Burst = kube.QPS, kube.Burst
-	api, err := kube.NewAPI(cfg) // the daemon's own client
+	api, err := kubeapi.NewAPI(cfg) // the daemon's own client
 	if err != nil {
 		b.Fatal(err)
 	}

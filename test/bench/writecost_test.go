@@ -15,7 +15,9 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -27,7 +29,7 @@ import (
 func BenchmarkAPIServerWriteCost(b *testing.B) {
 	const nodes = 50
 	ctx := context.Background()
-	api, err := kube.NewAPI(bed.CP.RestConfig())
+	api, err := kubeapi.NewAPI(bed.CP.RestConfig())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -56,12 +58,12 @@ func BenchmarkAPIServerWriteCost(b *testing.B) {
 		}},
 		{"MCNSpecPatch", func(c *kube.Client, round int) error {
 			_, err := api.MachineConfigNodes().Patch(ctx, c.NodeName, types.MergePatchType,
-				fmt.Appendf(nil, `{"spec":{"configVersion":{"desired":"rendered-%d"}}}`, round), metav1.PatchOptions{FieldManager: kube.FieldManager})
+				fmt.Appendf(nil, `{"spec":{"configVersion":{"desired":"rendered-%d"}}}`, round), metav1.PatchOptions{FieldManager: names.FieldManager})
 			return err
 		}},
 		{"NodePatch", func(c *kube.Client, round int) error {
 			_, err := api.Nodes().Patch(ctx, c.NodeName, types.MergePatchType,
-				fmt.Appendf(nil, `{"metadata":{"annotations":{"writecost":"%d"}}}`, round), metav1.PatchOptions{FieldManager: kube.FieldManager})
+				fmt.Appendf(nil, `{"metadata":{"annotations":{"writecost":"%d"}}}`, round), metav1.PatchOptions{FieldManager: names.FieldManager})
 			return err
 		}},
 	} {

@@ -21,7 +21,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -102,7 +102,7 @@ func soloWorkload(ctx context.Context, t *testing.T) {
 	t.Helper()
 	labels := map[string]string{"app": "solo"}
 	d := &appsv1.Deployment{
-		ObjectMeta: metav1.ObjectMeta{Name: "solo", Namespace: "default", Annotations: map[string]string{drain.SurgeAnnotation: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: "solo", Namespace: "default", Annotations: map[string]string{surge.Annotation: "true"}},
 		Spec: appsv1.DeploymentSpec{
 			Selector: &metav1.LabelSelector{MatchLabels: labels},
 			Template: corev1.PodTemplateSpec{

@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/api/meta"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/disruption"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
@@ -27,11 +27,11 @@ import (
 func TestMachineConfigurationStatus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
-	api, err := kube.NewAPI(bed.CP.RestConfig())
+	api, err := kubeapi.NewAPI(bed.CP.RestConfig())
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := kube.MachineConfigurations(api)
+	res, err := kubeapi.MachineConfigurations(api)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -112,7 +112,7 @@ func TestMachineConfigurationStatus(t *testing.T) {
 }
 
 // waitStatus polls MachineConfiguration cluster until ok.
-func waitStatus(ctx context.Context, t *testing.T, res kube.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList],
+func waitStatus(ctx context.Context, t *testing.T, res kubeapi.Resource[*opv1.MachineConfiguration, *opv1.MachineConfigurationList],
 	what string, ok func(*opv1.MachineConfiguration) bool) *opv1.MachineConfiguration {
 	t.Helper()
 	for {

@@ -18,6 +18,7 @@ import (
 	"k8s.io/apimachinery/pkg/watch"
 
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 )
 
@@ -88,7 +89,7 @@ func TestDrainMixedWorkload(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n.Spec.Unschedulable || n.Annotations[drain.CordonedBy] != "" {
+	if n.Spec.Unschedulable || n.Annotations[names.CordonedBy] != "" {
 		t.Errorf("after Uncordon: unschedulable=%v, annotations %v", n.Spec.Unschedulable, n.Annotations)
 	}
 }
@@ -112,7 +113,7 @@ func TestCordonOwnership(t *testing.T) {
 			t.Fatalf("Cordon #%d: %v %v, want ours", i+1, byUs, err)
 		}
 	}
-	if n := get(); !n.Spec.Unschedulable || n.Annotations[drain.CordonedBy] != "nodeconfd" {
+	if n := get(); !n.Spec.Unschedulable || n.Annotations[names.CordonedBy] != "nodeconfd" {
 		t.Fatalf("after Cordon: unschedulable=%v annotations %v", n.Spec.Unschedulable, n.Annotations)
 	}
 	for i := 0; i < 2; i++ {
@@ -120,7 +121,7 @@ func TestCordonOwnership(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	if n := get(); n.Spec.Unschedulable || n.Annotations[drain.CordonedBy] != "" {
+	if n := get(); n.Spec.Unschedulable || n.Annotations[names.CordonedBy] != "" {
 		t.Fatalf("after Uncordon: unschedulable=%v annotations %v", n.Spec.Unschedulable, n.Annotations)
 	}
 	// The administrator's: kept through Cordon and Uncordon.
@@ -134,7 +135,7 @@ func TestCordonOwnership(t *testing.T) {
 	if err := d.Uncordon(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := get(); !n.Spec.Unschedulable || n.Annotations[drain.CordonedBy] != "" {
+	if n := get(); !n.Spec.Unschedulable || n.Annotations[names.CordonedBy] != "" {
 		t.Errorf("admin cordon after Cordon+Uncordon: unschedulable=%v annotations %v", n.Spec.Unschedulable, n.Annotations)
 	}
 }

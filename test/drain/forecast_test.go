@@ -15,8 +15,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/labels"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 )
 
 // The drain forecast (nodeconfd plan --node, and the wait before the cordon) agrees with what

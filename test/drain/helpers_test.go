@@ -18,9 +18,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 	"github.com/nodeconfd/nodeconfd/test/testbed/kubelet"
 )
 
@@ -264,7 +264,7 @@ func containsAll(s string, want []string) bool {
 // are in flight at once, and what the API server answered. before, when
 // set, runs ahead of each eviction request.
 type evictions struct {
-	kube.API
+	kubeapi.API
 	before func(ev *policyv1.Eviction)
 	delay  time.Duration
 

@@ -12,11 +12,11 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 )
 
 // A namespace's PodDisruptionBudgets are a tenant's: the forecast reads them a page of
-// kube.PageSize at a time on the real API server (the budget that holds the pod is on the
+// kubeapi.PageSize at a time on the real API server (the budget that holds the pod is on the
 // second page and is found), and stops past 1,000 with an error naming the bound rather than
 // read them all.
 func TestBudgetsReadByPages(t *testing.T) {
@@ -41,17 +41,17 @@ func TestBudgetsReadByPages(t *testing.T) {
 			}
 		}
 	}
-	others(0, kube.PageSize+20)
+	others(0, kubeapi.PageSize+20)
 	// Named after every other, so listed on the second page.
 	budget(t, name, "web", 0, 0)
 	msg, err := d.WouldBlock(ctx)
 	if err != nil || !strings.Contains(msg, "pod pg/web-a: PodDisruptionBudget web allows 0 disruptions") {
 		t.Fatalf("WouldBlock: %q, %v; want the pod held by budget web", msg, err)
 	}
-	if got := pages.take(); len(got) < 2 || got[0] != kube.PageSize || got[1] != kube.PageSize {
-		t.Errorf("the budgets were listed with limits %v, want pages of %d", got, kube.PageSize)
+	if got := pages.take(); len(got) < 2 || got[0] != kubeapi.PageSize || got[1] != kubeapi.PageSize {
+		t.Errorf("the budgets were listed with limits %v, want pages of %d", got, kubeapi.PageSize)
 	}
-	others(kube.PageSize+20, 1000)
+	others(kubeapi.PageSize+20, 1000)
 	if _, err := d.WouldBlock(ctx); err == nil || !strings.Contains(err.Error(), "more than 1000 PodDisruptionBudgets in namespace pg") {
 		t.Errorf("WouldBlock over 1,000 budgets: %v, want the bound named", err)
 	}
@@ -59,16 +59,16 @@ func TestBudgetsReadByPages(t *testing.T) {
 
 // pagedAPI records the limit of each LIST of PodDisruptionBudgets.
 type pagedAPI struct {
-	kube.API
+	kubeapi.API
 	log *listLog
 }
 
-func (p pagedAPI) PodDisruptionBudgets(ns string) kube.Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList] {
+func (p pagedAPI) PodDisruptionBudgets(ns string) kubeapi.Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList] {
 	return pagedBudgets{p.API.PodDisruptionBudgets(ns), p.log}
 }
 
 type pagedBudgets struct {
-	kube.Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList]
+	kubeapi.Resource[*policyv1.PodDisruptionBudget, *policyv1.PodDisruptionBudgetList]
 	log *listLog
 }
 

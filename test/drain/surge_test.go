@@ -19,8 +19,9 @@ import (
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
 )
 
 // surgeEvents records what a drainer's surges tell (Events and metric).
@@ -31,12 +32,12 @@ type surgeEvents struct {
 }
 
 // watchSurges turns surges on for d, with slot Leases in ns, and runs the controller's half
-// (drain.Granter) over them until the test ends.
+// (surge.Granter) over them until the test ends.
 func watchSurges(t *testing.T, d *drain.Drainer, ns string) *surgeEvents {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	t.Cleanup(func() { cancel(); <-done })
-	g := &drain.Granter{Client: kubetest.API(client, nil), Namespace: ns, Log: zaptest.NewLogger(t).Named("granter")}
+	g := &surge.Granter{Client: kubetest.API(client, nil), Namespace: ns, Log: zaptest.NewLogger(t).Named("granter")}
 	go func() {
 		defer close(done)
 		if err := g.Run(ctx, nil); err != nil && ctx.Err() == nil {
@@ -168,7 +169,7 @@ func TestRestoreSurgesLeftBehind(t *testing.T) {
 		holder := name
 		if _, err := client.CoordinationV1().Leases(name).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{
 			Name: "nodeconfd-surge-" + strconv.Itoa(i), Labels: map[string]string{"nodeconfd.io/surge-node": name},
-			Finalizers: []string{drain.SurgeFinalizer},
+			Finalizers: []string{surge.Finalizer},
 			Annotations: map[string]string{"nodeconfd.io/surge-workload": "Deployment/" + name + "/" + c.app,
 				"nodeconfd.io/surge-pod": name + "/" + c.app + "-a", "nodeconfd.io/surge-raised": "true",
 				"nodeconfd.io/surge-uid": string(dep.UID), "nodeconfd.io/surge-from": "1", "nodeconfd.io/surge-to": "2"}},
@@ -195,7 +196,7 @@ func TestRestoreSurgesLeftBehind(t *testing.T) {
 
 func optIn(t *testing.T, ns, name string) {
 	t.Helper()
-	patch := `{"metadata":{"annotations":{"` + drain.SurgeAnnotation + `":"true"}}}`
+	patch := `{"metadata":{"annotations":{"` + surge.Annotation + `":"true"}}}`
 	if _, err := client.AppsV1().Deployments(ns).Patch(context.Background(), name, types.MergePatchType, []byte(patch),
 		metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
@@ -259,7 +260,7 @@ func TestSurgeThroughScale(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
 	if _, err := client.CoreV1().Namespaces().Patch(ctx, name, types.MergePatchType,
-		[]byte(`{"metadata":{"annotations":{"`+drain.SurgeAnnotation+`":"true"}}}`), metav1.PatchOptions{}); err != nil {
+		[]byte(`{"metadata":{"annotations":{"`+surge.Annotation+`":"true"}}}`), metav1.PatchOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	labels := map[string]string{"app": "bare"}

@@ -19,7 +19,7 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
@@ -89,7 +89,7 @@ func TestDrainTimeoutFails(t *testing.T) {
 	if got := readNodeFile(t, n, file); got != "b\n" {
 		t.Errorf("%s = %q", file, got)
 	}
-	if node := getNode(t, name); node.Spec.Unschedulable || node.Annotations[drain.CordonedBy] != "" {
+	if node := getNode(t, name); node.Spec.Unschedulable || node.Annotations[names.CordonedBy] != "" {
 		t.Errorf("after the update: unschedulable=%v, annotations %v", node.Spec.Unschedulable, node.Annotations)
 	}
 	if left := podsLeft(t, name); left != 0 {
@@ -192,7 +192,7 @@ func TestAdminCordonKept(t *testing.T) {
 		t.Fatal(err)
 	}
 	node := getNode(t, name)
-	if !node.Spec.Unschedulable || node.Annotations[drain.CordonedBy] != "" {
+	if !node.Spec.Unschedulable || node.Annotations[names.CordonedBy] != "" {
 		t.Errorf("after the update: unschedulable=%v, annotations %v; want the admin's cordon kept", node.Spec.Unschedulable,
 			node.Annotations)
 	}

@@ -21,7 +21,7 @@ const (
 	annRetry   = "machineconfiguration.openshift.io/retryFailedConfig"
 	annState   = "machineconfiguration.openshift.io/state"
 	annCurrent = "machineconfiguration.openshift.io/currentConfig"
-	// labelFailedHash is failedConfig's index (kube.FailedConfigHashLabel).
+	// labelFailedHash is failedConfig's index (names.FailedConfigHashLabel).
 	labelFailedHash = "machineconfiguration.openshift.io/failedConfigHash"
 )
 

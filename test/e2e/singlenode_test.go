@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 )
 
@@ -25,7 +25,7 @@ func TestSingleNodeRebootsWithoutDrain(t *testing.T) {
 	n, log := node(t, name, "rendered-sno-a")
 	podsOn(t, name, 2)
 	budgetOn(t, "web-"+name) // a drain would never finish
-	if err := n.Annotate(ctx, map[string]string{kube.ControlPlaneTopology: kube.SingleReplica}); err != nil {
+	if err := n.Annotate(ctx, map[string]string{names.ControlPlaneTopology: names.SingleReplica}); err != nil {
 		t.Fatal(err)
 	}
 	cordons := watchCordon(ctx, t, name)

@@ -33,7 +33,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/rest"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -127,7 +127,7 @@ func (f *Fleet) register(ctx context.Context, name, base string) (*rest.Config, 
 	n := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: name,
 		Labels: map[string]string{"kubernetes.io/hostname": name, "kubernetes.io/os": "linux",
 			"node-role.kubernetes.io/worker": ""},
-		Annotations: map[string]string{kube.CurrentConfig: base, kube.DesiredConfig: base, kube.State: "Done"}}}
+		Annotations: map[string]string{names.CurrentConfig: base, names.DesiredConfig: base, names.State: "Done"}}}
 	created, err := nodes.Create(ctx, n, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("registering node %s: %w", name, err)
@@ -187,7 +187,7 @@ func (f *Fleet) Roll(ctx context.Context, nodes []string, config string) (map[st
 	}
 	start := time.Now()
 	wait := f.track.expect(nodes, config)
-	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, kube.DesiredConfig, config))
+	patch := []byte(fmt.Sprintf(`{"metadata":{"annotations":{%q:%q}}}`, names.DesiredConfig, config))
 	err := parallel(ctx, len(nodes), setupParallel, func(ctx context.Context, i int) error {
 		_, err := f.bed.Kube.CoreV1().Nodes().Patch(ctx, nodes[i], "application/merge-patch+json", patch, metav1.PatchOptions{})
 		return err

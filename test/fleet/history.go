@@ -12,8 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/fields"
 	"k8s.io/client-go/tools/cache"
 
-	"github.com/nodeconfd/nodeconfd/controller/rollout"
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/test/testbed"
 )
 
@@ -70,8 +69,8 @@ func (h *history) saw(o any) {
 	}
 	a := n.Annotations
 	v := nodeView{at: time.Since(h.start), rv: n.ResourceVersion, unschedulable: n.Spec.Unschedulable,
-		cordonedBy: a[drain.CordonedBy], desired: a[rollout.DesiredConfig], current: a[rollout.CurrentConfig],
-		st: a[rollout.State]}
+		cordonedBy: a[names.CordonedBy], desired: a[names.DesiredConfig], current: a[names.CurrentConfig],
+		st: a[names.State]}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	vs := h.seen[n.Name]

@@ -13,6 +13,7 @@ import (
 	k8stypes "k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/rest"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
@@ -138,7 +139,7 @@ func (n *node) daemon(ctx context.Context) {
 	// connection per daemon, as on real nodes.
 	cfg.CAData = append(slices.Clip(cfg.CAData), "\n# "+n.name+"\n"...)
 	cfg.WrapTransport = n.f.counter.wrap
-	kapi, err := kube.NewAPI(cfg)
+	kapi, err := kubeapi.NewAPI(cfg)
 	if err != nil {
 		log.Error("Building the API client", zap.Error(err))
 		return
@@ -150,7 +151,7 @@ func (n *node) daemon(ctx context.Context) {
 	}
 	api := &kube.Client{API: kapi, NodeName: n.name, StatusWritten: n.wrote, Readiness: ready}
 	drainer := &drain.Drainer{Client: kapi, NodeName: n.name, Timeout: time.Hour, Log: log.Named("drain")}
-	var events *kube.Events
+	var events *kubeapi.Events
 	d := &daemon.Daemon{
 		API:     api,
 		Watcher: kube.NewWatch(api),
@@ -163,7 +164,7 @@ func (n *node) daemon(ctx context.Context) {
 			Limits:  plan.Limits{MaxFileSize: plan.DefaultMaxFileSize, MaxConfigSize: plan.DefaultMaxConfigSize},
 		}},
 		Events: func(uid string) phases.Recorder {
-			events = kube.NewEvents(kapi, log.Named("events"), n.name, k8stypes.UID(uid))
+			events = kubeapi.NewEvents(kapi, log.Named("events"), n.name, k8stypes.UID(uid))
 			return events
 		},
 		Log:          log,

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	opv1 "github.com/openshift/api/operator/v1"
 	mcfgclient "github.com/openshift/client-go/machineconfiguration/clientset/versioned"
@@ -14,8 +15,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // The controller's ServiceAccount, with a token bound to its pod, may write what it decides
@@ -248,13 +247,13 @@ func TestControllerWritesOnlyItsDecisions(t *testing.T) {
 	// disruption policy, the generation and the conditions to its status; nothing else of it,
 	// nothing of another one.
 	t.Run("MachineConfiguration", func(t *testing.T) {
-		adminAPI, err := kube.NewAPI(b.cp.RestConfig())
+		adminAPI, err := kubeapi.NewAPI(b.cp.RestConfig())
 		check(t, err)
-		admin, err := kube.MachineConfigurations(adminAPI)
+		admin, err := kubeapi.MachineConfigurations(adminAPI)
 		check(t, err)
-		ctlAPI, err := kube.NewAPI(cfg)
+		ctlAPI, err := kubeapi.NewAPI(cfg)
 		check(t, err)
-		ctl, err := kube.MachineConfigurations(ctlAPI)
+		ctl, err := kubeapi.MachineConfigurations(ctlAPI)
 		check(t, err)
 		for _, name := range []string{"cluster", "other"} {
 			mc := &opv1.MachineConfiguration{ObjectMeta: metav1.ObjectMeta{Name: name}}

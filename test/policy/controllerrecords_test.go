@@ -143,7 +143,7 @@ func TestControllerLeasesAndEvents(t *testing.T) {
 			t.Errorf("Lease %s after the refused delete: %v", name, err)
 		}
 	}
-	// A surge slot whose node stopped draining with its surge held (drain.Granter).
+	// A surge slot whose node stopped draining with its surge held (surge.Granter).
 	if err := leases.Delete(ctx, "nodeconfd-surge-0", metav1.DeleteOptions{}); err != nil {
 		t.Errorf("deleting a surge slot: %v", err)
 	}

@@ -13,6 +13,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
@@ -32,7 +33,7 @@ func lifecycleWrites(ctx context.Context, t *testing.T, b *bed) {
 		_, err = b.admin.CoreV1().Nodes().UpdateStatus(ctx, node, metav1.UpdateOptions{})
 		check(t, err)
 	}
-	api, err := kube.NewAPI(b.bound)
+	api, err := kubeapi.NewAPI(b.bound)
 	check(t, err)
 	own := &kube.Client{API: api, NodeName: nodeA}
 	now := metav1.NewTime(time.Now().Truncate(time.Second))
@@ -72,7 +73,7 @@ func lifecycleWrites(ctx context.Context, t *testing.T, b *bed) {
 		{"Addresses", statusPatch(nodeA, `{"status":{"addresses":[{"type":"InternalIP","address":"10.9.9.9"}]}}`),
 			only + ", nothing else of it"},
 		{"UnboundToken", func() error {
-			u, err := kube.NewAPI(b.unbound)
+			u, err := kubeapi.NewAPI(b.unbound)
 			if err != nil {
 				return err
 			}

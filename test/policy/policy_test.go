@@ -17,8 +17,10 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	"github.com/nodeconfd/nodeconfd/daemon/drain"
 	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -100,7 +102,7 @@ type deniedCase struct {
 
 // deniedCases are the writes the daemon of node A, with client k and m, must not make.
 // failedLabel is the health gate's label, the one label the daemon may write on its Node.
-const failedLabel = kube.FailedConfigHashLabel
+const failedLabel = names.FailedConfigHashLabel
 
 func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclient.Interface) []deniedCase {
 	return []deniedCase{
@@ -217,7 +219,7 @@ func deniedCases(ctx context.Context, b *bed, k kubernetes.Interface, m mcfgclie
 
 // ownWrites makes the daemon's own writes for node A, through its adapters where it has them.
 func ownWrites(ctx context.Context, t *testing.T, b *bed) {
-	api, err := kube.NewAPI(b.bound)
+	api, err := kubeapi.NewAPI(b.bound)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -247,7 +249,7 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	if err := c.ClearReapply(ctx, "alice: drift"); err != nil {
 		t.Errorf("removing the reapply request: %v", err)
 	}
-	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[kube.Reapply] != "" {
+	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[names.Reapply] != "" {
 		t.Errorf("the reapply request is still there (%v)", err)
 	}
 	if err := c.SetNodeState(ctx, "rendered-worker-1", "Working", "updating"); err != nil {
@@ -305,8 +307,8 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	if err := c.ClearRebootRequest(ctx, "sentinel /run/reboot-required written 2026-12-04T10:00:00Z"); err != nil {
 		t.Errorf("clearing the reboot request of node %s: %v", nodeA, err)
 	}
-	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[kube.RebootRequested] != "" {
-		t.Errorf("node %s's reboot request after clearing it: %q (%v)", nodeA, n.Annotations[kube.RebootRequested], err)
+	if n, err := b.admin.CoreV1().Nodes().Get(ctx, nodeA, metav1.GetOptions{}); err != nil || n.Annotations[names.RebootRequested] != "" {
+		t.Errorf("node %s's reboot request after clearing it: %q (%v)", nodeA, n.Annotations[names.RebootRequested], err)
 	}
 	k := kubernetes.NewForConfigOrDie(b.bound)
 	if err := event(ctx, k, "Node", nodeA); err != nil {
@@ -315,7 +317,7 @@ func ownWrites(ctx context.Context, t *testing.T, b *bed) {
 	if err := event(ctx, k, "MachineConfigNode", nodeA); err != nil {
 		t.Errorf("an Event about MachineConfigNode %s: %v", nodeA, err)
 	}
-	// A repeat raises the count of its own Event, as kube.Events does.
+	// A repeat raises the count of its own Event, as kubeapi.Events does.
 	evs, err := b.admin.CoreV1().Events("default").List(ctx, metav1.ListOptions{FieldSelector: "involvedObject.name=" + nodeA})
 	if err != nil || len(evs.Items) == 0 {
 		t.Fatalf("listing its Events: %v", err)

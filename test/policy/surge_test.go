@@ -14,8 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 )
 
 // surgeWrites: the daemon of node A may ask for surges through slot Leases that name its own
@@ -26,7 +26,7 @@ func surgeWrites(ctx context.Context, t *testing.T, b *bed, k kubernetes.Interfa
 	for _, name := range []string{"surge-in", "surge-out"} {
 		dep := deployment(name)
 		if name == "surge-in" {
-			dep.Annotations = map[string]string{drain.SurgeAnnotation: "true"}
+			dep.Annotations = map[string]string{surge.Annotation: "true"}
 		}
 		if _, err := b.admin.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{}); err != nil {
 			t.Fatal(err)
@@ -133,7 +133,7 @@ func surgeControllerWrites(ctx context.Context, t *testing.T, b *bed, c kubernet
 	}
 	// Another kind (a bare ReplicaSet) through its scale subresource, in a namespace that opted in.
 	if _, err := b.admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "surge-ns",
-		Annotations: map[string]string{drain.SurgeAnnotation: "true"}}}, metav1.CreateOptions{}); err != nil {
+		Annotations: map[string]string{surge.Annotation: "true"}}}, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ns := range []string{"surge-ns", "default"} {
@@ -191,8 +191,8 @@ func surgeControllerWrites(ctx context.Context, t *testing.T, b *bed, c kubernet
 func scaleBare(ctx context.Context, k kubernetes.Interface, ns string, from, to int) error {
 	patch := fmt.Sprintf(`[{"op":"test","path":"/spec/replicas","value":%d},{"op":"replace","path":"/spec/replicas","value":%d}]`,
 		from, to)
-	return kube.Scales(k.CoreV1().RESTClient()).PatchScale(ctx, kube.ScaleTarget{APIVersion: "apps/v1", Resource: "replicasets",
-		Namespace: ns, Name: "bare"}, []byte(patch), drain.SurgeFieldManager)
+	return kubeapi.Scales(k.CoreV1().RESTClient()).PatchScale(ctx, kubeapi.ScaleTarget{APIVersion: "apps/v1", Resource: "replicasets",
+		Namespace: ns, Name: "bare"}, []byte(patch), surge.FieldManager)
 }
 
 func deployment(name string) *appsv1.Deployment {
@@ -220,7 +220,7 @@ func replicas(ctx context.Context, k kubernetes.Interface, name string, from, to
 
 func patchDeployment(ctx context.Context, k kubernetes.Interface, name, patch string) error {
 	_, err := k.AppsV1().Deployments("default").Patch(ctx, name, types.JSONPatchType, []byte(patch),
-		metav1.PatchOptions{FieldManager: drain.SurgeFieldManager})
+		metav1.PatchOptions{FieldManager: surge.FieldManager})
 	return err
 }
 

@@ -15,12 +15,12 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 )
 
 // surgeGrants: the only way a node's token moves a workload's replicas is a slot Lease, which
-// nodeconfd controller (drain.Granter, here with the controller's own pod-bound token ctl)
+// nodeconfd controller (surge.Granter, here with the controller's own pod-bound token ctl)
 // answers. The daemon of node A (token k) asks for surges it must not get: while its node does
 // not drain, for a pod on node B, for a pod that does not exist, for a workload that did not
 // opt in, a second surge of one surged already; each is refused and the count stays. The
@@ -32,7 +32,7 @@ func surgeGrants(ctx context.Context, t *testing.T, b *bed, k, ctl kubernetes.In
 	gctx, cancel := context.WithCancel(ctx)
 	done := make(chan struct{})
 	defer func() { cancel(); <-done }()
-	g := &drain.Granter{Client: kubetest.API(ctl, nil), Namespace: namespace, Log: zaptest.NewLogger(t).Named("granter")}
+	g := &surge.Granter{Client: kubetest.API(ctl, nil), Namespace: namespace, Log: zaptest.NewLogger(t).Named("granter")}
 	go func() {
 		defer close(done)
 		if err := g.Run(gctx, nil); err != nil && gctx.Err() == nil {
@@ -176,7 +176,7 @@ func ownedPods(ctx context.Context, t *testing.T, b *bed, name string, optIn boo
 	t.Helper()
 	dep := deployment(name)
 	if optIn {
-		dep.Annotations = map[string]string{drain.SurgeAnnotation: "true"}
+		dep.Annotations = map[string]string{surge.Annotation: "true"}
 	}
 	dep, err := b.admin.AppsV1().Deployments("default").Create(ctx, dep, metav1.CreateOptions{})
 	check(t, err)

@@ -10,27 +10,27 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 )
 
 // outOfSet is the refusal of a slot Lease named out of nodeconfd-surge-0 … 99.
 const outOfSet = "the surge slots are the Leases nodeconfd-surge-0 to nodeconfd-surge-99"
 
 // surgeSlotsBounded: the daemon of node A may take the slot Leases nodeconfd-surge-0 …
-// nodeconfd-surge-<drain.MaxSurgeSlots-1>, as daemon/drain writes them (at the largest its
+// nodeconfd-surge-<surge.MaxSlots-1>, as daemon/drain writes them (at the largest its
 // annotations can be), and no other name: a loop of creates past the set is refused at every
 // name, so one node cannot fill etcd with Leases. A Lease of the set that holds more than a
 // slot does (a huge annotation, another label, a spec field, a finalizer) is refused naming it.
 func surgeSlotsBounded(ctx context.Context, t *testing.T, k kubernetes.Interface) {
 	leases := k.CoordinationV1().Leases(namespace)
-	top := fmt.Sprintf("nodeconfd-surge-%d", drain.MaxSurgeSlots-1)
+	top := fmt.Sprintf("nodeconfd-surge-%d", surge.MaxSlots-1)
 	if _, err := leases.Create(ctx, daemonSlot(top, nodeA), metav1.CreateOptions{}); err != nil {
 		t.Errorf("taking the last slot %s, as the daemon writes it: %v", top, err)
 	} else if err := leases.Delete(ctx, top, metav1.DeleteOptions{}); err != nil {
 		t.Errorf("freeing it: %v", err)
 	}
 	var names []string
-	for i := drain.MaxSurgeSlots; i < drain.MaxSurgeSlots+20; i++ {
+	for i := surge.MaxSlots; i < surge.MaxSlots+20; i++ {
 		names = append(names, fmt.Sprintf("nodeconfd-surge-%d", i))
 	}
 	names = append(names, "nodeconfd-surge-999", "nodeconfd-surge-0x", "nodeconfd-surge-00", "nodeconfd-surge-01",

@@ -6,12 +6,11 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/nodeconfd/nodeconfd/cluster/surge"
 	appsv1 "k8s.io/api/apps/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
-
-	"github.com/nodeconfd/nodeconfd/daemon/drain"
 )
 
 // surgeSpecPinned: a surge's patch (nodeconfd controller's token k) of an opted-in StatefulSet
@@ -69,7 +68,7 @@ func surgeSpecPinned(ctx context.Context, t *testing.T, b *bed, k kubernetes.Int
 func statefulSet(name string) *appsv1.StatefulSet {
 	labels := map[string]string{"app": name}
 	return &appsv1.StatefulSet{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{drain.SurgeAnnotation: "true"}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "default", Annotations: map[string]string{surge.Annotation: "true"}},
 		Spec: appsv1.StatefulSetSpec{Selector: &metav1.LabelSelector{MatchLabels: labels}, ServiceName: name,
 			PodManagementPolicy: appsv1.ParallelPodManagement, Template: deployment(name).Spec.Template},
 	}
@@ -84,7 +83,7 @@ func stsReplicas(ctx context.Context, k kubernetes.Interface, name string, from,
 		patch += "," + extra
 	}
 	_, err := k.AppsV1().StatefulSets("default").Patch(ctx, name, types.JSONPatchType, []byte(patch+"]"),
-		metav1.PatchOptions{FieldManager: drain.SurgeFieldManager})
+		metav1.PatchOptions{FieldManager: surge.FieldManager})
 	return err
 }
 

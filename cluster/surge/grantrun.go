@@ -1,4 +1,4 @@
-package drain
+package surge
 
 import (
 	"context"
@@ -21,11 +21,11 @@ import (
 func (g *Granter) Run(ctx context.Context, nodes cache.SharedIndexInformer) error {
 	leases := cache.NewSharedIndexInformer(&cache.ListWatch{
 		ListWithContextFunc: func(ctx context.Context, o metav1.ListOptions) (runtime.Object, error) {
-			o.LabelSelector = surgeNodeLabel
+			o.LabelSelector = NodeLabel
 			return g.Client.Leases(g.Namespace).List(ctx, o)
 		},
 		WatchFuncWithContext: func(ctx context.Context, o metav1.ListOptions) (watch.Interface, error) {
-			o.LabelSelector = surgeNodeLabel
+			o.LabelSelector = NodeLabel
 			return g.Client.Leases(g.Namespace).Watch(ctx, o)
 		},
 	}, &coordinationv1.Lease{}, 0, cache.Indexers{})
@@ -53,7 +53,7 @@ func (g *Granter) Run(ctx context.Context, nodes cache.SharedIndexInformer) erro
 			return
 		}
 		for _, o := range leases.GetStore().List() {
-			if l := o.(*coordinationv1.Lease); l.Labels[surgeNodeLabel] == n.Name {
+			if l := o.(*coordinationv1.Lease); l.Labels[NodeLabel] == n.Name {
 				queue.Add(l.Name)
 			}
 		}
@@ -95,7 +95,7 @@ func (g *Granter) next(ctx context.Context, queue workqueue.TypedRateLimitingInt
 	}
 	l := obj.(*coordinationv1.Lease)
 	var node *corev1.Node
-	if n, ok, _ := nodes.GetByKey(l.Labels[surgeNodeLabel]); ok {
+	if n, ok, _ := nodes.GetByKey(l.Labels[NodeLabel]); ok {
 		node = n.(*corev1.Node)
 	}
 	if err := g.Decide(ctx, l, node); err != nil && ctx.Err() == nil {

@@ -1,4 +1,11 @@
-package kube
+// Package kubeapi is nodeconfd's own typed client of the Kubernetes API,
+// which both processes use: the resources they read and write (API,
+// Resource, NewAPI over client-go's REST clients, linking only those
+// resources), paginated and bounded lists (Pages), the scale subresource,
+// single-attempt lists and watches (AttemptsOf) and an Events recorder. It
+// knows no node and no step: the daemon's client of its own node's objects
+// is daemon/kube, and the controller's decisions are controller/rollout.
+package kubeapi
 
 import (
 	"context"

@@ -1,4 +1,4 @@
-package drain
+package surge
 
 import (
 	"testing"
@@ -10,7 +10,7 @@ import (
 )
 
 func TestOptedIn(t *testing.T) {
-	on, off := map[string]string{SurgeAnnotation: "true"}, map[string]string{SurgeAnnotation: "false"}
+	on, off := map[string]string{Annotation: "true"}, map[string]string{Annotation: "false"}
 	for _, c := range []struct {
 		name         string
 		workload, ns map[string]string
@@ -21,7 +21,7 @@ func TestOptedIn(t *testing.T) {
 		{"namespace", nil, on, true},
 		{"workload opts out of its namespace", off, on, false},
 		{"workload opts in against its namespace", on, off, true},
-		{"any other value is no", map[string]string{SurgeAnnotation: "yes"}, on, false},
+		{"any other value is no", map[string]string{Annotation: "yes"}, on, false},
 	} {
 		if got := optedIn(c.workload, c.ns); got != c.want {
 			t.Errorf("%s: optedIn = %v, want %v", c.name, got, c.want)
@@ -34,26 +34,26 @@ func TestSurgeRefusal(t *testing.T) {
 	replicas := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:replicas":{}}}`)}
 	template := &metav1.FieldsV1{Raw: []byte(`{"f:spec":{"f:template":{}},"f:metadata":{"f:labels":{}}}`)}
 	at := func(ago time.Duration) *metav1.Time { t := metav1.NewTime(now.Add(-ago)); return &t }
-	dep := workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", Replicas: 1}
-	clones := workload{APIVersion: "apps.kruise.io/v1alpha1", Resource: "clonesets", Kind: "CloneSet", Namespace: "shop",
+	dep := Workload{APIVersion: "apps/v1", Kind: "Deployment", Namespace: "shop", Name: "web", Replicas: 1}
+	clones := Workload{APIVersion: "apps.kruise.io/v1alpha1", Resource: "clonesets", Kind: "CloneSet", Namespace: "shop",
 		Name: "web", Replicas: 2}
 	hpa := func(kind, name string) autoscalingv2.HorizontalPodAutoscaler {
 		return autoscalingv2.HorizontalPodAutoscaler{ObjectMeta: metav1.ObjectMeta{Name: "h"},
 			Spec: autoscalingv2.HorizontalPodAutoscalerSpec{ScaleTargetRef: autoscalingv2.CrossVersionObjectReference{
 				APIVersion: "apps/v1", Kind: kind, Name: name}}}
 	}
-	with := func(w workload, m ...metav1.ManagedFieldsEntry) workload { w.ManagedFields = m; return w }
+	with := func(w Workload, m ...metav1.ManagedFieldsEntry) Workload { w.ManagedFields = m; return w }
 	for _, c := range []struct {
 		name string
-		w    workload
+		w    Workload
 		hpas []autoscalingv2.HorizontalPodAutoscaler
 		want string
 	}{
 		{"plain Deployment", dep, nil, ""},
-		{"ordered StatefulSet", workload{Kind: "StatefulSet", Namespace: "shop", Name: "db", Replicas: 1}, nil,
+		{"ordered StatefulSet", Workload{Kind: "StatefulSet", Namespace: "shop", Name: "db", Replicas: 1}, nil,
 			"StatefulSet db has podManagementPolicy OrderedReady, not Parallel"},
-		{"parallel StatefulSet", workload{Kind: "StatefulSet", Namespace: "shop", Name: "db", Replicas: 1, Parallel: true}, nil, ""},
-		{"no replicas", workload{Kind: "Deployment", Namespace: "shop", Name: "web"}, nil, "Deployment shop/web has no replicas to add to"},
+		{"parallel StatefulSet", Workload{Kind: "StatefulSet", Namespace: "shop", Name: "db", Replicas: 1, Parallel: true}, nil, ""},
+		{"no replicas", Workload{Kind: "Deployment", Namespace: "shop", Name: "web"}, nil, "Deployment shop/web has no replicas to add to"},
 		{"autoscaled", dep, []autoscalingv2.HorizontalPodAutoscaler{hpa("Deployment", "other"), hpa("Deployment", "web")},
 			"HorizontalPodAutoscaler h scales Deployment shop/web"},
 		{"autoscaler of a namesake of another kind", dep, []autoscalingv2.HorizontalPodAutoscaler{hpa("StatefulSet", "web")}, ""},
@@ -74,12 +74,12 @@ func TestSurgeRefusal(t *testing.T) {
 			Operation: metav1.ManagedFieldsOperationApply, FieldsV1: template, Time: at(time.Minute)}), nil, ""},
 		{"created a minute ago", with(dep, metav1.ManagedFieldsEntry{Manager: "kubectl-create", Operation: metav1.ManagedFieldsOperationUpdate,
 			FieldsV1: replicas, Time: at(time.Minute)}), nil, ""},
-		{"its own surge", with(dep, metav1.ManagedFieldsEntry{Manager: SurgeFieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
+		{"its own surge", with(dep, metav1.ManagedFieldsEntry{Manager: FieldManager, Operation: metav1.ManagedFieldsOperationUpdate,
 			Subresource: "scale", FieldsV1: replicas, Time: at(time.Second)}), nil, ""},
 		{"unreadable fields", with(dep, metav1.ManagedFieldsEntry{Manager: "x", Operation: metav1.ManagedFieldsOperationApply,
 			FieldsV1: &metav1.FieldsV1{Raw: []byte(`{"f:spec":1}`)}}), nil, ""},
 	} {
-		if got := surgeRefusal(c.w, c.hpas, now); got != c.want {
+		if got := refusal(c.w, c.hpas, now); got != c.want {
 			t.Errorf("%s: refusal %q, want %q", c.name, got, c.want)
 		}
 	}
@@ -89,31 +89,31 @@ func TestRecordOf(t *testing.T) {
 	lease := func(ann map[string]string) coordinationv1.Lease {
 		return coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: "nodeconfd-surge-0", Annotations: ann}}
 	}
-	good := map[string]string{surgeWorkloadAnn: "StatefulSet/shop/db", surgeUIDAnn: "u1", surgeFromAnn: "3", surgeToAnn: "4"}
-	rec, err := recordOf(lease(good))
+	good := map[string]string{WorkloadAnnotation: "StatefulSet/shop/db", UIDAnnotation: "u1", FromAnnotation: "3", ToAnnotation: "4"}
+	rec, err := RecordOf(lease(good))
 	if err != nil || rec.Workload.String() != "StatefulSet shop/db" || rec.Workload.UID != "u1" || rec.From != 3 || rec.To != 4 ||
 		rec.Lease != "nodeconfd-surge-0" {
-		t.Errorf("recordOf = %+v, %v", rec, err)
+		t.Errorf("RecordOf = %+v, %v", rec, err)
 	}
-	custom := map[string]string{surgeWorkloadAnn: "CloneSet/shop/web", surgeAPIAnn: "apps.kruise.io/v1alpha1 clonesets",
-		surgeFromAnn: "2", surgeToAnn: "3"}
-	if rec, err := recordOf(lease(custom)); err != nil || !rec.Workload.scaled() ||
-		rec.Workload.target().APIVersion != "apps.kruise.io/v1alpha1" || rec.Workload.Resource != "clonesets" {
-		t.Errorf("recordOf(a custom kind) = %+v, %v", rec, err)
+	custom := map[string]string{WorkloadAnnotation: "CloneSet/shop/web", APIAnnotation: "apps.kruise.io/v1alpha1 clonesets",
+		FromAnnotation: "2", ToAnnotation: "3"}
+	if rec, err := RecordOf(lease(custom)); err != nil || !rec.Workload.Scaled() ||
+		rec.Workload.Target().APIVersion != "apps.kruise.io/v1alpha1" || rec.Workload.Resource != "clonesets" {
+		t.Errorf("RecordOf(a custom kind) = %+v, %v", rec, err)
 	}
 	for _, bad := range []map[string]string{
-		{surgeWorkloadAnn: "CloneSet/shop/web", surgeFromAnn: "2", surgeToAnn: "3"},
-		{surgeWorkloadAnn: "Deployment/shop/web", surgeAPIAnn: "apps/v1", surgeFromAnn: "2", surgeToAnn: "3"},
+		{WorkloadAnnotation: "CloneSet/shop/web", FromAnnotation: "2", ToAnnotation: "3"},
+		{WorkloadAnnotation: "Deployment/shop/web", APIAnnotation: "apps/v1", FromAnnotation: "2", ToAnnotation: "3"},
 		nil,
-		{surgeWorkloadAnn: "Pod/shop/db", surgeFromAnn: "3", surgeToAnn: "4"},
-		{surgeWorkloadAnn: "Deployment/shop", surgeFromAnn: "3", surgeToAnn: "4"},
-		{surgeWorkloadAnn: "Deployment/shop/web", surgeFromAnn: "three", surgeToAnn: "4"},
-		{surgeWorkloadAnn: "Deployment/shop/web", surgeFromAnn: "3", surgeToAnn: "99999999999"},
-		{surgeWorkloadAnn: "Deployment/shop/web", surgeFromAnn: "-1", surgeToAnn: "0"},
-		{surgeWorkloadAnn: "Deployment/shop/web", surgeFromAnn: "1", surgeToAnn: "5"},
+		{WorkloadAnnotation: "Pod/shop/db", FromAnnotation: "3", ToAnnotation: "4"},
+		{WorkloadAnnotation: "Deployment/shop", FromAnnotation: "3", ToAnnotation: "4"},
+		{WorkloadAnnotation: "Deployment/shop/web", FromAnnotation: "three", ToAnnotation: "4"},
+		{WorkloadAnnotation: "Deployment/shop/web", FromAnnotation: "3", ToAnnotation: "99999999999"},
+		{WorkloadAnnotation: "Deployment/shop/web", FromAnnotation: "-1", ToAnnotation: "0"},
+		{WorkloadAnnotation: "Deployment/shop/web", FromAnnotation: "1", ToAnnotation: "5"},
 	} {
-		if _, err := recordOf(lease(bad)); err == nil {
-			t.Errorf("recordOf(%v) read a surge, want an error", bad)
+		if _, err := RecordOf(lease(bad)); err == nil {
+			t.Errorf("RecordOf(%v) read a surge, want an error", bad)
 		}
 	}
 }

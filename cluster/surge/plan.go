@@ -1,4 +1,4 @@
-package drain
+package surge
 
 import (
 	"encoding/json"
@@ -6,32 +6,31 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
 	autoscalingv2 "k8s.io/api/autoscaling/v2"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
-// SurgeAnnotation opts a Deployment or StatefulSet, or every one of a
+// Annotation opts a Deployment or StatefulSet, or every one of a
 // namespace, into the drain's surge: "true" on the workload or its
 // namespace; "false" on the workload opts it out of its namespace's choice.
-const SurgeAnnotation = "nodeconfd.io/drain-surge"
+const Annotation = "nodeconfd.io/drain-surge"
 
-// SurgeFieldManager is the field manager of the surge's replica changes:
+// FieldManager is the field manager of the surge's replica changes:
 // managedFields tell its changes apart from another owner's.
-const SurgeFieldManager = "nodeconfd-surge"
+const FieldManager = "nodeconfd-surge"
 
-// surgeQuiet is how recently another owner of spec.replicas may have
+// quietFor is how recently another owner of spec.replicas may have
 // changed it before a surge would fight it (an operator or autoscaler the
 // daemon does not know by kind).
-const surgeQuiet = 10 * time.Minute
+const quietFor = 10 * time.Minute
 
-// workload is the owner of a pod that a surge scales: a Deployment or a
+// Workload is the owner of a pod that a surge scales: a Deployment or a
 // StatefulSet (their replicas patched), or any other kind with a scale
 // subresource (Resource set: its scale patched).
-type workload struct {
+type Workload struct {
 	APIVersion, Resource  string
 	Kind, Namespace, Name string
 	UID                   types.UID
@@ -42,34 +41,34 @@ type workload struct {
 	Parallel bool
 }
 
-func (w workload) String() string { return w.Kind + " " + w.Namespace + "/" + w.Name }
+func (w Workload) String() string { return w.Kind + " " + w.Namespace + "/" + w.Name }
 
-func (w workload) ref() corev1.ObjectReference {
+func (w Workload) Ref() corev1.ObjectReference {
 	return corev1.ObjectReference{APIVersion: w.APIVersion, Kind: w.Kind, Namespace: w.Namespace, Name: w.Name, UID: w.UID}
 }
 
-func (w workload) target() kube.ScaleTarget {
-	return kube.ScaleTarget{APIVersion: w.APIVersion, Resource: w.Resource, Namespace: w.Namespace, Name: w.Name}
+func (w Workload) Target() kubeapi.ScaleTarget {
+	return kubeapi.ScaleTarget{APIVersion: w.APIVersion, Resource: w.Resource, Namespace: w.Namespace, Name: w.Name}
 }
 
 // scaled says whether the surge goes through the scale subresource (any
 // kind but a Deployment or a StatefulSet).
-func (w workload) scaled() bool { return w.Resource != "" }
+func (w Workload) Scaled() bool { return w.Resource != "" }
 
 // optedIn says whether a workload takes part in surges: its own annotation
 // decides when it has one, else its namespace's.
 func optedIn(workloadAnn, namespaceAnn map[string]string) bool {
-	if v, ok := workloadAnn[SurgeAnnotation]; ok {
+	if v, ok := workloadAnn[Annotation]; ok {
 		return v == "true"
 	}
-	return namespaceAnn[SurgeAnnotation] == "true"
+	return namespaceAnn[Annotation] == "true"
 }
 
-// surgeRefusal says why a workload opted in must not be surged, or "" when
+// refusal says why a workload opted in must not be surged, or "" when
 // it may: a surge must never fight another owner of the replica count, nor
 // scale a StatefulSet that would start the new pod only after the others
 // in order.
-func surgeRefusal(w workload, hpas []autoscalingv2.HorizontalPodAutoscaler, now time.Time) string {
+func refusal(w Workload, hpas []autoscalingv2.HorizontalPodAutoscaler, now time.Time) string {
 	if w.Kind == "StatefulSet" && !w.Parallel {
 		return "StatefulSet " + w.Name + " has podManagementPolicy OrderedReady, not Parallel"
 	}
@@ -93,21 +92,21 @@ func surgeRefusal(w workload, hpas []autoscalingv2.HorizontalPodAutoscaler, now 
 // fights says how another owner of spec.replicas would fight a surge, or
 // "": a server-side apply owner (a GitOps controller) re-applies its count
 // at any time; an owner through the scale subresource (an autoscaler,
-// kubectl scale) within surgeQuiet may be acting now, and such an entry's
+// kubectl scale) within quietFor may be acting now, and such an entry's
 // time is when it last set the replicas. An owner by a plain update (the
 // workload's creator, an operator) cannot be told apart: its entry's time
 // is that of any of its fields. Should it set the replicas back during a
 // surge, the surge only stops helping (the budget still holds), and its
 // end says so.
-func fights(w workload, m metav1.ManagedFieldsEntry, now time.Time) string {
-	if m.Manager == SurgeFieldManager || !ownsReplicas(m) {
+func fights(w Workload, m metav1.ManagedFieldsEntry, now time.Time) string {
+	if m.Manager == FieldManager || !ownsReplicas(m) {
 		return ""
 	}
 	who := strconv.Quote(m.Manager)
 	if m.Operation == metav1.ManagedFieldsOperationApply {
 		return who + " sets the replicas of " + w.String() + " by server-side apply"
 	}
-	if m.Subresource != "scale" || m.Time == nil || now.Sub(m.Time.Time) > surgeQuiet {
+	if m.Subresource != "scale" || m.Time == nil || now.Sub(m.Time.Time) > quietFor {
 		return ""
 	}
 	return fmt.Sprintf("%s scaled %s %s ago", who, w.String(), now.Sub(m.Time.Time).Round(time.Second))

@@ -1,4 +1,4 @@
-package kube_test
+package kubeapi_test
 
 import (
 	"testing"
@@ -12,8 +12,8 @@ import (
 	"k8s.io/client-go/kubernetes/fake"
 	k8stesting "k8s.io/client-go/testing"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
 )
 
 // A write the API server refuses for a while is retried; one it forbids is
@@ -40,7 +40,7 @@ func TestEventsRetry(t *testing.T) {
 				}
 				return false, nil, nil
 			})
-			e := kube.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n1", "uid")
+			e := kubeapi.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n1", "uid")
 			e.Event(false, true, "UpdateFailed", "Error: x")
 			e.Shutdown()
 			if creates != tc.wantCreates {
@@ -72,7 +72,7 @@ func TestEventsLostAnswerAndGoneEvent(t *testing.T) {
 		}
 		return true, nil, apierrors.NewServerTimeout(corev1.Resource("events"), "create", 1)
 	})
-	e := kube.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n1", "uid")
+	e := kubeapi.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n1", "uid")
 	e.Event(false, true, "UpdateFailed", "Error: x")
 	e.Shutdown()
 	list, err := cs.CoreV1().Events("default").List(t.Context(), metav1.ListOptions{})
@@ -96,7 +96,7 @@ func TestEventsLostAnswerAndGoneEvent(t *testing.T) {
 		return false, nil, nil
 	})
 	start := time.Now() // a retry would wait a whole second in this span
-	e = kube.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n2", "uid2")
+	e = kubeapi.NewEvents(kubetest.API(cs, nil), zaptest.NewLogger(t), "n2", "uid2")
 	e.Event(false, true, "UpdateFailed", "Error: y")
 	e.Event(false, true, "UpdateFailed", "Error: y")
 	e.Shutdown()

@@ -1,4 +1,4 @@
-package drain
+package surge
 
 import (
 	"context"
@@ -7,13 +7,13 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi"
+	"github.com/nodeconfd/nodeconfd/names"
 	"go.uber.org/zap"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
-	"github.com/nodeconfd/nodeconfd/daemon/kube"
 )
 
 // Granter is nodeconfd controller's half of the drain's surge: the only
@@ -24,7 +24,7 @@ import (
 //     and the cordonedBy annotation),
 //   - the pod exists and runs on that node,
 //   - its owner opted in and may be surged (the daemon's own rules:
-//     surgeRefusal), and
+//     refusal), and
 //   - no other slot holds a surge of the same owner.
 //
 // It then records the owner and its replica count in the Lease, with a
@@ -35,7 +35,7 @@ import (
 // change any workload: the count moves only between the one recorded and
 // one more, for the owner of a pod on a draining node.
 type Granter struct {
-	Client kube.API
+	Client kubeapi.API
 	// Namespace holds the slot Leases (the daemons' namespace).
 	Namespace string
 	Log       *zap.Logger
@@ -44,12 +44,12 @@ type Granter struct {
 // Decide answers one slot Lease, as the caches show it: node is the Node
 // it names (nil when there is none). It is safe to call again at any time.
 func (g *Granter) Decide(ctx context.Context, l *coordinationv1.Lease, node *corev1.Node) error {
-	nodeName := l.Labels[surgeNodeLabel]
-	if !strings.HasPrefix(l.Name, surgeLeasePrefix) || nodeName == "" {
+	nodeName := l.Labels[NodeLabel]
+	if !strings.HasPrefix(l.Name, LeasePrefix) || nodeName == "" {
 		return nil
 	}
-	rec, rerr := recordOf(*l)
-	held := slices.Contains(l.Finalizers, SurgeFinalizer)
+	rec, rerr := RecordOf(*l)
+	held := slices.Contains(l.Finalizers, Finalizer)
 	draining := isDraining(node)
 	deleting := l.DeletionTimestamp != nil
 	if held && !deleting && !draining {
@@ -67,7 +67,7 @@ func (g *Granter) Decide(ctx context.Context, l *coordinationv1.Lease, node *cor
 	case held && rerr != nil:
 		// Not a record the controller wrote: nothing it could undo.
 		return g.release(ctx, l, deleting)
-	case deleting || l.Annotations[surgeRefusedAnn] != "" || l.Annotations[surgeRaisedAnn] == "true":
+	case deleting || l.Annotations[RefusedAnnotation] != "" || l.Annotations[RaisedAnnotation] == "true":
 		return nil
 	case held:
 		return g.finishRaise(ctx, l, rec)
@@ -78,7 +78,7 @@ func (g *Granter) Decide(ctx context.Context, l *coordinationv1.Lease, node *cor
 	}
 	if why != "" {
 		g.Log.Info("Surge refused", zap.String("lease", l.Name), zap.String("node", nodeName), zap.String("why", why))
-		return g.answer(ctx, l, map[string]string{surgeRefusedAnn: why}, false)
+		return g.answer(ctx, l, map[string]string{RefusedAnnotation: why}, false)
 	}
 	return g.grant(ctx, l, w)
 }
@@ -86,17 +86,17 @@ func (g *Granter) Decide(ctx context.Context, l *coordinationv1.Lease, node *cor
 // isDraining says whether nodeconfd cordoned the node: the daemon cordons
 // before it drains and uncordons after.
 func isDraining(node *corev1.Node) bool {
-	return node != nil && node.Spec.Unschedulable && node.Annotations[CordonedBy] != ""
+	return node != nil && node.Spec.Unschedulable && node.Annotations[names.CordonedBy] != ""
 }
 
 // check decides a request: the owner to surge, or why not.
-func (g *Granter) check(ctx context.Context, l *coordinationv1.Lease, nodeName string, draining bool) (w workload, why string, err error) {
+func (g *Granter) check(ctx context.Context, l *coordinationv1.Lease, nodeName string, draining bool) (w Workload, why string, err error) {
 	if !draining {
 		return w, "node " + nodeName + " is not draining (not cordoned by nodeconfd)", nil
 	}
-	ns, name, ok := strings.Cut(l.Annotations[surgePodAnn], "/")
+	ns, name, ok := strings.Cut(l.Annotations[PodAnnotation], "/")
 	if !ok || ns == "" || name == "" {
-		return w, "the Lease names no pod (annotation " + surgePodAnn + ": namespace/name)", nil
+		return w, "the Lease names no pod (annotation " + PodAnnotation + ": namespace/name)", nil
 	}
 	pod, err := g.Client.Pods(ns).Get(ctx, name, metav1.GetOptions{})
 	if apierrors.IsNotFound(err) {
@@ -108,8 +108,7 @@ func (g *Granter) check(ctx context.Context, l *coordinationv1.Lease, nodeName s
 	if pod.Spec.NodeName != nodeName {
 		return w, fmt.Sprintf("pod %s/%s runs on node %q, not on node %s", ns, name, pod.Spec.NodeName, nodeName), nil
 	}
-	d := &Drainer{Client: g.Client}
-	w, quiet, why, err := d.surgeable(ctx, pod)
+	w, quiet, why, err := Surgeable(ctx, g.Client, pod)
 	switch {
 	case err != nil:
 		return w, "", err
@@ -119,42 +118,42 @@ func (g *Granter) check(ctx context.Context, l *coordinationv1.Lease, nodeName s
 		return w, why, nil
 	}
 	// The slots as the API server has them, not as a cache may (a grant
-	// a moment ago must count): at most MaxSurgeSlots small objects.
-	slots, err := g.Client.Leases(g.Namespace).List(ctx, metav1.ListOptions{LabelSelector: surgeNodeLabel,
-		Limit: int64(MaxSurgeSlots)})
+	// a moment ago must count): at most MaxSlots small objects.
+	slots, err := g.Client.Leases(g.Namespace).List(ctx, metav1.ListOptions{LabelSelector: NodeLabel,
+		Limit: int64(MaxSlots)})
 	if err != nil {
 		return w, "", fmt.Errorf("listing the surge slots: %w", err)
 	}
 	for _, o := range slots.Items {
-		if o.Name != l.Name && o.Annotations[surgeWorkloadAnn] == workloadKey(w) && o.Annotations[surgeRefusedAnn] == "" {
-			return w, fmt.Sprintf("%s is surged already, for node %s (Lease %s)", w, o.Labels[surgeNodeLabel], o.Name), nil
+		if o.Name != l.Name && o.Annotations[WorkloadAnnotation] == workloadKey(w) && o.Annotations[RefusedAnnotation] == "" {
+			return w, fmt.Sprintf("%s is surged already, for node %s (Lease %s)", w, o.Labels[NodeLabel], o.Name), nil
 		}
 	}
 	return w, "", nil
 }
 
-func workloadKey(w workload) string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
+func workloadKey(w Workload) string { return w.Kind + "/" + w.Namespace + "/" + w.Name }
 
 // grant records the surge in the Lease (and holds it with the finalizer),
 // then raises the replicas and says so: a controller killed between the
 // two finds the record (finishRaise).
-func (g *Granter) grant(ctx context.Context, l *coordinationv1.Lease, w workload) error {
+func (g *Granter) grant(ctx context.Context, l *coordinationv1.Lease, w Workload) error {
 	l = l.DeepCopy()
-	l.Finalizers = append(l.Finalizers, SurgeFinalizer)
+	l.Finalizers = append(l.Finalizers, Finalizer)
 	if l.Annotations == nil {
 		l.Annotations = map[string]string{}
 	}
-	l.Annotations[surgeWorkloadAnn], l.Annotations[surgeUIDAnn] = workloadKey(w), string(w.UID)
-	l.Annotations[surgeFromAnn], l.Annotations[surgeToAnn] = strconv.Itoa(int(w.Replicas)), strconv.Itoa(int(w.Replicas+1))
-	if w.scaled() {
-		l.Annotations[surgeAPIAnn] = w.APIVersion + " " + w.Resource
+	l.Annotations[WorkloadAnnotation], l.Annotations[UIDAnnotation] = workloadKey(w), string(w.UID)
+	l.Annotations[FromAnnotation], l.Annotations[ToAnnotation] = strconv.Itoa(int(w.Replicas)), strconv.Itoa(int(w.Replicas+1))
+	if w.Scaled() {
+		l.Annotations[APIAnnotation] = w.APIVersion + " " + w.Resource
 	}
 	name := l.Name
 	l, err := g.Client.Leases(g.Namespace).Update(ctx, l, metav1.UpdateOptions{})
 	if err != nil {
 		return fmt.Errorf("recording the surge of %s in Lease %s/%s: %w", w, g.Namespace, name, err)
 	}
-	rec, err := recordOf(*l)
+	rec, err := RecordOf(*l)
 	if err != nil {
 		return err
 	}
@@ -164,27 +163,26 @@ func (g *Granter) grant(ctx context.Context, l *coordinationv1.Lease, w workload
 // finishRaise raises a recorded surge's replicas, unless they are raised
 // already, and marks the Lease raised; a count neither recorded one is
 // refused and the Lease released.
-func (g *Granter) finishRaise(ctx context.Context, l *coordinationv1.Lease, rec surgeRecord) error {
-	d := &Drainer{Client: g.Client}
-	cur, err := d.currentReplicas(ctx, rec.Workload)
+func (g *Granter) finishRaise(ctx context.Context, l *coordinationv1.Lease, rec Record) error {
+	cur, err := CurrentReplicas(ctx, g.Client, rec.Workload)
 	raised := false
 	switch {
 	case err != nil && !apierrors.IsNotFound(err):
 		return err
 	case err == nil && cur == rec.From:
-		err, raised = d.setReplicas(ctx, rec.Workload, rec.From, rec.To), true
+		err, raised = setReplicas(ctx, g.Client, rec.Workload, rec.From, rec.To), true
 	case err == nil && cur != rec.To:
 		err = fmt.Errorf("%s has %d replicas, not the %d recorded", rec.Workload, cur, rec.From)
 	}
 	if err != nil {
 		g.Log.Info("Surge not raised", zap.String("lease", l.Name), zap.String("workload", rec.Workload.String()), zap.Error(err))
-		return g.answer(ctx, l, map[string]string{surgeRefusedAnn: "raising the replicas: " + err.Error()}, true)
+		return g.answer(ctx, l, map[string]string{RefusedAnnotation: "raising the replicas: " + err.Error()}, true)
 	}
 	if raised { // (else a cache behind the answer: raised already)
-		g.Log.Info("Surged a workload for a node's drain", zap.String("lease", l.Name), zap.String("node", l.Labels[surgeNodeLabel]),
+		g.Log.Info("Surged a workload for a node's drain", zap.String("lease", l.Name), zap.String("node", l.Labels[NodeLabel]),
 			zap.String("workload", rec.Workload.String()), zap.Int32("from", rec.From), zap.Int32("to", rec.To))
 	}
-	return g.answer(ctx, l, map[string]string{surgeRaisedAnn: "true"}, false)
+	return g.answer(ctx, l, map[string]string{RaisedAnnotation: "true"}, false)
 }
 
 // answer writes annotations on the Lease; release also drops the
@@ -198,7 +196,7 @@ func (g *Granter) answer(ctx context.Context, l *coordinationv1.Lease, ann map[s
 		l.Annotations[k] = v
 	}
 	if release {
-		l.Finalizers = slices.DeleteFunc(l.Finalizers, func(f string) bool { return f == SurgeFinalizer })
+		l.Finalizers = slices.DeleteFunc(l.Finalizers, func(f string) bool { return f == Finalizer })
 	}
 	if _, err := g.Client.Leases(g.Namespace).Update(ctx, l, metav1.UpdateOptions{}); err != nil && !apierrors.IsNotFound(err) {
 		return fmt.Errorf("answering surge slot %s/%s: %w", g.Namespace, l.Name, err)
@@ -209,9 +207,8 @@ func (g *Granter) answer(ctx context.Context, l *coordinationv1.Lease, ann map[s
 // end puts a surge's replicas back, unless someone else changed them
 // since, and lets the Lease go (deleting it when its node stopped draining
 // first).
-func (g *Granter) end(ctx context.Context, l *coordinationv1.Lease, rec surgeRecord, deleting bool) error {
-	d := &Drainer{Client: g.Client}
-	cur, err := d.currentReplicas(ctx, rec.Workload)
+func (g *Granter) end(ctx context.Context, l *coordinationv1.Lease, rec Record, deleting bool) error {
+	cur, err := CurrentReplicas(ctx, g.Client, rec.Workload)
 	left := ""
 	switch {
 	case apierrors.IsNotFound(err):
@@ -219,7 +216,7 @@ func (g *Granter) end(ctx context.Context, l *coordinationv1.Lease, rec surgeRec
 	case err != nil:
 		return err
 	case cur == rec.To:
-		if err := d.setReplicas(ctx, rec.Workload, rec.To, rec.From); err != nil {
+		if err := setReplicas(ctx, g.Client, rec.Workload, rec.To, rec.From); err != nil {
 			return err
 		}
 	default:
@@ -227,7 +224,7 @@ func (g *Granter) end(ctx context.Context, l *coordinationv1.Lease, rec surgeRec
 	}
 	why := "the daemon freed its slot"
 	if !deleting {
-		why = "node " + l.Labels[surgeNodeLabel] + " no longer drains"
+		why = "node " + l.Labels[NodeLabel] + " no longer drains"
 	}
 	g.Log.Info("Surge ended", zap.String("lease", l.Name), zap.String("workload", rec.Workload.String()),
 		zap.Int32("to", rec.From), zap.String("why", why), zap.String("replicas", left))

@@ -1,4 +1,4 @@
-package kube
+package kubeapi
 
 import (
 	"context"
@@ -100,7 +100,7 @@ func NewAPI(cfg *rest.Config) (API, error) {
 
 // newClient is one resource's client in the given namespace ("" for
 // cluster-scoped resources).
-func newClient[T object, L runtime.Object](a *restAPI, c rest.Interface, resource, namespace string,
+func newClient[T Object, L runtime.Object](a *restAPI, c rest.Interface, resource, namespace string,
 	newT func() T, newL func() L,
 ) *client[T, L] {
 	return &client[T, L]{rest: c, params: a.params, resource: resource, namespace: namespace, newT: newT, newL: newL}

@@ -1,4 +1,4 @@
-package drain
+package surge
 
 import (
 	"context"
@@ -14,7 +14,8 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes/fake"
 
-	"github.com/nodeconfd/nodeconfd/daemon/kube/kubetest"
+	"github.com/nodeconfd/nodeconfd/cluster/kubeapi/kubetest"
+	"github.com/nodeconfd/nodeconfd/names"
 )
 
 // grantBed is a fake cluster of two nodes (a cordoned by nodeconfd, b not), an opted-in
@@ -41,11 +42,11 @@ func newGrantBed(t *testing.T) *grantBed {
 			OwnerReferences: []metav1.OwnerReference{{APIVersion: "apps/v1", Kind: "ReplicaSet", Name: owner + "-1", Controller: &yes}}},
 			Spec: corev1.PodSpec{NodeName: node}}
 	}
-	a := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{CordonedBy: "nodeconfd"}},
+	a := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "a", Annotations: map[string]string{names.CordonedBy: "nodeconfd"}},
 		Spec: corev1.NodeSpec{Unschedulable: true}}
 	b := &corev1.Node{ObjectMeta: metav1.ObjectMeta{Name: "b"}}
 	objs := []runtime.Object{a, b, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "shop"}},
-		dep("web", map[string]string{SurgeAnnotation: "true"}), dep("quiet", nil), rs("web"), rs("quiet"),
+		dep("web", map[string]string{Annotation: "true"}), dep("quiet", nil), rs("web"), rs("quiet"),
 		pod("web-a", "web", "a"), pod("web-b", "web", "b"), pod("quiet-a", "quiet", "a")}
 	client := fake.NewClientset(objs...)
 	return &grantBed{t: t, client: client, a: a, b: b,
@@ -56,7 +57,7 @@ func newGrantBed(t *testing.T) *grantBed {
 func (gb *grantBed) ask(name string, node *corev1.Node, pod string) *coordinationv1.Lease {
 	gb.t.Helper()
 	l := &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: "nodeconfd",
-		Labels: map[string]string{surgeNodeLabel: node.Name}, Annotations: map[string]string{surgePodAnn: "shop/" + pod}}}
+		Labels: map[string]string{NodeLabel: node.Name}, Annotations: map[string]string{PodAnnotation: "shop/" + pod}}}
 	if _, err := gb.client.CoordinationV1().Leases("nodeconfd").Create(context.Background(), l, metav1.CreateOptions{}); err != nil {
 		gb.t.Fatal(err)
 	}
@@ -90,7 +91,7 @@ func (gb *grantBed) uncordon() *corev1.Node {
 	return a
 }
 
-func (gb *grantBed) replicas(name string) int32 {
+func (gb *grantBed) Replicas(name string) int32 {
 	d, err := gb.client.AppsV1().Deployments("shop").Get(context.Background(), name, metav1.GetOptions{})
 	if err != nil {
 		gb.t.Fatal(err)
@@ -112,15 +113,15 @@ func TestGranterRefuses(t *testing.T) {
 		{"not opted in", gb.a, "quiet-a", "did not opt in"},
 	} {
 		l := gb.ask("nodeconfd-surge-0", c.node, c.pod)
-		if got := l.Annotations[surgeRefusedAnn]; !strings.Contains(got, c.want) {
+		if got := l.Annotations[RefusedAnnotation]; !strings.Contains(got, c.want) {
 			t.Errorf("%s: refusal %q, want %q", c.name, got, c.want)
 		}
-		if len(l.Finalizers) != 0 || l.Annotations[surgeFromAnn] != "" {
+		if len(l.Finalizers) != 0 || l.Annotations[FromAnnotation] != "" {
 			t.Errorf("%s: the refused Lease holds %v, %v", c.name, l.Finalizers, l.Annotations)
 		}
 		_ = gb.client.CoordinationV1().Leases("nodeconfd").Delete(context.Background(), l.Name, metav1.DeleteOptions{})
 	}
-	if n := gb.replicas("web"); n != 2 {
+	if n := gb.Replicas("web"); n != 2 {
 		t.Errorf("web has %d replicas after refusals, want 2", n)
 	}
 }
@@ -128,28 +129,28 @@ func TestGranterRefuses(t *testing.T) {
 func TestGranterRaisesOnceAndPutsBack(t *testing.T) {
 	gb := newGrantBed(t)
 	l := gb.ask("nodeconfd-surge-0", gb.a, "web-a")
-	if l.Annotations[surgeRaisedAnn] != "true" || l.Annotations[surgeFromAnn] != "2" || l.Annotations[surgeToAnn] != "3" ||
-		len(l.Finalizers) != 1 || gb.replicas("web") != 3 {
-		t.Fatalf("granted Lease %v %v, web at %d replicas; want raised 2 → 3, held", l.Annotations, l.Finalizers, gb.replicas("web"))
+	if l.Annotations[RaisedAnnotation] != "true" || l.Annotations[FromAnnotation] != "2" || l.Annotations[ToAnnotation] != "3" ||
+		len(l.Finalizers) != 1 || gb.Replicas("web") != 3 {
+		t.Fatalf("granted Lease %v %v, web at %d replicas; want raised 2 → 3, held", l.Annotations, l.Finalizers, gb.Replicas("web"))
 	}
 	again := gb.ask("nodeconfd-surge-1", gb.a, "web-a")
-	if got := again.Annotations[surgeRefusedAnn]; !strings.Contains(got, "Deployment shop/web is surged already, for node a") {
+	if got := again.Annotations[RefusedAnnotation]; !strings.Contains(got, "Deployment shop/web is surged already, for node a") {
 		t.Errorf("a second surge: %q", got)
 	}
-	if n := gb.replicas("web"); n != 3 {
+	if n := gb.Replicas("web"); n != 3 {
 		t.Errorf("web at %d replicas after a second request, want 3", n)
 	}
 	// A cache a moment behind the cordon ends nothing: the Node is read again.
 	stale := gb.a.DeepCopy()
 	stale.Spec.Unschedulable = false
-	if l := gb.decide("nodeconfd-surge-0", stale); l == nil || gb.replicas("web") != 3 {
-		t.Errorf("a stale Node ended the surge: Lease %v, web at %d replicas", l, gb.replicas("web"))
+	if l := gb.decide("nodeconfd-surge-0", stale); l == nil || gb.Replicas("web") != 3 {
+		t.Errorf("a stale Node ended the surge: Lease %v, web at %d replicas", l, gb.Replicas("web"))
 	}
 	// The node's cordon lifted: the controller ends the surge itself.
 	if l := gb.decide("nodeconfd-surge-0", gb.uncordon()); l != nil {
 		t.Errorf("Lease left after its node stopped draining: %v", l.Finalizers)
 	}
-	if n := gb.replicas("web"); n != 2 {
+	if n := gb.Replicas("web"); n != 2 {
 		t.Errorf("web at %d replicas after the end, want 2", n)
 	}
 }
@@ -166,7 +167,7 @@ func TestGranterLeavesAChangedCount(t *testing.T) {
 	if l := gb.decide("nodeconfd-surge-0", gb.uncordon()); l != nil {
 		t.Errorf("Lease left: %v", l)
 	}
-	if n := gb.replicas("web"); n != 7 {
+	if n := gb.Replicas("web"); n != 7 {
 		t.Errorf("web at %d replicas, want the 7 someone else set", n)
 	}
 }

@@ -1,4 +1,4 @@
-package kube
+package kubeapi
 
 import (
 	"context"
@@ -11,8 +11,8 @@ import (
 	"k8s.io/client-go/rest"
 )
 
-// object is what every API object the daemon handles is.
-type object interface {
+// Object is what every API object nodeconfd handles is.
+type Object interface {
 	runtime.Object
 	metav1.Object
 }
@@ -23,21 +23,21 @@ type object interface {
 // because gentype also holds the fake clients, whose imports (strategic merge
 // patch, managed fields, OpenAPI models, YAML) cost the daemon about 1.4 MB of
 // binary and, on every node, about 1 MiB of idle memory.
-type client[T object, L runtime.Object] struct {
+type client[T Object, L runtime.Object] struct {
 	rest      rest.Interface
 	params    runtime.ParameterCodec
 	resource  string
 	namespace string // "" for cluster-scoped resources
 	newT      func() T
 	newL      func() L
-	// once makes each List and Watch a single attempt (see attemptsOf).
+	// once makes each List and Watch a single attempt (see AttemptsOf).
 	once bool
 }
 
 // list is a GET of the collection: the request of a List or a Watch.
 func (c *client[T, L]) list(opts *metav1.ListOptions) *rest.Request {
 	r := c.rest.Get().NamespaceIfScoped(c.namespace, c.namespace != "").Resource(c.resource).
-		VersionedParams(opts, c.params).Timeout(timeout(*opts))
+		VersionedParams(opts, c.params).Timeout(ListTimeout(*opts))
 	if c.once {
 		r = r.MaxRetries(0)
 	}
@@ -90,8 +90,8 @@ func (c *client[T, L]) Patch(ctx context.Context, name string, pt types.PatchTyp
 	return out, err
 }
 
-// timeout is the request timeout a list or watch asks for (0: none).
-func timeout(opts metav1.ListOptions) time.Duration {
+// ListTimeout is the request timeout a list or watch asks for (0: none).
+func ListTimeout(opts metav1.ListOptions) time.Duration {
 	if opts.TimeoutSeconds == nil {
 		return 0
 	}
