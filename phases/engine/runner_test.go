@@ -12,7 +12,6 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/engine"
-	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -20,25 +19,6 @@ import (
 type data struct {
 	ran []string
 	r   *engine.Runner[*data]
-}
-
-type record struct{ steps []progress.Step }
-
-func (r *record) Step(name string) *progress.Step {
-	for i := range r.steps {
-		if r.steps[i].Name == name {
-			return &r.steps[i]
-		}
-	}
-	return nil
-}
-
-func (r *record) MarkDone(s progress.Step) {
-	if old := r.Step(s.Name); old != nil {
-		*old = s
-		return
-	}
-	r.steps = append(r.steps, s)
 }
 
 type writer struct{ snaps [][]metav1.Condition }
@@ -57,7 +37,7 @@ func (o *observer) Waiting(string)                      {}
 // bed is a runner of list over a fresh record, status and observer.
 type bed struct {
 	d     *data
-	rec   *record
+	rec   *engine.Memory
 	w     *writer
 	obs   *observer
 	saves int
@@ -65,7 +45,7 @@ type bed struct {
 }
 
 func newBed(list []engine.Item[*data]) *bed {
-	b := &bed{d: &data{}, rec: &record{}, w: &writer{}, obs: &observer{}}
+	b := &bed{d: &data{}, rec: &engine.Memory{}, w: &writer{}, obs: &observer{}}
 	st := status.NewStager(b.w, time.Now, status.Snapshot{})
 	b.r = &engine.Runner[*data]{
 		Data: b.d, List: list, Record: b.rec, Save: func() error { b.saves++; return nil },
@@ -173,7 +153,7 @@ func TestMadeUpGate(t *testing.T) {
 		t.Fatalf("Run %v; undone %v with %v; released %v", err, undone.Load(), cause, released.Load())
 	}
 	if !slices.Equal(b.d.ran, []string{"before"}) || b.rec.Step("held") != nil {
-		t.Errorf("ran %v, record %+v", b.d.ran, b.rec.steps)
+		t.Errorf("ran %v, record %+v", b.d.ran, b.rec)
 	}
 	if s, m := cond(b, "Held"); s != metav1.ConditionFalse || m != "waiting for the lease" {
 		t.Errorf("while the gate waited, Held said %s %q", s, m)
@@ -208,7 +188,7 @@ func TestMadeUpStepInGroup(t *testing.T) {
 // one twice; a failure comes back as the sub-step gave it.
 func TestSubListResumes(t *testing.T) {
 	errReboot := errors.New("rebooting")
-	sub := &record{}
+	sub := &engine.Memory{}
 	rebooted := false
 	var subRan []string
 	subStep := func(name string) engine.Item[*data] {
@@ -233,7 +213,7 @@ func TestSubListResumes(t *testing.T) {
 			t.Fatalf("run %d: %v, want %v", i, err, want)
 		}
 		if i == 0 && (sub.Step("write") == nil || sub.Step("reboot") != nil || !slices.Contains(b.obs.calls, "done rollback-write")) {
-			t.Fatalf("after the reboot's request: %+v, observer %v", sub.steps, b.obs.calls)
+			t.Fatalf("after the reboot's request: %+v, observer %v", sub, b.obs.calls)
 		}
 	}
 	if want := []string{"write", "reboot", "reboot", "check"}; !slices.Equal(subRan, want) {
