@@ -225,6 +225,14 @@ func planBoth(t *testing.T, policyFile, current, desired string) preview.Report 
 		t.Errorf("plan --node: drain forecast %+v with drainRequired=%v", fromCluster.Drain, fromCluster.DrainRequired)
 	}
 	fromCluster.Drain = nil // only the cluster's view can forecast the drain
+	// The ETA's finish is the time of each run plus the same prediction
+	// (a refusal has none).
+	switch f, c := fromFiles.ETA, fromCluster.ETA; {
+	case (f == nil) != (c == nil) || (f != nil && f.Seconds != c.Seconds):
+		t.Errorf("plan's ETA from files %+v, from the cluster %+v: want the same prediction", f, c)
+	case f != nil:
+		c.EstimatedFinish = f.EstimatedFinish
+	}
 	if !reflect.DeepEqual(fromFiles, fromCluster) {
 		t.Errorf("plan from files:\n%+v\nfrom the cluster:\n%+v", fromFiles, fromCluster)
 	}
