@@ -28,6 +28,9 @@ func TestRolloutETA(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	names := []string{"eta-a", "eta-b", "eta-c"}
+	// The worker pool is shared with the next tests: its nodes and
+	// fragments go with this test.
+	t.Cleanup(func() { cleanupWorkers(t, names, "70-worker-eta", "71-worker-eta-reboot") })
 	workers(ctx, t, names, []string{"zone-a", "zone-a", "zone-b"})
 	w := watchETA(ctx, t, names)
 	controllers(ctx, t)

@@ -8,6 +8,7 @@ import (
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/test/testbed"
@@ -163,6 +164,24 @@ func cleanupPool(t *testing.T, name string, nodes []string, fragment string) {
 	for _, mc := range list.Items {
 		if strings.HasPrefix(mc.Name, "rendered-"+name+"-") {
 			_ = mcfg.MachineConfigs().Delete(ctx, mc.Name, metav1.DeleteOptions{})
+		}
+	}
+}
+
+// cleanupWorkers removes a test's worker nodes and fragments from the
+// shared worker pool, so that the next test's rollout counts only its own.
+func cleanupWorkers(t *testing.T, nodes []string, fragments ...string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	for _, n := range nodes {
+		if err := bed.Kube.CoreV1().Nodes().Delete(ctx, n, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
+		}
+	}
+	for _, f := range fragments {
+		err := bed.MCfg.MachineconfigurationV1().MachineConfigs().Delete(ctx, f, metav1.DeleteOptions{})
+		if err != nil && !apierrors.IsNotFound(err) {
+			t.Error(err)
 		}
 	}
 }
