@@ -1,0 +1,131 @@
+package kured
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/test/testbed"
+)
+
+// The nodes: three that are asked to reboot, and one set aside for the
+// nodeconfd controller's replicas (testbed.ControllerNodeLabel), as a
+// control-plane node would hold them; it runs both daemons too, with no
+// sentinel.
+var (
+	rebooted   = []string{"kr-a", "kr-b", "kr-c"}
+	controller = "kr-ctl"
+)
+
+// sentinel is the file both tools watch (kured's default
+// /var/run/reboot-required, /var/run being /run; nodeconfd's default).
+const sentinel = "/run/reboot-required"
+
+// BenchmarkRebootVsKured writes the reboot-required sentinel on three
+// real nodes at once and measures, for nodeconfd's reboot on request and
+// then for kured on the same nodes, the time until the last of them is
+// back in service (rebooted, Ready, uncordoned), each one node at a time.
+// It reports both (seconds) and logs each node's steps.
+func BenchmarkRebootVsKured(b *testing.B) {
+	if bed == nil {
+		b.Skip("no test bed")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
+	defer cancel()
+	all := append([]string{controller}, rebooted...)
+	// Both tools look every 10 s; the daemons start with it.
+	daemonArgs(ctx, b, 0, "--reboot-check-interval="+period)
+	fragment(ctx, b)
+	nodes := startNodes(ctx, b, all...)
+	if err := bed.LabelControllerNode(ctx, controller); err != nil {
+		b.Fatal(err)
+	}
+	controllerReady(ctx, b)
+	settled(ctx, b, all)
+	replicas := int32(2 * len(all))
+	startWorkload(ctx, b, replicas)
+	kuredImage := buildKured(ctx, b)
+	subject := map[string]*testbed.KubeNode{}
+	for _, name := range rebooted {
+		subject[name] = nodes[name]
+	}
+
+	for b.Loop() {
+		tl := measure(ctx, b, subject)
+		settled(ctx, b, all)
+		b.ReportMetric(tl.last().Seconds(), "s-nodeconfd")
+		b.Logf("nodeconfd, reboot on request: last node back in service %s after the sentinels; most nodes out at once: %d\n%s",
+			sec(tl.last()), tl.most, tl.table())
+		workloadAvailable(ctx, b, replicas)
+
+		// kured alone watches the sentinel now: the daemons' check is off.
+		daemonArgs(ctx, b, int32(len(all)), "--reboot-sentinel=")
+		if err := installKured(ctx, kuredImage); err != nil {
+			b.Fatal(err)
+		}
+		waitDaemonSet(ctx, b, kuredNamespace, kuredName, 1, int32(len(all)))
+		kuredSteady(ctx, b, all)
+		tl = measure(ctx, b, subject)
+		kuredUnlocked(ctx, b)
+		b.ReportMetric(tl.last().Seconds(), "s-kured")
+		b.Logf("kured %s: last node back in service %s after the sentinels; most nodes out at once: %d\n%s",
+			kuredImage, sec(tl.last()), tl.most, tl.table())
+		if tl.most != 1 {
+			b.Logf("kured's logs:\n%s", kuredLogs(ctx))
+		}
+	}
+}
+
+// measure writes the sentinel on every node at once and follows them
+// until each is back in service after one reboot.
+func measure(ctx context.Context, b *testing.B, nodes map[string]*testbed.KubeNode) *timeline {
+	b.Helper()
+	tl := newTimeline(nodes)
+	start := time.Now()
+	var wg sync.WaitGroup
+	errs := make(chan error, len(nodes))
+	for _, n := range nodes {
+		wg.Go(func() {
+			_, err := n.Sys.Exec(ctx, "touch", sentinel)
+			errs <- err
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	wctx, cancel := context.WithTimeout(ctx, 12*time.Minute)
+	defer cancel()
+	if err := tl.run(wctx, start); err != nil {
+		b.Fatal(err)
+	}
+	for name, n := range nodes {
+		if got := n.Sys.Boots() - tl.boots[name]; got != 1 {
+			b.Errorf("node %s rebooted %d times, want once", name, got)
+		}
+	}
+	if tl.most != 1 {
+		b.Errorf("%d nodes were out of service at once, want 1", tl.most)
+	}
+	return tl
+}
+
+// fragment applies the worker pool's one MachineConfig (a registries.d
+// file: written without a drain or a reboot), so that the pool has a
+// rendered config and each node runs it: the controller grants reboots to
+// nodes that run their pool's config.
+func fragment(ctx context.Context, b *testing.B) {
+	b.Helper()
+	mc := testbed.MachineConfig("99-worker-kured",
+		testbed.Ignition(map[string]string{"/etc/containers/registries.d/kured.yaml": "docker:\n  kured.example: {}\n"}))
+	mc.Labels = map[string]string{"machineconfiguration.openshift.io/role": "worker"}
+	if _, err := bed.MCfg.MachineconfigurationV1().MachineConfigs().Create(ctx, mc, metav1.CreateOptions{}); err != nil {
+		b.Fatal(err)
+	}
+}
