@@ -9,6 +9,9 @@
 # pays. Nothing of kured is kept in this repository.
 #
 #   bash hack/build-kured.sh [--cached]
+#
+# Exits 3, saying so, when KURED_GIT has no tag KURED_VERSION (the
+# benchmark then skips).
 set -euo pipefail
 
 KURED_VERSION=${KURED_VERSION:-1.23.0}
@@ -36,7 +39,7 @@ if ! git --git-dir="$KURED_GIT" rev-parse -q --verify "refs/tags/${KURED_VERSION
   ! git --git-dir="$KURED_GIT/.git" rev-parse -q --verify "refs/tags/${KURED_VERSION}^{commit}" >/dev/null 2>&1; then
   echo "set-up: no kured ${KURED_VERSION} in KURED_GIT=$KURED_GIT: set KURED_GIT to a clone of" \
     "github.com/kubereboot/kured" >&2
-  exit 1
+  exit 3
 fi
 gitdir=$KURED_GIT
 [ -d "$KURED_GIT/.git" ] && gitdir="$KURED_GIT/.git"

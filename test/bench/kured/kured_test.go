@@ -2,6 +2,8 @@ package kured
 
 import (
 	"context"
+	"os"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -36,6 +38,7 @@ func BenchmarkRebootVsKured(b *testing.B) {
 	ctx, cancel := context.WithTimeout(context.Background(), 35*time.Minute)
 	defer cancel()
 	all := append([]string{controller}, rebooted...)
+	kuredImage := buildKured(ctx, b)
 	// Both tools look every 10 s; the daemons start with it.
 	daemonArgs(ctx, b, 0, "--reboot-check-interval="+period)
 	fragment(ctx, b)
@@ -47,7 +50,6 @@ func BenchmarkRebootVsKured(b *testing.B) {
 	settled(ctx, b, all)
 	replicas := int32(2 * len(all))
 	startWorkload(ctx, b, replicas)
-	kuredImage := buildKured(ctx, b)
 	subject := map[string]*testbed.KubeNode{}
 	for _, name := range rebooted {
 		subject[name] = nodes[name]
@@ -84,6 +86,7 @@ func BenchmarkRebootVsKured(b *testing.B) {
 func measure(ctx context.Context, b *testing.B, nodes map[string]*testbed.KubeNode) *timeline {
 	b.Helper()
 	tl := newTimeline(nodes)
+	before := loadavg()
 	start := time.Now()
 	var wg sync.WaitGroup
 	errs := make(chan error, len(nodes))
@@ -105,6 +108,8 @@ func measure(ctx context.Context, b *testing.B, nodes map[string]*testbed.KubeNo
 	if err := tl.run(wctx, start); err != nil {
 		b.Fatal(err)
 	}
+	// The machine is shared: its load says what else ran meanwhile.
+	b.Logf("load average (1, 5, 15 min) at the sentinels: %s; at the last node back: %s", before, loadavg())
 	for name, n := range nodes {
 		if got := n.Sys.Boots() - tl.boots[name]; got != 1 {
 			b.Errorf("node %s rebooted %d times, want once", name, got)
@@ -114,6 +119,15 @@ func measure(ctx context.Context, b *testing.B, nodes map[string]*testbed.KubeNo
 		b.Errorf("%d nodes were out of service at once, want 1", tl.most)
 	}
 	return tl
+}
+
+// loadavg is the host's load averages, "?" when unreadable.
+func loadavg() string {
+	data, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(data)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "?"
 }
 
 // fragment applies the worker pool's one MachineConfig (a registries.d

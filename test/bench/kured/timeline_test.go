@@ -21,10 +21,11 @@ const sampleEvery = 250 * time.Millisecond
 // the sentinels were written (zero: not seen yet).
 type steps struct {
 	// cordoned: spec.unschedulable first true; down: the node's next boot
-	// started (its systemd stopped, nspawn started it again); ready: its
-	// kubelet reported Ready with a heartbeat from that boot; back: Ready
+	// started (its systemd stopped, nspawn started it again); kubelet: its
+	// kubelet's first status from that boot (a new heartbeat, Ready or
+	// not); ready: its kubelet reported Ready from that boot; back: Ready
 	// and uncordoned after it, in service.
-	cordoned, down, ready, back time.Duration
+	cordoned, down, kubelet, ready, back time.Duration
 }
 
 // timeline samples the nodes from the sentinels' writing until each is
@@ -94,7 +95,10 @@ func (tl *timeline) sample(ctx context.Context) (bool, error) {
 		if rebooted && s.down == 0 {
 			s.down = at
 		}
-		if rebooted && s.ready == 0 && ready && beat.After(tl.beat[name]) {
+		if rebooted && s.kubelet == 0 && beat.After(tl.beat[name]) {
+			s.kubelet = at
+		}
+		if s.kubelet != 0 && s.ready == 0 && ready {
 			s.ready = at
 		}
 		if s.ready != 0 && s.back == 0 && !node.Spec.Unschedulable && ready {
@@ -155,12 +159,16 @@ func (tl *timeline) table() string {
 		}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "%-8s %9s %9s %9s %9s | %8s %8s %8s\n", "node", "cordoned", "down", "ready", "back",
-		"drain", "boot", "uncordon")
+	// drain: cordon to the new boot (the drain, the tool's steps before
+	// its reboot, the node's shutdown); boot: to the kubelet's first
+	// status; ready: to Ready; uncordon: to back in service.
+	fmt.Fprintf(&b, "%-8s %9s %9s %9s %9s %9s | %8s %8s %8s %8s\n", "node", "cordoned", "down", "kubelet", "ready", "back",
+		"drain", "boot", "ready", "uncordon")
 	for _, name := range names {
 		s := tl.steps[name]
-		fmt.Fprintf(&b, "%-8s %9s %9s %9s %9s | %8s %8s %8s\n", name, sec(s.cordoned), sec(s.down), sec(s.ready),
-			sec(s.back), span(s.cordoned, s.down), span(s.down, s.ready), span(s.ready, s.back))
+		fmt.Fprintf(&b, "%-8s %9s %9s %9s %9s %9s | %8s %8s %8s %8s\n", name, sec(s.cordoned), sec(s.down), sec(s.kubelet),
+			sec(s.ready), sec(s.back), span(s.cordoned, s.down), span(s.down, s.kubelet), span(s.kubelet, s.ready),
+			span(s.ready, s.back))
 	}
 	return b.String()
 }
