@@ -118,7 +118,24 @@ func measure(ctx context.Context, b *testing.B, nodes map[string]*testbed.KubeNo
 	if tl.most != 1 {
 		b.Errorf("%d nodes were out of service at once, want 1", tl.most)
 	}
+	for name, n := range nodes {
+		b.Logf("node %s's boot:\n%s", name, bootLog(ctx, n))
+	}
 	return tl
+}
+
+// bootLog is what the node's systemd, containerd and kubelet logged of
+// the boot's steps that come before the kubelet's first status: where a
+// boot's time goes.
+func bootLog(ctx context.Context, n *testbed.KubeNode) string {
+	out, err := n.Sys.Exec(ctx, "sh", "-c", "systemd-analyze 2>&1 | head -n1; "+
+		"journalctl -b --no-pager -o short-precise | grep -E "+
+		"'Startup finished|Started (containerd|kubelet)|Starting (containerd|kubelet)|became ready|"+
+		"Successfully registered node|cleaning up|cleanup|timeout|timed out|level=(error|warning)' | head -n 25")
+	if err != nil {
+		return err.Error()
+	}
+	return string(out)
 }
 
 // loadavg is the host's load averages, "?" when unreadable.

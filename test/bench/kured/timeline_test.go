@@ -184,5 +184,5 @@ func span(from, to time.Duration) string {
 	if from == 0 || to == 0 {
 		return "-"
 	}
-	return sec(to - from)
+	return fmt.Sprintf("%.1fs", (to - from).Seconds())
 }
