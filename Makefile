@@ -140,7 +140,7 @@ bench: deps controlplane nodeimage nodestack nodeimage-kube registry build
 	$(FLEET_BENCH) -timeout 15m ./test/fleet/ -args -fleet.nodes=20 -fleet.idle=20s -fleet.restart-settle=10s
 
 # nodeconfd's reboot on request beside kured on three real nodes, once: it
-# takes about 15 minutes (docs/kured.md). It builds kured first (`make
+# takes about 10 minutes (docs/kured.md). It builds kured first (`make
 # kured`), and skips, saying why, where no git repository of kured is at
 # hand. Not in `make test`: its smoke run lists test/bench alone.
 KURED_BENCH = $(GO) test -run '^$$' -bench '^BenchmarkRebootVsKured$$' -benchtime 1x -timeout 40m ./test/bench/kured/

@@ -11,8 +11,11 @@
 //
 //	go test -run '^$' -bench RebootVsKured -benchtime 1x -timeout 40m ./test/bench/kured/
 //
+// NODECONFD_KURED_CONTROL=1 measures nodeconfd twice before kured, the
+// second time on nodes booting for the third time, as kured's do.
+//
 // `make test` does not run it (its benchmark smoke run lists test/bench
-// alone): it takes about 15 minutes, most of them kured's own waits.
+// alone): it takes about 10 minutes, most of them kured's own waits.
 package kured
 
 import (

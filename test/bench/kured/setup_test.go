@@ -98,23 +98,35 @@ func poll(ctx context.Context, b *testing.B, what string, cond wait.ConditionWit
 	}
 }
 
-// daemonArgs adds args to the nodeconfd DaemonSet's container and waits
-// until its pods run them on n nodes.
-func daemonArgs(ctx context.Context, b *testing.B, n int32, args ...string) {
+// daemonArgs adds args to the nodeconfd DaemonSet's container, before any
+// node runs it.
+func daemonArgs(ctx context.Context, b *testing.B, args ...string) {
 	b.Helper()
 	var ops []map[string]any
 	for _, a := range args {
 		ops = append(ops, map[string]any{"op": "add", "path": "/spec/template/spec/containers/0/args/-", "value": a})
 	}
 	patch, _ := json.Marshal(ops)
-	ds, err := bed.Kube.AppsV1().DaemonSets(testbed.Namespace).Patch(ctx, testbed.DaemonSetName, types.JSONPatchType, patch,
-		metav1.PatchOptions{})
-	if err != nil {
+	if _, err := bed.Kube.AppsV1().DaemonSets(testbed.Namespace).Patch(ctx, testbed.DaemonSetName, types.JSONPatchType, patch,
+		metav1.PatchOptions{}); err != nil {
 		b.Fatalf("adding %v to the daemon's arguments: %v", args, err)
 	}
-	if n > 0 {
-		waitDaemonSet(ctx, b, testbed.Namespace, testbed.DaemonSetName, ds.Generation, n)
+}
+
+// daemonsOff takes the nodeconfd DaemonSet's pods off every node (a node
+// selector no node matches) and waits until they are gone.
+func daemonsOff(ctx context.Context, b *testing.B) {
+	b.Helper()
+	patch := []byte(`[{"op": "add", "path": "/spec/template/spec/nodeSelector/bench.nodeconfd.io~1none", "value": "true"}]`)
+	if _, err := bed.Kube.AppsV1().DaemonSets(testbed.Namespace).Patch(ctx, testbed.DaemonSetName, types.JSONPatchType, patch,
+		metav1.PatchOptions{}); err != nil {
+		b.Fatalf("taking the daemons off the nodes: %v", err)
 	}
+	poll(ctx, b, "the daemons' pods gone", func(ctx context.Context) (bool, error) {
+		pods, err := bed.Kube.CoreV1().Pods(testbed.Namespace).List(ctx, metav1.ListOptions{
+			LabelSelector: "app.kubernetes.io/name=" + testbed.DaemonSetName})
+		return err == nil && len(pods.Items) == 0, err
+	})
 }
 
 // waitDaemonSet waits until the DaemonSet's pods of generation gen are
