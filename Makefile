@@ -11,7 +11,7 @@ OUT ?= bin/nodeconfd
 # The commit, in nodeconfd_build_info and the start line (empty outside a git checkout).
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 
-.PHONY: all build image push release registry deps controlplane nodeimage nodestack nodeimage-kube promtool prometheus demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
+.PHONY: all build image push release registry kured deps controlplane nodeimage nodestack nodeimage-kube promtool prometheus demo test test-unit test-e2e bench bench-fleet fuzz crds fmt vet
 
 all: build
 
@@ -62,6 +62,12 @@ nodeimage-kube: deps
 # nodes pull it from (CNCF Distribution, built from its module).
 registry:
 	bash hack/build-registry.sh >/dev/null
+
+# kured, which `make bench` runs beside nodeconfd's reboot on request
+# (test/bench/kured, docs/kured.md), built from a git repository of it
+# (KURED_GIT): it is not on the Go module proxy.
+kured:
+	bash hack/build-kured.sh >/dev/null
 
 # promtool checks the daemon's /metrics and the alert rules in the tests.
 promtool:
@@ -128,9 +134,16 @@ fuzz:
 	$(FUZZ) -fuzz '^FuzzApply$$' -fuzztime $(FUZZTIME_LONG) ./test/fuzz/
 	$(FUZZ) -fuzz '^FuzzApplyFields$$' -fuzztime $(FUZZTIME_LONG) ./test/fuzz/
 
-bench: deps controlplane nodeimage build
+bench: deps controlplane nodeimage nodestack nodeimage-kube registry build
 	$(GO) test -run '^$$' -bench . -benchtime 5x -timeout 30m ./phases/plan/ ./daemon/hostfs/ ./test/bench/
+	$(KURED_BENCH)
 	$(FLEET_BENCH) -timeout 15m ./test/fleet/ -args -fleet.nodes=20 -fleet.idle=20s -fleet.restart-settle=10s
+
+# nodeconfd's reboot on request beside kured on three real nodes, once: it
+# takes about 10 minutes (docs/kured.md). It builds kured first (`make
+# kured`), and skips, saying why, where no git repository of kured is at
+# hand. Not in `make test`: its smoke run lists test/bench alone.
+KURED_BENCH = $(GO) test -run '^$$' -bench '^BenchmarkRebootVsKured$$' -benchtime 1x -timeout 40m ./test/bench/kured/
 
 # A fleet of N simulated daemons on the test bed's real
 # kube-apiserver and etcd: start-up storm, idle, one node's update, a rolling

@@ -207,3 +207,7 @@ func ClusterMain(m *testing.M, prefix string, use func(*Bed)) {
 	os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// Registry returns a cluster bed's registry, host:port: a test pushes
+// images of its own there (images.Kured).
+func (b *Bed) Registry() string { return b.cluster.registry.host }

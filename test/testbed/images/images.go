@@ -109,7 +109,12 @@ func single(ctx context.Context, bin, path, ref string) error {
 	if err := tw.Close(); err != nil {
 		return err
 	}
-	layer, err := tarball.LayerFromReader(bytes.NewReader(buf.Bytes()))
+	return push(ctx, buf.Bytes(), path, ref)
+}
+
+// push pushes an image of one layer (a tar), run as entrypoint, as ref.
+func push(ctx context.Context, layerTar []byte, entrypoint, ref string) error {
+	layer, err := tarball.LayerFromReader(bytes.NewReader(layerTar))
 	if err != nil {
 		return fmt.Errorf("making the layer of %s: %w", ref, err)
 	}
@@ -123,7 +128,7 @@ func single(ctx context.Context, bin, path, ref string) error {
 	}
 	cfg = cfg.DeepCopy()
 	cfg.Architecture, cfg.OS = runtime.GOARCH, "linux"
-	cfg.Config.Entrypoint = []string{path}
+	cfg.Config.Entrypoint = []string{entrypoint}
 	if img, err = mutate.ConfigFile(img, cfg); err != nil {
 		return fmt.Errorf("configuring image %s: %w", ref, err)
 	}
