@@ -25,6 +25,11 @@ import (
 // and the errors logged (not asserted: they are figures, not a test of
 // speed).
 func TestRolloutETA(t *testing.T) {
+	// It changes the shared worker pool's render six times: as the one
+	// parallel test of the package it runs after every sequential one
+	// (TestPoolRollout counts its rollouts from the worker pool as the
+	// tests before it leave it).
+	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	names := []string{"eta-a", "eta-b", "eta-c"}
