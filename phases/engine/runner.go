@@ -218,7 +218,9 @@ func (r *Runner[D]) run(ctx context.Context, n *node[D]) (Outcome, error) {
 	prev := r.current
 	r.current = n
 	defer func() { r.current = prev }()
-	r.observer().PhaseStarted(n.label())
+	if n.sub == "" {
+		r.observer().PhaseStarted(n.label())
+	}
 	r.fault("start:", n.label())
 	defer r.fault("ran:", n.label())
 	if n.step.Cut == nil {
@@ -260,7 +262,9 @@ func (r *Runner[D]) finish(ctx context.Context, n *node[D], out Outcome, took ti
 	}
 	took = took.Round(100 * time.Millisecond)
 	log.Info("Phase done", zap.Duration("took", took), zap.String("result", out.Message))
-	r.observer().PhaseDone(n.label(), took)
+	if n.sub == "" {
+		r.observer().PhaseDone(n.label(), took)
+	}
 	if out.Reason == "" {
 		out.Reason = status.Reason(r.cond(n))
 	}

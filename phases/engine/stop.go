@@ -53,7 +53,8 @@ type Signals struct {
 	Grace time.Duration
 	// Also are looked at with the signals, each round of the one watcher,
 	// from the watch cache (the daemon's cordon kept while the update
-	// holds it); each gets the Shutdown context.
+	// holds it); each call's context ends with the run, and after
+	// alsoTimeout.
 	Also []func(ctx context.Context)
 }
 
@@ -88,12 +89,19 @@ func NewStop(sig Signals) (stop *Stop, release func()) {
 	}
 	s := &Stop{sig: sig}
 	s.arm()
-	done := make(chan struct{})
+	// also is the context of the Also calls: ended as the run ends, which
+	// waits for the watcher, so that none lands after the run.
+	also, endAlso := context.WithCancel(sig.Shutdown)
+	done, exited := make(chan struct{}), make(chan struct{})
 	if sig.Superseded != nil || sig.Paused != nil || len(sig.Also) > 0 {
-		go s.watch(done)
+		go s.watch(also, done, exited)
+	} else {
+		close(exited)
 	}
 	return s, func() {
 		close(done)
+		endAlso()
+		<-exited
 		s.mu.Lock()
 		s.cancel(nil)
 		s.mu.Unlock()
@@ -111,7 +119,12 @@ func (s *Stop) arm() {
 // config and pause annotation (both from the watch cache: no request).
 const stopEvery = time.Second
 
-func (s *Stop) watch(done <-chan struct{}) {
+// alsoTimeout bounds one Also call (a request to the API server), so that a
+// slow server delays the next look at the signals by that much at most.
+const alsoTimeout = 5 * time.Second
+
+func (s *Stop) watch(also context.Context, done <-chan struct{}, exited chan<- struct{}) {
+	defer close(exited)
 	t := time.NewTicker(stopEvery)
 	defer t.Stop()
 	for {
@@ -122,7 +135,9 @@ func (s *Stop) watch(done <-chan struct{}) {
 		}
 		s.check()
 		for _, f := range s.sig.Also {
-			f(s.sig.Shutdown)
+			ctx, cancel := context.WithTimeout(also, alsoTimeout)
+			f(ctx)
+			cancel()
 		}
 	}
 }

@@ -8,10 +8,12 @@ import (
 
 // RunSub runs list as a sub-list of the running step (the health gate's
 // rollback), by name, with rec as its record: the same runner, so the same
-// skipping of done steps, logs, metrics, fault points and saves (rec is
-// part of the run's record, saved with it) as the run's own list. Its steps
-// report through the running step's condition; they are named in the logs
-// and metrics by name too ("rollback-write"). A failure is returned as the
+// skipping of done steps, logs, fault points and saves (rec is part of the
+// run's record, saved with it) as the run's own list. Its steps report
+// through the running step's condition; they are named in the logs and
+// fault points by name too ("rollback-write"). The Observer is not told of
+// them: the running step is the one the metrics show running, and its
+// duration holds theirs (told twice, the ETA would count them twice). A failure is returned as the
 // sub-step gave it, which says what it was doing; an End (a reboot) too.
 // A sub-list has no Commit and no step that Completes the run.
 func (r *Runner[D]) RunSub(ctx context.Context, name string, rec Record, list []Item[D]) error {
