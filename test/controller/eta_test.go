@@ -25,42 +25,56 @@ import (
 // and the errors logged (not asserted: they are figures, not a test of
 // speed).
 func TestRolloutETA(t *testing.T) {
-	// It changes the shared worker pool's render six times: as the one
-	// parallel test of the package it runs after every sequential one
-	// (TestPoolRollout counts its rollouts from the worker pool as the
-	// tests before it leave it).
-	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	names := []string{"eta-a", "eta-b", "eta-c"}
-	// The worker pool is shared with the next tests: its nodes and
-	// fragments go with this test.
-	t.Cleanup(func() { cleanupWorkers(t, names, "70-worker-eta", "71-worker-eta-reboot") })
-	workers(ctx, t, names, []string{"zone-a", "zone-a", "zone-b"})
+	// A pool of its own (the worker pool is the other tests'), which goes
+	// with its nodes and fragments at the end.
+	const role = "node-role.kubernetes.io/eta"
+	etaPool := &mcfgv1.MachineConfigPool{ObjectMeta: metav1.ObjectMeta{Name: etaPoolName}, Spec: mcfgv1.MachineConfigPoolSpec{
+		NodeSelector:          &metav1.LabelSelector{MatchLabels: map[string]string{role: ""}},
+		MachineConfigSelector: &metav1.LabelSelector{MatchLabels: map[string]string{roleLabel: etaPoolName}},
+	}}
+	if _, err := bed.MCfg.MachineconfigurationV1().MachineConfigPools().Create(ctx, etaPool, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cleanupWorkers(t, names, "70-eta", "71-eta-reboot")
+		cleanupPool(t, etaPoolName, nil, "")
+	})
+	labelledWorkers(ctx, t, names, []string{"zone-a", "zone-a", "zone-b"}, map[string]string{role: ""})
 	w := watchETA(ctx, t, names)
 	controllers(ctx, t)
 	rebootFile := func(v string) *mcfgv1.MachineConfig {
 		// A file no rule of the nodes' policy names: the default, a reboot.
-		mc := testbed.MachineConfig("71-worker-eta-reboot", testbed.Ignition(map[string]string{"/etc/eta/x": v}))
-		mc.Labels = map[string]string{roleLabel: "worker"}
+		mc := testbed.MachineConfig("71-eta-reboot", testbed.Ignition(map[string]string{"/etc/eta/x": v}))
+		mc.Labels = map[string]string{roleLabel: etaPoolName}
+		return mc
+	}
+	drainFile := func(v string) *mcfgv1.MachineConfig {
+		mc := fragment("70-eta", map[string]string{"eta": v})
+		mc.Labels = map[string]string{roleLabel: etaPoolName}
 		return mc
 	}
 	steps := []struct {
 		kind string
 		mc   *mcfgv1.MachineConfig
 	}{
-		{"Reload", fragment("70-worker-eta", map[string]string{"eta": "1"})},
-		{"Reload", fragment("70-worker-eta", map[string]string{"eta": "2"})},
-		{"Reload", fragment("70-worker-eta", map[string]string{"eta": "3"})},
+		{"Reload", drainFile("1")},
+		{"Reload", drainFile("2")},
+		{"Reload", drainFile("3")},
 		{"Reboot", rebootFile("1")},
 		{"Reboot", rebootFile("2")},
 		{"Reboot", rebootFile("3")},
 	}
-	prev := pool(ctx, t, "worker").Status.Configuration.Name
+	prev := waitPoolNamed(ctx, t, etaPoolName, "its first render", func(p *mcfgv1.MachineConfigPool) bool {
+		c := condition(p, mcfgv1.MachineConfigPoolUpdated)
+		return p.Spec.Configuration.Name != "" && c != nil && c.Status == corev1.ConditionTrue
+	}).Status.Configuration.Name
 	var rollouts []string
 	for _, s := range steps {
 		apply(ctx, t, s.mc)
-		p := waitPool(ctx, t, "rollout of a "+s.kind+" change", updatedTo(prev))
+		p := waitPoolNamed(ctx, t, etaPoolName, "rollout of a "+s.kind+" change", updatedTo(prev))
 		prev = p.Spec.Configuration.Name
 		rollouts = append(rollouts, prev)
 	}
@@ -71,6 +85,9 @@ func TestRolloutETA(t *testing.T) {
 	w.check(t, rollouts)
 	w.report(t, rollouts)
 }
+
+// etaPoolName is TestRolloutETA's own pool.
+const etaPoolName = "eta"
 
 // nodeUpdate is one update of a node as its MachineConfigNode showed it.
 type nodeUpdate struct {
@@ -204,7 +221,7 @@ func (w *etaWatch) once(ctx context.Context) {
 			}
 		}
 	}
-	p, err := bed.MCfg.MachineconfigurationV1().MachineConfigPools().Get(ctx, "worker", metav1.GetOptions{})
+	p, err := bed.MCfg.MachineconfigurationV1().MachineConfigPools().Get(ctx, etaPoolName, metav1.GetOptions{})
 	if err != nil || p.Spec.Configuration.Name == "" {
 		return
 	}

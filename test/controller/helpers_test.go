@@ -2,6 +2,7 @@ package controller
 
 import (
 	"context"
+	"maps"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -67,6 +68,13 @@ func apply(ctx context.Context, t *testing.T, mc *mcfgv1.MachineConfig) {
 // that order (so oldest first), on base, their daemons gated on dir/broken.
 func workers(ctx context.Context, t *testing.T, names, zones []string) map[string]*testbed.Node {
 	t.Helper()
+	return labelledWorkers(ctx, t, names, zones, nil)
+}
+
+// labelledWorkers is workers with more labels on each node (a custom
+// pool's role).
+func labelledWorkers(ctx context.Context, t *testing.T, names, zones []string, labels map[string]string) map[string]*testbed.Node {
+	t.Helper()
 	p := filepath.Join(t.TempDir(), "policy.yaml")
 	policy := "nodeDisruptionPolicy:\n  files:\n  - path: " + dir + "/\n    actions: [{type: Drain}]\n"
 	if err := os.WriteFile(p, []byte(policy), 0o644); err != nil {
@@ -77,8 +85,10 @@ func workers(ctx context.Context, t *testing.T, names, zones []string) map[strin
 	}
 	nodes := map[string]*testbed.Node{}
 	for i, name := range names {
+		l := map[string]string{workerRole: "", zoneLabel: zones[i]}
+		maps.Copy(l, labels)
 		nodes[name] = bed.AddTestNode(ctx, t, name, base, testbed.NodeOptions{
-			Labels: map[string]string{workerRole: "", zoneLabel: zones[i]},
+			Labels: l,
 			ExtraArgs: []string{"--node-disruption-policy", p, "--health-command", "/usr/bin/test ! -e " + dir + "/broken",
 				"--health-timeout", "10s", "--reboot-check-interval", "1s",
 				// Every config here is the controller's: each node checks it (on as shipped).
