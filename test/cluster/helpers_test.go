@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -38,25 +37,7 @@ func startNodes(ctx context.Context, t *testing.T, base string, names ...string)
 		}
 		logs[name] = l
 	}
-	nodes := map[string]*testbed.KubeNode{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, len(names))
-	for _, name := range names {
-		wg.Go(func() {
-			n, err := bed.AddKubeNode(ctx, name)
-			if err != nil {
-				errs <- err
-				return
-			}
-			mu.Lock()
-			nodes[name] = n
-			mu.Unlock()
-			errs <- annotateOnRegistration(ctx, name, base)
-		})
-	}
-	wg.Wait()
-	close(errs)
+	nodes, err := bed.AddKubeNodes(ctx, names, func(name string) error { return annotateOnRegistration(ctx, name, base) })
 	t.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -74,10 +55,8 @@ func startNodes(ctx context.Context, t *testing.T, base string, names ...string)
 			}
 		}
 	})
-	for err := range errs {
-		if err != nil {
-			t.Fatal(err)
-		}
+	if err != nil {
+		t.Fatal(err)
 	}
 	return nodes, logs
 }

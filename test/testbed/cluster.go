@@ -105,6 +105,34 @@ type KubeNode struct {
 	stopErr  error
 }
 
+// AddKubeNodes starts the named nodes at once (AddKubeNode each) and runs
+// then, when set, for each node once it started. It returns the nodes that
+// started, also when others failed (their errors joined), so that the
+// caller stops every one of them.
+func (b *Bed) AddKubeNodes(ctx context.Context, names []string, then func(name string) error) (map[string]*KubeNode, error) {
+	nodes := map[string]*KubeNode{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	errs := make([]error, len(names))
+	for i, name := range names {
+		wg.Go(func() {
+			n, err := b.AddKubeNode(ctx, name)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			mu.Lock()
+			nodes[name] = n
+			mu.Unlock()
+			if then != nil {
+				errs[i] = then(name)
+			}
+		})
+	}
+	wg.Wait()
+	return nodes, errors.Join(errs...)
+}
+
 // AddKubeNode starts node name on a cluster bed. It returns once the
 // node's systemd is running; the kubelet registers the node soon after
 // (WaitNodeReady).

@@ -8,7 +8,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -36,24 +35,7 @@ const (
 // the benchmark ends they are stopped and their Node objects deleted.
 func startNodes(ctx context.Context, b *testing.B, names ...string) map[string]*testbed.KubeNode {
 	b.Helper()
-	nodes := map[string]*testbed.KubeNode{}
-	var mu sync.Mutex
-	var wg sync.WaitGroup
-	errs := make(chan error, len(names))
-	for _, name := range names {
-		wg.Go(func() {
-			n, err := bed.AddKubeNode(ctx, name)
-			if err != nil {
-				errs <- err
-				return
-			}
-			mu.Lock()
-			nodes[name] = n
-			mu.Unlock()
-		})
-	}
-	wg.Wait()
-	close(errs)
+	nodes, err := bed.AddKubeNodes(ctx, names, nil)
 	b.Cleanup(func() {
 		sctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
@@ -66,10 +48,8 @@ func startNodes(ctx context.Context, b *testing.B, names ...string) map[string]*
 			}
 		}
 	})
-	for err := range errs {
-		if err != nil {
-			b.Fatal(err)
-		}
+	if err != nil {
+		b.Fatal(err)
 	}
 	poll(ctx, b, "the nodes Ready", func(ctx context.Context) (bool, error) {
 		for _, name := range names {
