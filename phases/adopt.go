@@ -53,7 +53,7 @@ type adoption struct {
 // the node matched its desired config; else the update goes on.
 func adopt(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
-	u.adoption = &adoption{lost: d.Stager().RecordLost()}
+	u.adoption = &adoption{lost: u.RecordLost}
 	if err := d.RunSub(ctx, "adopt", &engine.Memory{}, Adoption()); err != nil {
 		return Outcome{}, err
 	}
@@ -111,21 +111,22 @@ func adoptLiftCordon(ctx context.Context, d Data) (string, error) {
 }
 
 // adoptSetCurrent records the node at its desired config: currentConfig,
-// state=Done, Updated=True, its config versions.
-func adoptSetCurrent(ctx context.Context, d Data) (string, error) {
+// state=Done; it settles Updated=True, NodeDegraded=False and its config
+// versions (written by the runner as the update ends here: Complete).
+func adoptSetCurrent(ctx context.Context, d Data) (Outcome, error) {
 	u, a := d.Update(), d.Update().adoption
 	if err := commitCurrent(ctx, d, u.DesiredName, a.mc); err != nil {
-		return "", err
+		return Outcome{}, err
 	}
-	st := d.Stager()
-	st.Set(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
-		status.CompletedMessage(u.DesiredName)+" (adopted: the node already matched it)")
-	if c := st.Find(status.NodeDegraded); c != nil && c.Status != metav1.ConditionFalse {
-		st.Set(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage)
-	}
-	st.SetVersions(u.DesiredName, u.DesiredName) // written by the runner as the update ends here (Complete)
 	LogFrom(ctx, zap.NewNop()).Info("Adopted the desired config: the node already matches it")
-	return "Node runs " + u.DesiredName, nil
+	return Outcome{Message: "Node runs " + u.DesiredName, Settles: Settles{
+		Conditions: []Condition{
+			condition(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
+				status.CompletedMessage(u.DesiredName)+" (adopted: the node already matched it)"),
+			condition(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage),
+		},
+		Desired: u.DesiredName, Current: u.DesiredName,
+	}}, nil
 }
 
 // adoptResume starts the config drift monitor on the adopted config.

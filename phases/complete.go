@@ -87,7 +87,7 @@ func Uncordon() Step {
 }
 
 // SetCurrent records the node at its new config: it writes the node's currentConfig and state=Done annotations, keeps the
-// config on the node and stages status.configVersion.current.
+// config on the node and settles status.configVersion.current.
 func SetCurrent() Step {
 	return Step{
 		Name: progress.StepSetCurrent,
@@ -96,12 +96,11 @@ func SetCurrent() Step {
 			if err := commitCurrent(ctx, d, u.DesiredName, u.DesiredObject); err != nil {
 				return Outcome{}, err
 			}
-			d.Stager().SetCurrentVersion(u.DesiredName)
 			msg := "Node is running config " + u.DesiredName
 			if v := d.Progress().Step(progress.StepValidate); v != nil {
 				msg += " (" + v.Message + ")"
 			}
-			return Outcome{Message: msg}, nil
+			return Outcome{Message: msg, Settles: Settles{Current: u.DesiredName}}, nil
 		},
 	}
 }
@@ -117,10 +116,12 @@ func Resume() Step {
 					return Outcome{}, fmt.Errorf("starting the config drift monitor: %w", err)
 				}
 			}
-			d.SetCondition(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage)
-			d.SetCondition(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
-				status.CompletedMessage(u.DesiredName))
-			return Outcome{Message: "Config drift monitor running; node resumed normal operation"}, nil
+			return Outcome{Message: "Config drift monitor running; node resumed normal operation", Settles: Settles{
+				Conditions: []Condition{
+					condition(status.NodeDegraded, metav1.ConditionFalse, status.ReasonHealthy, status.HealthyMessage),
+					condition(status.Updated, metav1.ConditionTrue, status.ReasonNodeUpgradeComplete,
+						status.CompletedMessage(u.DesiredName)),
+				}}}, nil
 		},
 	}
 }

@@ -105,15 +105,16 @@ func PodsDrainable() Gate {
 // update cut short by cause (a new desired config, a pause) goes on from an
 // uncordoned node, so that whatever comes next (even a failure) leaves no
 // cordon behind unreported. If it needs a drain, it cordons again.
-func giveBackForCut(ctx context.Context, d Data, cause error) error {
+func giveBackForCut(ctx context.Context, d Data, cause error) (Settles, error) {
 	why, uncordoned := "new desired config", "Uncordoned: the node's desired config changed before anything was written"
 	if pe := (*PausedError)(nil); errors.As(cause, &pe) {
 		why, uncordoned = "pause", "Uncordoned: the node was paused before anything was written ("+pe.Message+")"
 	}
-	if _, err := giveBack(ctx, d, uncordoned); err != nil {
-		return fmt.Errorf("giving back the cordon of node %s for its %s: %w", d.Update().Node, why, err)
+	_, settles, err := giveBack(ctx, d, uncordoned)
+	if err != nil {
+		return settles, fmt.Errorf("giving back the cordon of node %s for its %s: %w", d.Update().Node, why, err)
 	}
-	return nil
+	return settles, nil
 }
 
 // cordonHeld says why the node is cordoned before the update's cordon step
@@ -133,14 +134,14 @@ func cordonHeld(rec *progress.Record) string {
 	return "Node stays cordoned by an earlier update of this daemon"
 }
 
-// sayCordonHeld stages Cordoned=True with cordonHeld's words, when it has
-// some and the condition does not already say True.
-func sayCordonHeld(d Data) {
-	held := cordonHeld(d.Progress())
-	if c := d.Stager().Find(status.Cordoned); held == "" || (c != nil && c.Status == metav1.ConditionTrue) {
-		return
+// cordonHeldSettles is Cordoned=True with cordonHeld's words, when it has
+// some: what an update that begins with the cordon of an earlier one says.
+func cordonHeldSettles(rec *progress.Record) Settles {
+	held := cordonHeld(rec)
+	if held == "" {
+		return Settles{}
 	}
-	d.SetCondition(status.Cordoned, metav1.ConditionTrue, status.Reason(status.Cordoned), held)
+	return Settles{Conditions: []Condition{condition(status.Cordoned, metav1.ConditionTrue, status.Reason(status.Cordoned), held)}}
 }
 
 // giveBackBeforeWait returns the cordon waits' onHold: an update about to
@@ -154,7 +155,9 @@ func giveBackBeforeWait(d Data) func(context.Context, Hold) error {
 		if !rec.Cordon.ByUs || !rec.Cordon.Own || rec.Done(progress.StepCordon) {
 			return nil
 		}
-		if _, err := giveBack(ctx, d, "Uncordoned: the update waits ("+h.Kind+")"); err != nil {
+		// Cordoned says so at once: the wait reports its hold in it (False,
+		// Waiting) right after this.
+		if _, _, err := giveBack(ctx, d, "Uncordoned: the update waits ("+h.Kind+")"); err != nil {
 			return fmt.Errorf("giving back the cordon of node %s before the update waits: %w", d.Update().Node, err)
 		}
 		LogFrom(ctx, zap.NewNop()).Info("Uncordoned the node: the update waits, and its cordon step had not "+
@@ -167,13 +170,13 @@ func giveBackBeforeWait(d Data) func(context.Context, Hold) error {
 // cordon step is forgotten (the record first, so a crash at any point
 // leaves a record that cordons again), the node uncordoned if this daemon
 // cordoned it (Cordoned then says so, with uncordoned). It returns what it
-// did.
-func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
+// did, and the status that settles.
+func giveBack(ctx context.Context, d Data, uncordoned string) (string, Settles, error) {
 	rec := d.Progress()
 	wasCordoned := rec.Done(progress.StepCordon)
 	rec.Forget(progress.StepCordon)
 	if err := d.SaveProgress(); err != nil {
-		return "", err
+		return "", Settles{}, err
 	}
 	return liftCordon(ctx, d, rec.Cordon.Own, wasCordoned, rec.Write.Started, uncordoned)
 }
@@ -181,8 +184,9 @@ func giveBack(ctx context.Context, d Data, uncordoned string) (string, error) {
 // liftCordon lifts this daemon's cordon (see giveBack) when it is the
 // update's own (own): one of an earlier update stays until the update
 // that holds it completes. cordonDone says the cordon step was done,
-// writeStarted that what was written was rolled back.
-func liftCordon(ctx context.Context, d Data, own, cordonDone, writeStarted bool, uncordoned string) (string, error) {
+// writeStarted that what was written was rolled back. Once it lifted the
+// cordon, its Settles say Cordoned=False with uncordoned.
+func liftCordon(ctx context.Context, d Data, own, cordonDone, writeStarted bool, uncordoned string) (string, Settles, error) {
 	rec := d.Progress()
 	outcome := "the node was not cordoned"
 	if writeStarted {
@@ -196,17 +200,18 @@ func liftCordon(ctx context.Context, d Data, own, cordonDone, writeStarted bool,
 	}
 	if rec.Cordon.ByUs && own {
 		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
-			return "", err
+			return "", Settles{}, err
 		}
 		rec.Cordon.ByUs, rec.Cordon.Own = false, false
 		if err := d.SaveProgress(); err != nil {
-			return "", fmt.Errorf("uncordoned the node, then %w", err)
+			return "", Settles{}, fmt.Errorf("uncordoned the node, then %w", err)
 		}
-		d.SetCondition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned), uncordoned)
 		outcome = "uncordoned the node, nothing was written"
 		if writeStarted {
 			outcome = "uncordoned the node, what was written was rolled back"
 		}
+		return outcome, Settles{Conditions: []Condition{
+			condition(status.Cordoned, metav1.ConditionFalse, status.Reason(status.Cordoned), uncordoned)}}, nil
 	}
-	return outcome, nil
+	return outcome, Settles{}, nil
 }

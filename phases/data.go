@@ -11,12 +11,10 @@ import (
 	"time"
 
 	mcfgv1 "github.com/openshift/api/machineconfiguration/v1"
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
-	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // Configs fetches rendered MachineConfigs by name (a GET, never a LIST).
@@ -258,16 +256,12 @@ type Data interface {
 
 // Reporter is how a step shows itself; the runner writes what it stages.
 type Reporter interface {
-	// Report sets the running step's condition message (live progress)
-	// and writes the status at once. The runner logs a failed write; a
-	// step may go on without it (best effort) or fail on it.
-	Report(ctx context.Context, message string) error
-	// SetCondition stages a condition other than the running step's own.
-	SetCondition(t string, s metav1.ConditionStatus, reason, msg string)
-	// Stager is the node's MachineConfigNode status, for the steps that
-	// stage more than conditions (detect's reset, the config versions, an
-	// adoption); the runner writes it.
-	Stager() *status.Stager
+	// Report sets the running step's condition message (live progress),
+	// with also (the conditions of the step's parts: the image-mode split
+	// of the write), and writes the status at once. The runner logs a
+	// failed write; a step may go on without it (best effort) or fail on
+	// it. The rest of the status a step settles is its Outcome's Settles.
+	Report(ctx context.Context, message string, also ...Condition) error
 	// Event records an Event on the MachineConfigNode, and on the Node too
 	// when onNode is set; warning marks failures. Warn records a Warning
 	// Event and Note a Normal one, both on the Node and its
@@ -304,6 +298,10 @@ type Update struct {
 	// once the update is complete (SaveApplied).
 	DesiredObject *mcfgv1.MachineConfig
 
+	// RecordLost says the daemon goes on without an unreadable progress
+	// record (status.Stager's RecordLost): an adoption lifts its cordon.
+	RecordLost bool
+
 	// adoption is what the adoption's steps share (adopt.go).
 	adoption *adoption
 	// steered is set while the holds gate keeps the daemon's steering
@@ -330,6 +328,10 @@ type (
 	Show = engine.Show
 	// Outcome is what a finished step reports in its condition.
 	Outcome = engine.Outcome
+	// Settles is the status a step settles besides its own condition.
+	Settles = engine.Settles
+	// Condition is a condition as a step settles it.
+	Condition = engine.Condition
 	// StepError is an update failure in one step.
 	StepError = engine.StepError
 	// Recorder records Kubernetes Events about the node's update.

@@ -50,21 +50,25 @@ func ReportDegraded(ctx context.Context, to Reporting, log *zap.Logger, deg Degr
 }
 
 // markDegraded is the health gate rollback's report of deg, from inside its
-// step (the runner writes the status and the step its own Event): the state
-// annotation written at once, so that once the status shows the failure
-// the compatible view does too, and NodeDegraded=True staged with the same
-// text, even when the annotation could not be written (the error says so).
-func markDegraded(ctx context.Context, nodes NodeStateWriter, st *status.Stager, deg Degraded) error {
-	err := nodes.SetNodeState(ctx, "", deg.State, Truncate(deg.annotation(), maxStateReason))
-	stageDegraded(st, deg)
-	if err != nil {
+// step (the runner writes the status, and stages NodeDegraded=True with the
+// same text from the step's Settles, even when the annotation could not be
+// written: the error says so): the state annotation written at once, so
+// that once the status shows the failure the compatible view does too.
+func markDegraded(ctx context.Context, nodes NodeStateWriter, deg Degraded) error {
+	if err := nodes.SetNodeState(ctx, "", deg.State, Truncate(deg.annotation(), maxStateReason)); err != nil {
 		return fmt.Errorf("writing the state annotation of the node: %w", err)
 	}
 	return nil
 }
 
+// condition is NodeDegraded=True saying deg.
+func (deg Degraded) condition() Condition {
+	return condition(status.NodeDegraded, metav1.ConditionTrue, deg.Reason, deg.Message)
+}
+
 func stageDegraded(st *status.Stager, deg Degraded) {
-	st.Set(status.NodeDegraded, metav1.ConditionTrue, deg.Reason, deg.Message)
+	c := deg.condition()
+	st.Set(c.Type, c.Status, c.Reason, c.Message)
 }
 
 func (deg Degraded) annotation() string {

@@ -18,7 +18,7 @@ func Detect() Step {
 		Name: progress.StepDetect, Show: Show{Quick: true},
 		// A status reset since (a MachineConfigNode created again) must not
 		// say Cordoned=False either.
-		Reload: func(_ context.Context, d Data) error { sayCordonHeld(d); return nil },
+		Reload: func(_ context.Context, d Data) (Settles, error) { return cordonHeldSettles(d.Progress()), nil },
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			u := d.Update()
 			from := u.CurrentName
@@ -29,14 +29,15 @@ func Detect() Step {
 			if why := d.Progress().RebootRequest; why != "" {
 				msg = fmt.Sprintf("Node %s; config %s unchanged", rebootRequestText(why), u.DesiredName)
 			}
-			d.Stager().ResetForUpdate()
-			d.Stager().SetIrreconcilableChanges(nil) // they described the config refused before
-			d.SetCondition(status.Updated, metav1.ConditionFalse, status.Updated, msg)
-			sayCordonHeld(d) // the reset must not say Cordoned=False
+			// The reset must not say Cordoned=False of a cordon held.
+			settles := cordonHeldSettles(d.Progress())
+			settles.Reset = true
+			settles.Conditions = append([]Condition{condition(status.Updated, metav1.ConditionFalse, status.Updated, msg)},
+				settles.Conditions...)
 			if err := d.Ports().Cluster.SetNodeState(ctx, "", StateWorking, ""); err != nil {
-				return Outcome{}, err
+				return Outcome{Settles: settles}, err
 			}
-			return Outcome{Message: msg}, nil
+			return Outcome{Message: msg, Settles: settles}, nil
 		},
 	}
 }

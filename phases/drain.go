@@ -30,7 +30,8 @@ func Drain() Step {
 				return Outcome{}, context.Cause(ctx) // cut: the runner undoes the cordon (Undo)
 			}
 			if errors.Is(err, ErrDrainTimedOut) || errors.Is(err, ErrCannotDrain) {
-				return Outcome{}, giveBackForFailure(ctx, d, err)
+				settles, err := giveBackForFailure(ctx, d, err)
+				return Outcome{Settles: settles}, err
 			}
 			if err != nil {
 				return Outcome{}, fmt.Errorf("draining node %s: %w", d.Update().Node, err)
@@ -69,16 +70,16 @@ func drainedMessage(res DrainResult) string {
 }
 
 // giveBackForFailure is the end of a drain that gave up: giveBack undoes the
-// cordon, and the drain's error is reported with what
-// was done.
-func giveBackForFailure(ctx context.Context, d Data, drainErr error) error {
+// cordon, and the drain's error is reported with what was done (and
+// Cordoned with the give-back).
+func giveBackForFailure(ctx context.Context, d Data, drainErr error) (Settles, error) {
 	why := "the drain timed out"
 	if !errors.Is(drainErr, ErrDrainTimedOut) {
 		why = "the drain could not go on"
 	}
-	outcome, err := giveBack(ctx, d, "Uncordoned after "+why+"; the retry cordons again")
+	outcome, settles, err := giveBack(ctx, d, "Uncordoned after "+why+"; the retry cordons again")
 	if err != nil {
-		return fmt.Errorf("draining node %s: %w; then %v", d.Update().Node, drainErr, err)
+		return settles, fmt.Errorf("draining node %s: %w; then %v", d.Update().Node, drainErr, err)
 	}
-	return fmt.Errorf("draining node %s: %w; %s; retrying later", d.Update().Node, drainErr, outcome)
+	return settles, fmt.Errorf("draining node %s: %w; %s; retrying later", d.Update().Node, drainErr, outcome)
 }

@@ -35,7 +35,8 @@ func GiveBack() Step {
 		},
 		Run: func(ctx context.Context, d Data) (Outcome, error) {
 			rp := d.Progress().Inherited.Replaced
-			if err := rollBackReplaced(ctx, d, rp); err != nil {
+			settles, err := rollBackReplaced(ctx, d, rp)
+			if err != nil {
 				return Outcome{}, err
 			}
 			msg := "Uncordoned: the update to " + rp.Desired + " was replaced by a new desired config before it wrote anything"
@@ -43,52 +44,54 @@ func GiveBack() Step {
 				msg = "Uncordoned: the update to " + rp.Desired + " was replaced by a new desired config while it " +
 					"was writing; what it had written was rolled back"
 			}
-			outcome, err := liftCordon(ctx, d, rp.CordonOwn, rp.Cordoned, rp.WriteStarted, msg)
+			outcome, lifted, err := liftCordon(ctx, d, rp.CordonOwn, rp.Cordoned, rp.WriteStarted, msg)
+			settles = settles.Also(lifted.Conditions...)
 			if err != nil {
-				return Outcome{}, fmt.Errorf("giving back the cordon of the replaced update to %s: %w", rp.Desired, err)
+				return Outcome{Settles: settles}, fmt.Errorf("giving back the cordon of the replaced update to %s: %w",
+					rp.Desired, err)
 			}
 			log := LogFrom(ctx, zap.NewNop())
 			log.Info("Replaced update gave back its cordon", zap.String("replaced", rp.Desired),
 				zap.String("result", outcome))
 			// Cordoned says so before the new update's status starts (WriteNow).
-			return Outcome{Message: "The replaced update to " + rp.Desired + " gave back: " + outcome, WriteNow: true}, nil
+			return Outcome{Message: "The replaced update to " + rp.Desired + " gave back: " + outcome, WriteNow: true,
+				Settles: settles}, nil
 		},
 	}
 }
 
 // rollBackReplaced rolls back, from its journal, what the replaced update
 // wrote before a new desired config replaced it (a restart came between: a
-// running write runs to its end first). It stages AppliedFilesAndOS=False
+// running write runs to its end first). It settles AppliedFilesAndOS=False
 // saying what was rolled back and records an Event; nothing when no
 // journal was left.
-func rollBackReplaced(ctx context.Context, d Data, rp *progress.Replaced) error {
+func rollBackReplaced(ctx context.Context, d Data, rp *progress.Replaced) (Settles, error) {
 	fail := func(err error) error {
 		return &StepError{Phase: progress.StepWrite, Condition: status.AppliedFilesAndOS,
 			Err: fmt.Errorf("rolling back the write of %s, which a new desired config replaced: %w", rp.Desired, err)}
 	}
 	pending, err := d.Ports().Host.PendingTxns()
 	if err != nil {
-		return fail(err)
+		return Settles{}, fail(err)
 	}
 	if !slices.Contains(pending, rp.Desired) {
-		return nil // never begun, or already rolled back
+		return Settles{}, nil // never begun, or already rolled back
 	}
 	txn, err := d.Ports().Host.BeginTxn(rp.Desired)
 	if err != nil {
-		return fail(err)
+		return Settles{}, fail(err)
 	}
 	paths, units := txn.Journaled()
 	if err := txn.Rollback(); err != nil {
-		return fail(err)
+		return Settles{}, fail(err)
 	}
 	rp.WriteStarted = true // a record older than the flag: the give-back says what happened
 	msg := fmt.Sprintf("Rolled back the write of %s, which a new desired config replaced: %s", rp.Desired,
 		rolledBack(paths, units))
-	d.SetCondition(status.AppliedFilesAndOS, metav1.ConditionFalse, ReasonRolledBack, msg)
 	d.Event(true, false, ReasonRolledBack, msg)
 	LogFrom(ctx, zap.NewNop()).Info("Rolled back the replaced update's writes", zap.String("replaced", rp.Desired),
 		zap.Int("paths", paths), zap.Strings("units", units))
-	return nil
+	return Settles{Conditions: []Condition{condition(status.AppliedFilesAndOS, metav1.ConditionFalse, ReasonRolledBack, msg)}}, nil
 }
 
 func rolledBack(paths int, units []string) string {

@@ -21,62 +21,66 @@ func splitWrite(p Step) Step {
 	run, starting := p.Run, p.Show.Starting
 	p.Run = func(ctx context.Context, d Data) (Outcome, error) {
 		sd := splitData{Data: d, started: map[string]bool{}}
-		sd.start(status.AppliedFiles, "Applying the files, units and SSH keys of "+d.Update().DesiredName)
 		// Written at once, as the runner writes a phase's start (the
 		// phase's own message stays the same).
-		_ = d.Report(ctx, starting)
+		_ = d.Report(ctx, starting, sd.start(status.AppliedFiles, "Applying the files, units and SSH keys of "+d.Update().DesiredName))
 		out, err := run(ctx, sd)
 		if err != nil {
 			// The conditions the write had started show the failure, as
 			// the runner shows it in the phase's own.
 			for _, t := range status.ImageMode {
 				if sd.started[t] {
-					d.SetCondition(t, metav1.ConditionUnknown, status.Reason(t), "Error: "+err.Error())
+					out.Settles = out.Settles.Also(condition(t, metav1.ConditionUnknown, status.Reason(t), "Error: "+err.Error()))
 				}
 			}
 			return out, err
 		}
-		splitDone(d)
+		out.Settles = out.Settles.Also(splitDone(d)...)
 		return out, nil
 	}
 	// After a restart the done write shows as it did (the status as last
 	// written may predate the end of the phase).
 	reload := p.Reload
-	p.Reload = func(ctx context.Context, d Data) error {
+	p.Reload = func(ctx context.Context, d Data) (Settles, error) {
+		var settles Settles
 		if reload != nil {
-			if err := reload(ctx, d); err != nil {
-				return err
+			var err error
+			if settles, err = reload(ctx, d); err != nil {
+				return settles, err
 			}
 		}
-		splitDone(d)
-		return nil
+		return settles.Also(splitDone(d)...), nil
 	}
 	return p
 }
 
-// splitDone stages the split conditions of a finished write, from the plan
-// alone, so a reload stages the same.
-func splitDone(d Data) {
+// splitDone is the split conditions of a finished write, from the plan
+// alone, so a reload settles the same.
+func splitDone(d Data) []Condition {
 	u := d.Update()
-	d.SetCondition(status.AppliedFiles, metav1.ConditionTrue, status.Reason(status.AppliedFiles), filesMessage(u.Diff))
-	if d.Ports().OS != nil && u.Diff.OSImageChanged {
-		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionTrue, status.Reason(status.ImagePulledFromRegistry),
-			"Pulled OS image "+u.Desired.OSImageURL+" with "+d.Ports().OS.Name())
-	} else if u.Diff.OSNotManaged {
-		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionFalse, status.ReasonNotRequired, NotManagedMessage)
-	} else {
-		d.SetCondition(status.ImagePulledFromRegistry, metav1.ConditionFalse, status.ReasonNotRequired,
-			"The update changes no OS image")
+	out := []Condition{condition(status.AppliedFiles, metav1.ConditionTrue, status.Reason(status.AppliedFiles), filesMessage(u.Diff))}
+	notRequired := func(t, msg string) Condition {
+		return condition(t, metav1.ConditionFalse, status.ReasonNotRequired, msg)
 	}
-	if d.Ports().OS != nil && u.Diff.OSChanged() {
-		d.SetCondition(status.AppliedOSImage, metav1.ConditionTrue, status.Reason(status.AppliedOSImage),
-			osMessage(u)+" staged with "+d.Ports().OS.Name()+" for the next boot")
-	} else if u.Diff.OSNotManaged {
-		d.SetCondition(status.AppliedOSImage, metav1.ConditionFalse, status.ReasonNotRequired, NotManagedMessage)
-	} else {
-		d.SetCondition(status.AppliedOSImage, metav1.ConditionFalse, status.ReasonNotRequired,
-			"The update changes no OS image or kernel arguments")
+	switch {
+	case d.Ports().OS != nil && u.Diff.OSImageChanged:
+		out = append(out, condition(status.ImagePulledFromRegistry, metav1.ConditionTrue, status.Reason(status.ImagePulledFromRegistry),
+			"Pulled OS image "+u.Desired.OSImageURL+" with "+d.Ports().OS.Name()))
+	case u.Diff.OSNotManaged:
+		out = append(out, notRequired(status.ImagePulledFromRegistry, NotManagedMessage))
+	default:
+		out = append(out, notRequired(status.ImagePulledFromRegistry, "The update changes no OS image"))
 	}
+	switch {
+	case d.Ports().OS != nil && u.Diff.OSChanged():
+		out = append(out, condition(status.AppliedOSImage, metav1.ConditionTrue, status.Reason(status.AppliedOSImage),
+			osMessage(u)+" staged with "+d.Ports().OS.Name()+" for the next boot"))
+	case u.Diff.OSNotManaged:
+		out = append(out, notRequired(status.AppliedOSImage, NotManagedMessage))
+	default:
+		out = append(out, notRequired(status.AppliedOSImage, "The update changes no OS image or kernel arguments"))
+	}
+	return out
 }
 
 func filesMessage(diff plan.Diff) string {
@@ -123,9 +127,10 @@ type splitData struct {
 	started map[string]bool
 }
 
-func (s splitData) start(t, msg string) {
-	s.SetCondition(t, metav1.ConditionUnknown, status.Reason(t), msg)
+// start marks t started and returns it in progress, for a Report.
+func (s splitData) start(t, msg string) Condition {
 	s.started[t] = true
+	return condition(t, metav1.ConditionUnknown, status.Reason(t), msg)
 }
 
 // Ports are the write's, with its OS updater reporting the split.
@@ -144,14 +149,14 @@ type splitOS struct {
 
 func (o splitOS) Stage(ctx context.Context, c OSChange) (string, error) {
 	u := o.d.Update()
-	o.d.SetCondition(status.AppliedFiles, metav1.ConditionTrue, status.Reason(status.AppliedFiles), filesMessage(u.Diff))
+	also := []Condition{condition(status.AppliedFiles, metav1.ConditionTrue, status.Reason(status.AppliedFiles), filesMessage(u.Diff))}
 	o.d.started[status.AppliedFiles] = false
 	if c.Image != "" {
-		o.d.start(status.ImagePulledFromRegistry, "Pulling OS image "+c.Image+" with "+o.Name())
+		also = append(also, o.d.start(status.ImagePulledFromRegistry, "Pulling OS image "+c.Image+" with "+o.Name()))
 	}
-	o.d.start(status.AppliedOSImage, "Staging "+osMessage(u)+" with "+o.Name())
+	also = append(also, o.d.start(status.AppliedOSImage, "Staging "+osMessage(u)+" with "+o.Name()))
 	// A status write that fails is not the update's failure: the next
 	// write brings the status up to date.
-	_ = o.d.Report(ctx, "Staging the OS update with "+o.Name())
+	_ = o.d.Report(ctx, "Staging the OS update with "+o.Name(), also...)
 	return o.OSUpdater.Stage(ctx, c)
 }

@@ -93,10 +93,10 @@ func TestAddedGateIsUndone(t *testing.T) {
 	}}
 	lease := phases.Step{
 		Name: "lease", Show: phases.Show{Starting: "Holding the lease"},
-		Cut: &phases.Cut{Undo: func(_ context.Context, _ phases.Data, c error) error {
+		Cut: &phases.Cut{Undo: func(_ context.Context, _ phases.Data, c error) (phases.Settles, error) {
 			undone.Store(held.Load())
 			cause = c
-			return nil
+			return phases.Settles{}, nil
 		}},
 		Run: func(context.Context, phases.Data) (phases.Outcome, error) {
 			return phases.Outcome{}, errors.New("the gate ran after it was cut")

@@ -55,10 +55,11 @@ func Prepare() Step {
 				KernelArgsRemoved: u.Diff.KernelArgsRemoved, KernelArgsAdded: u.Diff.KernelArgsAdded,
 				ExtensionsChanged: u.Diff.ExtensionsChanged, KernelTypeChanged: u.Diff.KernelTypeChanged}
 			d.Progress().Prepare.Action = saveAction(u.Action)
-			d.Stager().SetDesiredVersion(u.DesiredName)
-			return Outcome{Message: plan.Summary(u.Diff, u.Action)}, nil
+			return Outcome{Message: plan.Summary(u.Diff, u.Action), Settles: Settles{Desired: u.DesiredName}}, nil
 		},
-		Reload: func(ctx context.Context, d Data) error { return Plan(ctx, d, d.Progress().Prepare.OS) },
+		Reload: func(ctx context.Context, d Data) (Settles, error) {
+			return Settles{}, Plan(ctx, d, d.Progress().Prepare.OS)
+		},
 	}
 }
 

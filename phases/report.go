@@ -5,8 +5,15 @@ import (
 	"errors"
 	"fmt"
 
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
+
+// condition is a condition as a step settles it (Settles, Report).
+func condition(t string, s metav1.ConditionStatus, reason, msg string) Condition {
+	return Condition{Type: t, Status: s, Reason: reason, Message: msg}
+}
 
 // NodeReport is one report of the node: what the caller staged in the
 // status, with the state annotation and an Event that go with it. Send

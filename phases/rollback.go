@@ -269,30 +269,33 @@ func keepPrevious(ctx context.Context, d Data) (Outcome, error) {
 		return Outcome{}, fmt.Errorf("recording the failed config on node %s: %w", u.Node, err)
 	}
 	deg := Degraded{State: StateDegraded, Reason: status.ReasonHealthCheckFailed, Message: "Error: " + msg}
-	if err := markDegraded(ctx, d.Ports().Cluster, d.Stager(), deg); err != nil {
-		return Outcome{}, err
+	// Settled as the step goes, whatever stops it: the runner stages them.
+	settles := Settles{Conditions: []Condition{deg.condition()}}
+	if err := markDegraded(ctx, d.Ports().Cluster, deg); err != nil {
+		return Outcome{Settles: settles}, err
 	}
 	if rec.Cordon.ByUs {
 		if err := d.Ports().Cluster.Uncordon(ctx); err != nil {
-			return Outcome{}, err
+			return Outcome{Settles: settles}, err
 		}
 		rec.Cordon.ByUs = false
 		if err := d.SaveProgress(); err != nil {
-			return Outcome{}, err
+			return Outcome{Settles: settles}, err
 		}
-		d.SetCondition(status.Uncordoned, metav1.ConditionTrue, status.Reason(status.Uncordoned),
-			"Uncordoned node "+u.Node+" after the rollback to "+previousName(u))
+		settles = settles.Also(condition(status.Uncordoned, metav1.ConditionTrue, status.Reason(status.Uncordoned),
+			"Uncordoned node "+u.Node+" after the rollback to "+previousName(u)))
 	}
 	h.Kept = true
 	if err := d.SaveProgress(); err != nil {
-		return Outcome{}, err
+		return Outcome{Settles: settles}, err
 	}
-	d.SetCondition(status.HealthChecked, metav1.ConditionFalse, status.ReasonRolledBack, msg)
-	d.SetCondition(status.UpdateComplete, metav1.ConditionFalse, status.ReasonRolledBack, msg)
-	d.SetCondition(status.Updated, metav1.ConditionFalse, status.ReasonRolledBack,
-		fmt.Sprintf("Node runs %s: %s failed the health gate and was rolled back", previousName(u), u.DesiredName))
-	d.Stager().SetCurrentVersion(u.CurrentName)
+	settles = settles.Also(
+		condition(status.HealthChecked, metav1.ConditionFalse, status.ReasonRolledBack, msg),
+		condition(status.UpdateComplete, metav1.ConditionFalse, status.ReasonRolledBack, msg),
+		condition(status.Updated, metav1.ConditionFalse, status.ReasonRolledBack,
+			fmt.Sprintf("Node runs %s: %s failed the health gate and was rolled back", previousName(u), u.DesiredName)))
+	settles.Current = u.CurrentName
 	d.Warn(status.ReasonRolledBack, msg)
 	g.observe("rolled-back")
-	return Outcome{}, ErrRolledBack
+	return Outcome{Settles: settles}, ErrRolledBack
 }

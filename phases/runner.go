@@ -113,6 +113,11 @@ func (r *Runner) Update() *Update {
 	if r.update == nil {
 		r.update = &Update{Node: r.Node, NodeCurrent: r.NodeCurrent, CurrentName: r.Record.Current,
 			DesiredName: r.Record.Desired, SingleNode: r.SingleNode, Runtime: r.Runtime}
+		// A runner built for a view of the list (tests, --once-from
+		// dry runs) has no status; no status means no lost record.
+		if r.Status != nil {
+			r.update.RecordLost = r.Status.RecordLost()
+		}
 	}
 	return r.update
 }

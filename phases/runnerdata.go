@@ -4,11 +4,8 @@ import (
 	"context"
 	"time"
 
-	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-
 	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
-	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // The runner is what the steps see (Data): the update's own parts here,
@@ -23,16 +20,10 @@ func (r *Runner) Progress() *progress.Record { return r.Record }
 // Ports returns what the steps act on.
 func (r *Runner) Ports() *Ports { return &r.Env.Ports }
 
-// Stager is the node's status, for the steps that stage more than
-// conditions (detect's reset, an adoption).
-func (r *Runner) Stager() *status.Stager { return r.Status }
-
-// Report sets the running step's condition message and writes it.
-func (r *Runner) Report(ctx context.Context, message string) error { return r.eng.Report(ctx, message) }
-
-// SetCondition stages a condition other than the running step's.
-func (r *Runner) SetCondition(t string, s metav1.ConditionStatus, reason, msg string) {
-	r.eng.SetCondition(t, s, reason, msg)
+// Report sets the running step's condition message, with also, and
+// writes them.
+func (r *Runner) Report(ctx context.Context, message string, also ...Condition) error {
+	return r.eng.Report(ctx, message, also...)
 }
 
 // Event records an Event on the MachineConfigNode (and the Node).

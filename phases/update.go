@@ -115,10 +115,10 @@ func Adoption() []Item {
 		return true, ""
 	}
 	return []Item{
-		subStep("match", adoptMatch),                                  // the node against the desired config; else the update goes on
-		withNeeded(subStep("lift-cordon", adoptLiftCordon), lost),     // a lost update's cordon
-		withNeeded(subStep("set-current", adoptSetCurrent), adopting), // currentConfig, state=Done, Updated=True
-		withNeeded(subStep("resume", adoptResume), adopting),          // the drift monitor
+		subStep("match", adoptMatch),                                                                   // the node against the desired config; else the update goes on
+		withNeeded(subStep("lift-cordon", adoptLiftCordon), lost),                                      // a lost update's cordon
+		withNeeded(Step{Name: "set-current", Show: Show{Quick: true}, Run: adoptSetCurrent}, adopting), // currentConfig, state=Done, Updated=True
+		withNeeded(subStep("resume", adoptResume), adopting),                                           // the drift monitor
 	}
 }
 

@@ -14,6 +14,8 @@ package engine
 import (
 	"context"
 	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
 // Item is one entry of a list: a Step, a Group, a Gate or a Commit.
@@ -34,8 +36,9 @@ type Step[D any] struct {
 	// Run does the step and says what it did.
 	Run func(ctx context.Context, d D) (Outcome, error)
 	// Reload restores, after a restart, what a done step had produced in
-	// memory (the plan, for prepare); nil when nothing.
-	Reload func(ctx context.Context, d D) error
+	// memory (the plan, for prepare), and says again the status it settles
+	// that depends on the node now (the runner stages it); nil when nothing.
+	Reload func(ctx context.Context, d D) (Settles, error)
 	// Cut, when set, says the step may be cut short: see Cut.
 	Cut *Cut[D]
 	// Show is how the step shows in the status and the Events.
@@ -66,9 +69,9 @@ type Show struct {
 // context that is not, and the run stops with the cause. A step without
 // Cut runs to its end, whatever happens.
 type Cut[D any] struct {
-	// Undo gives back what the step holds on the node (a cordon); nil for
-	// nothing.
-	Undo func(ctx context.Context, d D, cause error) error
+	// Undo gives back what the step holds on the node (a cordon) and says
+	// the status that settles (the runner stages it); nil for nothing.
+	Undo func(ctx context.Context, d D, cause error) (Settles, error)
 	// Pause makes a pause cut the step's Run too (the drain).
 	Pause bool
 }
@@ -116,6 +119,41 @@ type Outcome struct {
 	// WriteNow writes the status as the step ends, before the next step
 	// changes it; a failed write is logged, not the step's failure.
 	WriteNow bool
+	// Settles is the status the step settles besides its own condition.
+	// The runner stages it however the step ends (with a failure or an End
+	// too: what the step did before it stopped stands), before the step's
+	// own condition.
+	Settles Settles
+}
+
+// Settles is the part of the status a step settles besides its own
+// condition and its group's: the one way a step changes the rest of the
+// status (the runner stages it, in this order, and writes it).
+type Settles struct {
+	// Reset puts every condition but Updated and NodeDegraded back to not
+	// started and clears the irreconcilable changes of a config refused
+	// before: an update begins (status.Stager's ResetForUpdate).
+	Reset bool
+	// Conditions are other steps' conditions, or primary ones (Updated,
+	// NodeDegraded), staged in order.
+	Conditions []Condition
+	// Desired and Current, when set, are the node's config versions
+	// (status.configVersion).
+	Desired, Current string
+}
+
+// Condition is a status condition as a step settles it.
+type Condition struct {
+	Type    string
+	Status  metav1.ConditionStatus
+	Reason  string
+	Message string
+}
+
+// Also returns s with conditions added after its own.
+func (s Settles) Also(c ...Condition) Settles {
+	s.Conditions = append(append([]Condition(nil), s.Conditions...), c...)
+	return s
 }
 
 // node is a step as the runner runs it: the list flattened.

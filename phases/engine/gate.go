@@ -65,8 +65,9 @@ func (r *Runner[D]) cut(ctx context.Context, n *node[D], cause error, log *zap.L
 	}
 	if n.step.Cut != nil && n.step.Cut.Undo != nil {
 		r.current = n
-		err := n.step.Cut.Undo(context.WithoutCancel(ctx), r.Data, cause)
+		settles, err := n.step.Cut.Undo(context.WithoutCancel(ctx), r.Data, cause)
 		r.current = nil
+		r.settle(settles)
 		if err != nil {
 			return r.stepError(n, err)
 		}

@@ -167,9 +167,11 @@ func (r *Runner[D]) reload(ctx context.Context) error {
 		if n.step.Reload == nil || r.Record.Step(n.step.Name) == nil {
 			continue
 		}
-		if err := n.step.Reload(ctx, r.Data); err != nil {
+		settles, err := n.step.Reload(ctx, r.Data)
+		if err != nil {
 			return r.stepError(n, err)
 		}
+		r.settle(settles)
 	}
 	return nil
 }
@@ -207,6 +209,7 @@ func (r *Runner[D]) runStep(ctx context.Context, n *node[D]) error {
 	log.Info("Phase started")
 	start := r.Now()
 	out, err := r.run(ctx, n)
+	r.settle(out.Settles)
 	if err != nil {
 		return r.failed(ctx, n, err, log)
 	}

@@ -133,10 +133,11 @@ func TestMadeUpGate(t *testing.T) {
 		Release: func(context.Context, *data) { released.Store(true) },
 	}
 	held := step("held", engine.Show{Condition: "Held", Starting: "Holding"})
-	held.Cut = &engine.Cut[*data]{Undo: func(_ context.Context, _ *data, c error) error {
+	held.Cut = &engine.Cut[*data]{Undo: func(_ context.Context, _ *data, c error) (engine.Settles, error) {
 		undone.Store(true)
 		cause = c
-		return nil
+		return engine.Settles{Conditions: []engine.Condition{{Type: "Given", Status: metav1.ConditionTrue, Reason: "Given",
+			Message: "given back"}}}, nil
 	}}
 	list := []engine.Item[*data]{step("before", engine.Show{}), lease, held, engine.Commit[*data]{}, step("after", engine.Show{})}
 	b := newBed(list)
@@ -157,6 +158,9 @@ func TestMadeUpGate(t *testing.T) {
 	}
 	if s, m := cond(b, "Held"); s != metav1.ConditionFalse || m != "waiting for the lease" {
 		t.Errorf("while the gate waited, Held said %s %q", s, m)
+	}
+	if s, m := cond(b, "Given"); s != metav1.ConditionTrue || m != "given back" {
+		t.Errorf("the Undo's settles were not staged: Given %s %q", s, m)
 	}
 	if p := engine.Places(list)["held"]; !slices.Equal(p.Gates, []string{"lease"}) || engine.Places(list)["after"].Commit != true {
 		t.Errorf("places %+v", engine.Places(list))
@@ -242,9 +246,9 @@ func TestSubListResumes(t *testing.T) {
 func TestCutStepStops(t *testing.T) {
 	shutdown, cancel := context.WithCancel(context.Background())
 	var undone atomic.Bool
-	long := engine.Step[*data]{Name: "long", Cut: &engine.Cut[*data]{Undo: func(context.Context, *data, error) error {
+	long := engine.Step[*data]{Name: "long", Cut: &engine.Cut[*data]{Undo: func(context.Context, *data, error) (engine.Settles, error) {
 		undone.Store(true)
-		return nil
+		return engine.Settles{}, nil
 	}}, Run: func(ctx context.Context, _ *data) (engine.Outcome, error) {
 		cancel()
 		<-ctx.Done()

@@ -127,10 +127,13 @@ func (r *Runner[D]) event(n *node[D], msg string, took time.Duration) {
 	r.Events.Event(n.step.Show.OnNode, false, r.cond(n), fmt.Sprintf("%s (%s)", msg, took))
 }
 
-// Report sets the running step's condition message and writes it. A failed
-// write is logged here, once: live progress is best effort, so most steps
-// go on without it; the reboot fails on it, not to go down unannounced.
-func (r *Runner[D]) Report(ctx context.Context, message string) error {
+// Report sets the running step's condition message, with also (the
+// conditions of its parts: the image-mode split of the write), and writes
+// them. A failed write is logged here, once: live progress is best effort,
+// so most steps go on without it; the reboot fails on it, not to go down
+// unannounced.
+func (r *Runner[D]) Report(ctx context.Context, message string, also ...Condition) error {
+	r.settle(Settles{Conditions: also})
 	n := r.current
 	if n == nil {
 		return nil
@@ -167,9 +170,20 @@ func (r *Runner[D]) holding(n *node[D]) string {
 	return ""
 }
 
-// SetCondition stages a condition other than the running step's own.
-func (r *Runner[D]) SetCondition(t string, s metav1.ConditionStatus, reason, msg string) {
-	r.set(t, s, reason, msg)
+// settle stages what a step settles besides its own condition.
+func (r *Runner[D]) settle(s Settles) {
+	if s.Reset {
+		r.Status.ResetForUpdate()
+	}
+	for _, c := range s.Conditions {
+		r.set(c.Type, c.Status, c.Reason, c.Message)
+	}
+	if s.Desired != "" {
+		r.Status.SetDesiredVersion(s.Desired)
+	}
+	if s.Current != "" {
+		r.Status.SetCurrentVersion(s.Current)
+	}
 }
 
 // Event records an Event on the MachineConfigNode (and the Node).

@@ -71,11 +71,13 @@ func (s *Stager) Reset() {
 }
 
 // ResetForUpdate stages step 1 of an update: every phase condition back to
-// False/NotYetOccurred (see the package's ResetForUpdate).
+// False/NotYetOccurred (see the package's ResetForUpdate), and no
+// irreconcilable changes (they described the config refused before).
 func (s *Stager) ResetForUpdate() {
 	if ResetForUpdate(&s.st.Conditions, metav1.NewTime(s.now().Truncate(time.Second))) {
 		s.dirty = true
 	}
+	s.SetIrreconcilableChanges(nil)
 }
 
 // SetVersions stages status.configVersion; a desired "" is ignored.
