@@ -113,7 +113,7 @@ type Daemon struct {
 	// keptNodes is the node count kept on the node (nodecount.go).
 	keptNodes int
 	// keptOn is the failed config the node keeps its previous one against
-	// (health.go), so that it is logged once.
+	// (health.go), so that it is reported once.
 	keptOn string
 	// pool is the node's pool at this pass (kube.Pool); waitingFor what a
 	// node with no desired config waits for, as last logged (first.go).
@@ -245,8 +245,8 @@ func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record,
 	log := d.Log.With(zap.String("node", d.node.Name), zap.String("config", p.to))
 	switch p.kind {
 	case passKept:
-		d.logKept(rec) // health.go
-		return d.delayFor(nil), nil
+		err := d.keep(ctx, rec) // health.go
+		return d.delayFor(err), err
 	case passRetry:
 		var err error
 		if rec, err = d.startRetry(rec, p.to); err != nil { // health.go

@@ -1,11 +1,13 @@
 package daemon
 
 import (
+	"context"
 	"fmt"
 
 	"go.uber.org/zap"
 
 	"github.com/nodeconfd/nodeconfd/names"
+	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/progress"
 )
 
@@ -17,14 +19,25 @@ import (
 // (passRetry). A rollback under way when the desired config changes runs
 // to its end first.
 
-// logKept says once per failed config that the node keeps its previous one.
-func (d *Daemon) logKept(rec *progress.Record) {
+// keep reports, once per failed config, that the node keeps its previous
+// config: one log line, and the status the rollback settled
+// (phases.KeptStatus) staged again and written if it differs, so that a
+// crash or a failed write between the record's Kept and the status write
+// never leaves a status that says the update is still under way. After a
+// rollback that wrote its status, it stages nothing new and writes nothing.
+func (d *Daemon) keep(ctx context.Context, rec *progress.Record) error {
 	if d.keptOn == rec.Desired {
-		return
+		return nil
+	}
+	phases.KeptStatus(rec).StageIn(d.status)
+	if err := d.reporting().Send(ctx, phases.NodeReport{}); err != nil {
+		return fmt.Errorf("reporting that node %s keeps %s after %s failed the health gate: %w", d.node.Name,
+			rec.Current, rec.Desired, err)
 	}
 	d.keptOn = rec.Desired
 	d.Log.Info("Keeping the previous config: the desired config failed the health gate", zap.String("node", d.node.Name),
 		zap.String("config", rec.Desired), zap.String("running", rec.Current), zap.String("failed", rec.Health.Failed))
+	return nil
 }
 
 // startRetry saves the record of a new try of the failed config desired,

@@ -329,11 +329,14 @@ func restarted(prev, now map[string]UnitHealth) string {
 }
 
 // previousName is the config an update came from, for messages.
-func previousName(u *Update) string {
-	if u.CurrentName == "" {
+func previousName(u *Update) string { return previousOf(u.CurrentName) }
+
+// previousOf names the config a rollback goes back to, current.
+func previousOf(current string) string {
+	if current == "" {
 		return "the node's previous state"
 	}
-	return u.CurrentName
+	return current
 }
 
 // gateWithoutRollback is the gate of an update with no previous config: a

@@ -87,7 +87,14 @@ func TestHealthGateRollsBackRebootless(t *testing.T) {
 	}
 	rec, err := progress.Unmarshal(h.state[progress.FileName])
 	if err != nil || !rec.RolledBack() || rec.Done("finish") {
-		t.Errorf("record: %+v, %v", rec, err)
+		t.Fatalf("record: %+v, %v", rec, err)
+	}
+	// The daemon stages KeptStatus again when the node keeps its config: on
+	// the status the rollback wrote it changes nothing, so writes nothing.
+	kept, n := stager(w, w.last), w.n
+	phases.KeptStatus(rec).StageIn(kept)
+	if err := kept.Flush(context.Background()); err != nil || w.n != n {
+		t.Errorf("KeptStatus differs from the rollback's status (%d writes, %v)", w.n-n, err)
 	}
 
 	p = &probe{}

@@ -249,26 +249,17 @@ func rollBackCheck(ctx context.Context, d Data) (string, error) {
 
 // keepPrevious ends the rollback: the failed config recorded on the node, state
 // Degraded, the cordon lifted (the node is healthy
-// on its previous config), and the status saying what happened. Every
-// step is idempotent until Kept is saved.
+// on its previous config), and the status saying what happened (KeptStatus).
+// Every step is idempotent until Kept is saved.
 func keepPrevious(ctx context.Context, d Data) (Outcome, error) {
 	u := d.Update()
 	rec := d.Progress()
-	h := rec.Health
 	g := d.Ports().Health
-	what := make([]string, 0, len(h.Steps))
-	for _, s := range h.Steps {
-		if s.Message != "" {
-			what = append(what, s.Message)
-		}
-	}
-	msg := fmt.Sprintf("Config %s failed the health gate: %s. Rolled back to %s: %s. Holding %s until the desired config "+
-		"changes or an administrator asks for a retry", u.DesiredName, h.Failed, previousName(u), strings.Join(what, "; "),
-		previousName(u))
+	msg := keptMessage(rec)
 	if err := g.Probe.SetFailedConfig(ctx, u.DesiredName); err != nil {
 		return Outcome{}, fmt.Errorf("recording the failed config on node %s: %w", u.Node, err)
 	}
-	deg := Degraded{State: StateDegraded, Reason: status.ReasonHealthCheckFailed, Message: "Error: " + msg}
+	deg := keptDegraded(msg)
 	// Settled as the step goes, whatever stops it: the runner stages them.
 	settles := Settles{Conditions: []Condition{deg.condition()}}
 	if err := markDegraded(ctx, d.Ports().Cluster, deg); err != nil {
@@ -285,17 +276,51 @@ func keepPrevious(ctx context.Context, d Data) (Outcome, error) {
 		settles = settles.Also(condition(status.Uncordoned, metav1.ConditionTrue, status.Reason(status.Uncordoned),
 			"Uncordoned node "+u.Node+" after the rollback to "+previousName(u)))
 	}
-	h.Kept = true
+	rec.Health.Kept = true
 	if err := d.SaveProgress(); err != nil {
 		return Outcome{Settles: settles}, err
 	}
-	settles = settles.Also(
-		condition(status.HealthChecked, metav1.ConditionFalse, status.ReasonRolledBack, msg),
-		condition(status.UpdateComplete, metav1.ConditionFalse, status.ReasonRolledBack, msg),
-		condition(status.Updated, metav1.ConditionFalse, status.ReasonRolledBack,
-			fmt.Sprintf("Node runs %s: %s failed the health gate and was rolled back", previousName(u), u.DesiredName)))
-	settles.Current = u.CurrentName
+	kept := KeptStatus(rec) // NodeDegraded again, the same
+	settles = settles.Also(kept.Conditions...)
+	settles.Current = kept.Current
 	d.Warn(status.ReasonRolledBack, msg)
 	g.observe("rolled-back")
 	return Outcome{Settles: settles}, ErrRolledBack
+}
+
+// KeptStatus is what the status says of a node whose update the health
+// gate rolled back and that keeps its previous config (rec.Health.Kept):
+// settled as the rollback ends, and staged again by the daemon when the
+// node keeps it (a crash or a failed write can come between the record's
+// Kept and the status). It is decided by the record alone, so both say
+// the same.
+func KeptStatus(rec *progress.Record) Settles {
+	msg := keptMessage(rec)
+	prev := previousOf(rec.Current)
+	return Settles{Current: rec.Current, Conditions: []Condition{
+		keptDegraded(msg).condition(),
+		condition(status.HealthChecked, metav1.ConditionFalse, status.ReasonRolledBack, msg),
+		condition(status.UpdateComplete, metav1.ConditionFalse, status.ReasonRolledBack, msg),
+		condition(status.Updated, metav1.ConditionFalse, status.ReasonRolledBack,
+			fmt.Sprintf("Node runs %s: %s failed the health gate and was rolled back", prev, rec.Desired)),
+	}}
+}
+
+// keptMessage says why the node keeps its previous config and what the
+// rollback did, from the record.
+func keptMessage(rec *progress.Record) string {
+	h := rec.Health
+	what := make([]string, 0, len(h.Steps))
+	for _, s := range h.Steps {
+		if s.Message != "" {
+			what = append(what, s.Message)
+		}
+	}
+	prev := previousOf(rec.Current)
+	return fmt.Sprintf("Config %s failed the health gate: %s. Rolled back to %s: %s. Holding %s until the desired config "+
+		"changes or an administrator asks for a retry", rec.Desired, h.Failed, prev, strings.Join(what, "; "), prev)
+}
+
+func keptDegraded(msg string) Degraded {
+	return Degraded{State: StateDegraded, Reason: status.ReasonHealthCheckFailed, Message: "Error: " + msg}
 }

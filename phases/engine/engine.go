@@ -16,6 +16,8 @@ import (
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
 // Item is one entry of a list: a Step, a Group, a Gate or a Commit.
@@ -154,6 +156,25 @@ type Condition struct {
 func (s Settles) Also(c ...Condition) Settles {
 	s.Conditions = append(append([]Condition(nil), s.Conditions...), c...)
 	return s
+}
+
+// StageIn stages s in st: the reset first, then the conditions in order,
+// then the config versions. The runner stages a step's Settles so; the
+// daemon stages the same values so when it reports outside an update (a
+// kept rollback written again after a crash).
+func (s Settles) StageIn(st *status.Stager) {
+	if s.Reset {
+		st.ResetForUpdate()
+	}
+	for _, c := range s.Conditions {
+		st.Set(c.Type, c.Status, c.Reason, c.Message)
+	}
+	if s.Desired != "" {
+		st.SetDesiredVersion(s.Desired)
+	}
+	if s.Current != "" {
+		st.SetCurrentVersion(s.Current)
+	}
 }
 
 // node is a step as the runner runs it: the list flattened.

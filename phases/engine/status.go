@@ -171,20 +171,7 @@ func (r *Runner[D]) holding(n *node[D]) string {
 }
 
 // settle stages what a step settles besides its own condition.
-func (r *Runner[D]) settle(s Settles) {
-	if s.Reset {
-		r.Status.ResetForUpdate()
-	}
-	for _, c := range s.Conditions {
-		r.set(c.Type, c.Status, c.Reason, c.Message)
-	}
-	if s.Desired != "" {
-		r.Status.SetDesiredVersion(s.Desired)
-	}
-	if s.Current != "" {
-		r.Status.SetCurrentVersion(s.Current)
-	}
-}
+func (r *Runner[D]) settle(s Settles) { s.StageIn(r.Status) }
 
 // Event records an Event on the MachineConfigNode (and the Node).
 func (r *Runner[D]) Event(onNode, warning bool, reason, message string) {

@@ -72,8 +72,10 @@ func TestHealthOSImageRollback(t *testing.T) {
 
 func ptr[T any](v T) *T { return &v }
 
-// Health 5: SIGKILL during the gate, then during the rollback's write: each
-// time the restarted daemon converges on the rolled-back, held node.
+// Health 5: SIGKILL during the gate, then during the rollback's write, then
+// once the rollback is recorded over but before its status is written: each
+// time the restarted daemon converges on the rolled-back, held node, and its
+// status says so.
 func TestHealthKilled(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
@@ -82,12 +84,15 @@ func TestHealthKilled(t *testing.T) {
 	config(t, "rendered-hc5-a", ign(map[string]string{dir + "/conf": "good\n"}))
 	config(t, "rendered-hc5-b", ign(map[string]string{dir + "/conf": "bad\n", dir + "/broken": "b\n"}))
 	config(t, "rendered-hc5-c", ign(map[string]string{dir + "/conf": "worse\n", dir + "/broken": "c\n"}))
+	config(t, "rendered-hc5-d", ign(map[string]string{dir + "/conf": "worst\n", dir + "/broken": "d\n"}))
 	n, log := healthNode(t, "hc5", "rendered-hc5-a", dir, testbed.NodeOptions{},
 		"--health-command", "/usr/bin/test ! -e "+dir+"/broken", "--health-timeout", "15s")
 	for _, round := range []struct{ config, point string }{
 		{"rendered-hc5-b", "start:health"},
 		// The forward write renames 2 files into place; the 3rd is the rollback's.
 		{"rendered-hc5-c", "file-written:3"},
+		// The health step returned: Kept saved, the status not yet written.
+		{"rendered-hc5-d", "ran:health"},
 	} {
 		t.Logf("round %s, killed at %s", round.config, round.point)
 		from := log.Len()
