@@ -257,8 +257,10 @@ func (d *Daemon) carryOut(ctx context.Context, p passPlan, rec *progress.Record,
 		// half done (an abandoned update, e.g. one whose desired config
 		// was rolled back, still has to be undone and its cordon lifted),
 		// unless its reboot request was granted (reboot.go).
+		finished := rec
 		if rec = d.grantedReboot(ctx, p.from); rec == nil {
 			d.failures = 0
+			d.restageFinished(finished, p.from) // idle.go: written with markUpdated's report
 			err := d.idle(ctx, p.from)
 			d.checkRebootNeeded(ctx)
 			return d.idleDelay(), err

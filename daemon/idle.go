@@ -10,6 +10,7 @@ import (
 	"github.com/nodeconfd/nodeconfd/names"
 	"github.com/nodeconfd/nodeconfd/phases"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
+	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -44,6 +45,25 @@ func (d *Daemon) idle(ctx context.Context, current string) error {
 		}
 	}
 	return nil
+}
+
+// restageFinished stages again the status of the update rec finished on
+// current, when the status still shows a phase of it under way (Unknown): a
+// crash came between the record of its last step and its last status write.
+// Nothing is staged otherwise, so an idle pass after an update that wrote
+// its status writes nothing more.
+func (d *Daemon) restageFinished(rec *progress.Record, current string) {
+	if rec == nil || rec.Desired != current || !rec.Done(progress.StepResume) {
+		return
+	}
+	for _, c := range d.status.Conditions() {
+		if c.Status == metav1.ConditionUnknown {
+			phases.RestageFinished(d.phaseList(), rec, d.status)
+			d.Log.Info("The finished update's last status was not written; writing it again",
+				zap.String("node", d.node.Name), zap.String("config", current), zap.String("condition", c.Type))
+			return
+		}
+	}
 }
 
 // markUpdated reports a node that runs its desired config as Updated, once:

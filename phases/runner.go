@@ -145,13 +145,27 @@ func (r *Runner) Run(ctx context.Context) error {
 	}
 	r.eng = &engine.Runner[Data]{
 		Data: r, List: r.Phases, Record: r.Record, Save: r.SaveProgress, Status: r.Status, Flush: r.Flush,
-		Groups: func(c string) (string, string) {
-			g := groupOf(c)
-			return g.starting(r.Record.Desired), g.done(r.Record.Desired)
-		},
+		Groups: groupsOf(r.Record),
 		Events: r.Events, Observer: r.Env.Observer, Ends: ends, Log: r.log(), Now: r.Now, Stop: sig, Fault: r.Fault,
 	}
 	return r.end(ctx, r.eng.Run(ctx, doneSteps(r.Record)))
+}
+
+// RestageFinished stages the status of rec's finished update as its run
+// staged it, from the record alone: each done step's condition and each
+// group's; nothing runs. The daemon calls it when the record says the
+// update is over but the status still shows a phase under way.
+func RestageFinished(list []Item, rec *progress.Record, st *status.Stager) {
+	eng := &engine.Runner[Data]{List: list, Record: rec, Status: st, Groups: groupsOf(rec)}
+	eng.Restage()
+}
+
+// groupsOf gives a group's messages, starting and done, for rec's update.
+func groupsOf(rec *progress.Record) func(string) (string, string) {
+	return func(c string) (string, string) {
+		g := groupOf(c)
+		return g.starting(rec.Desired), g.done(rec.Desired)
+	}
 }
 
 func doneSteps(rec *progress.Record) []string {

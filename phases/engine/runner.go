@@ -160,6 +160,15 @@ func (r *Runner[D]) replay() {
 	}
 }
 
+// Restage stages the conditions of the record's done steps, as a resumed
+// run does before it goes on, and runs nothing: the status of a run that
+// ended before it was written (a crash between the record of its last step
+// and its last status write).
+func (r *Runner[D]) Restage() {
+	r.nodes = flatten(r.List)
+	r.replay()
+}
+
 // reload restores the in-memory products of the done steps.
 func (r *Runner[D]) reload(ctx context.Context) error {
 	for i := range r.nodes {

@@ -130,6 +130,12 @@ func (n *faultNode) statusProblem(ctx context.Context, config string) string {
 	if st.ConfigVersion == nil || st.ConfigVersion.Current != config {
 		return "status.configVersion.current is not " + config
 	}
+	// A converged node shows no phase still under way.
+	for _, c := range st.Conditions {
+		if c.Status == metav1.ConditionUnknown {
+			return c.Type + " is Unknown: " + c.Message
+		}
+	}
 	return ""
 }
 

@@ -50,6 +50,7 @@ var faultPoints = []faultRound{
 	{point: "ran:finish", what: "currentConfig written, before its record"},
 	{point: "done:finish", what: "before resume"},
 	{point: "ran:resume", what: "resumed, before its record"},
+	{point: "done:resume", what: "resumed and recorded, before the last status write"},
 }
 
 // faultNodes run the rounds side by side (each its share, in order): the
