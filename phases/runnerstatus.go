@@ -9,7 +9,6 @@ import (
 
 	"github.com/nodeconfd/nodeconfd/phases/engine"
 	"github.com/nodeconfd/nodeconfd/phases/plan"
-	"github.com/nodeconfd/nodeconfd/phases/progress"
 	"github.com/nodeconfd/nodeconfd/phases/status"
 )
 
@@ -27,10 +26,12 @@ func (r *Runner) Flush(ctx context.Context) error {
 
 // end ends a run: it writes what the run staged, once, unless the run
 // failed (Fail writes that) or the node is going down (the reboot wrote
-// its status), and tells the Observer of an update that finished. A
-// stopped or cut update's write may fail without holding up what comes
-// next (the next run writes the status at once); a rolled-back one's is
-// retried (keepPrevious's steps are idempotent).
+// its status), and tells the Observer of an update that finished. A failed
+// write is not the run's failure: what the run did is done and recorded,
+// and what it staged stays staged for the daemon's next report (a stopped
+// or cut update's next run, a kept rollback's keep, a finished update's
+// idle pass), which writes it. Failing the update for it would write
+// Degraded over a node that runs its new config.
 func (r *Runner) end(ctx context.Context, err error) error {
 	switch {
 	case errors.Is(err, ErrRebooting):
@@ -38,20 +39,12 @@ func (r *Runner) end(ctx context.Context, err error) error {
 	case err != nil && !errors.Is(err, ErrComplete) && !errors.Is(err, ErrStopped) && !errors.Is(err, ErrRolledBack) && !engine.IsCut(err):
 		return err
 	}
-	ferr := r.Flush(ctx)
+	if ferr := r.Flush(ctx); ferr != nil {
+		r.log().Warn("Cannot write the status as the run ends; the next report writes it", zap.Error(ferr))
+	}
 	switch {
-	case engine.IsCut(err) || errors.Is(err, ErrStopped):
-		if ferr != nil {
-			r.log().Warn("Cannot write the status of the stopped update", zap.Error(ferr))
-		}
+	case engine.IsCut(err) || errors.Is(err, ErrStopped) || err == nil:
 		r.observeEnd(err)
-		return err
-	case errors.Is(err, ErrRolledBack) && ferr != nil:
-		return &StepError{Phase: progress.StepHealth, Condition: status.HealthChecked, Err: ferr}
-	case ferr != nil:
-		return ferr
-	case err == nil:
-		r.observeEnd(nil)
 	case errors.Is(err, ErrComplete): // an adoption: no update ran
 		return nil
 	}
